@@ -1,0 +1,68 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from '../shared/config.ts';
+import type { Logger } from '../shared/logger.ts';
+import type { AppDeps, AppState } from './context.ts';
+import { ApiKeyStore } from './auth/api-key-store.ts';
+import { createPasswordHasher } from './auth/passwords.ts';
+import { createDashboardTokens } from './auth/jwt.ts';
+import { TokenBuckets } from './ratelimit/token-bucket.ts';
+import { createApiMetrics } from './metrics.ts';
+import { requestId } from './middleware/request-id.ts';
+import { securityHeaders } from './middleware/security-headers.ts';
+import { accessLog } from './middleware/access-log.ts';
+import { errorHandler } from './middleware/errors.ts';
+import { mountRoutes } from './routes/mount.ts';
+import { allRoutes } from './routes/index.ts';
+import type { Route } from './routes/route.ts';
+import { mountOperationalRoutes } from './routes/operational/index.ts';
+
+export interface AppParts {
+  config: Config;
+  orm: MikroORM;
+  redis: Redis;
+  log: Logger;
+}
+
+export function createDeps({ config, orm, redis, log }: AppParts): AppDeps {
+  const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
+  return {
+    config,
+    orm,
+    redis,
+    log,
+    buckets: new TokenBuckets(redis, config.PADDOCK_REDIS_PREFIX),
+    apiKeys: new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log),
+    passwords: createPasswordHasher(config.PADDOCK_SCRYPT_LOG_N),
+    tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS),
+    metrics: createApiMetrics(),
+  };
+}
+
+function ephemeralSecret(log: Logger): string {
+  log.warn('PADDOCK_JWT_SECRET is not set: using a random one; tokens will not survive a restart or work across replicas');
+  return randomBytes(32).toString('hex');
+}
+
+export function createApp(deps: AppDeps, extraRoutes: Route[] = []): Koa<AppState> {
+  const app = new Koa<AppState>({ proxy: deps.config.PADDOCK_TRUST_PROXY, maxIpsCount: 1 });
+  app.silent = true; // errors are logged by errorHandler, once, with the request id
+  app.use(requestId);
+  app.use(securityHeaders);
+  app.use(accessLog(deps.log, deps.metrics));
+  app.use(errorHandler(deps.log));
+  app.use(async (ctx, next) => {
+    ctx.state.em = deps.orm.em.fork();
+    await next();
+  });
+
+  const router = new Router<AppState>();
+  mountOperationalRoutes(router, deps);
+  mountRoutes(router, [...allRoutes, ...extraRoutes], deps);
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

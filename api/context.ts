@@ -1,0 +1,37 @@
+import type { RouterContext } from '@koa/router';
+import type { Redis } from 'ioredis';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from '../shared/config.ts';
+import type { Logger } from '../shared/logger.ts';
+import type { ApiKeyStore } from './auth/api-key-store.ts';
+import type { PasswordHasher } from './auth/passwords.ts';
+import type { DashboardTokens } from './auth/jwt.ts';
+import type { TokenBuckets } from './ratelimit/token-bucket.ts';
+import type { ApiMetrics } from './metrics.ts';
+
+/** Everything a route needs, built once per process by createApp and shared by all requests. */
+export interface AppDeps {
+  config: Config;
+  orm: MikroORM;
+  redis: Redis;
+  log: Logger;
+  buckets: TokenBuckets;
+  apiKeys: ApiKeyStore;
+  passwords: PasswordHasher;
+  tokens: DashboardTokens;
+  metrics: ApiMetrics;
+}
+
+export type Credential =
+  | { kind: 'dashboard'; accountId: string }
+  | { kind: 'apiKey'; accountId: string; keyId: string };
+
+export interface AppState {
+  requestId: string;
+  em: EntityManager;
+  auth?: Credential;
+  /** The parsed JSON body, set by the body middleware on routes that take one. */
+  rawBody?: unknown;
+}
+
+export type AppContext = RouterContext<AppState>;

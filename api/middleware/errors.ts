@@ -1,0 +1,57 @@
+import type { Next } from 'koa';
+import { ApiError, problemDocument } from '../../shared/errors.ts';
+import { isDependencyUnavailable } from '../../shared/unavailable.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { AppContext } from '../context.ts';
+
+const RETRY_AFTER_UNAVAILABLE_SECONDS = 5;
+
+/** The one place errors become responses: RFC 9457 documents, never internals. */
+export function errorHandler(log: Logger) {
+  return async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
+    try {
+      await next();
+      if (ctx.body == null) {
+        // The router leaves these bare: no route matched, or it matched with another method.
+        if (ctx.status === 404) throw new ApiError('not_found', `No route ${ctx.method} ${ctx.path}`);
+        if (ctx.status === 405 || ctx.status === 501) {
+          throw new ApiError('method_not_allowed', `${ctx.path} does not allow ${ctx.method}; allowed: ${ctx.response.get('Allow')}`);
+        }
+      }
+    } catch (err) {
+      const apiError = toApiError(err);
+      if (apiError.code === 'internal_error') {
+        log.error({ err, requestId: ctx.state.requestId, accountId: ctx.state.auth?.accountId }, 'unhandled error');
+      } else if (apiError.code === 'service_unavailable') {
+        log.warn({ err: errorSummary(err), requestId: ctx.state.requestId }, 'dependency unavailable');
+      }
+      ctx.status = apiError.status;
+      ctx.set(apiError.headers);
+      ctx.type = 'application/problem+json';
+      ctx.body = problemDocument(apiError, ctx.state.requestId);
+    }
+  };
+}
+
+function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (isDependencyUnavailable(err)) {
+    return new ApiError('service_unavailable', 'A backing service is unreachable; try again shortly.', {
+      headers: { 'Retry-After': String(RETRY_AFTER_UNAVAILABLE_SECONDS) },
+    });
+  }
+  // Errors raised by Koa itself while reading the request (aborted uploads, bad encodings).
+  const status = (err as { status?: unknown }).status;
+  if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose) {
+    if (status === 413) return new ApiError('payload_too_large');
+    if (status === 415) return new ApiError('unsupported_media_type');
+    if (status === 405) return new ApiError('method_not_allowed');
+    if (status === 404) return new ApiError('not_found');
+    return new ApiError('invalid_request', 'The request could not be read');
+  }
+  return new ApiError('internal_error', 'An unexpected error occurred; quote the request id when reporting it.');
+}
+
+function errorSummary(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}

@@ -1,0 +1,39 @@
+import type { Next } from 'koa';
+import { ApiError } from '../../shared/errors.ts';
+import type { AppContext, AppDeps } from '../context.ts';
+import type { BucketName } from '../routes/route.ts';
+
+export function bucketLimit(bucket: BucketName, deps: AppDeps): number {
+  const { config } = deps;
+  switch (bucket) {
+    case 'auth':
+      return config.PADDOCK_RATE_AUTH_PER_MIN;
+    case 'sandbox_ops':
+      return config.PADDOCK_RATE_SANDBOX_OPS_PER_MIN;
+    case 'sandbox_lifecycle':
+      return config.PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN;
+  }
+}
+
+/**
+ * Token buckets keyed on the account (per client IP for the unauthenticated auth routes), so
+ * accounts behind one egress IP never share a bucket.
+ */
+export function rateLimit(bucket: BucketName, deps: AppDeps) {
+  const perMinute = bucketLimit(bucket, deps);
+  return async function limitRate(ctx: AppContext, next: Next): Promise<void> {
+    const subject = bucket === 'auth' ? `ip:${ctx.ip}` : `acct:${ctx.state.auth?.accountId ?? 'none'}`;
+    const result = await deps.buckets.take(bucket, subject, perMinute);
+    ctx.set('X-RateLimit-Limit', String(result.limit));
+    ctx.set('X-RateLimit-Remaining', String(result.remaining));
+    if (!result.allowed) {
+      deps.metrics.rateLimited.inc({ bucket });
+      throw new ApiError(
+        'rate_limited',
+        `The ${bucket} rate limit of ${perMinute} requests per minute is used up; retry in ${result.retryAfterSeconds} s.`,
+        { headers: { 'Retry-After': String(result.retryAfterSeconds) }, extra: { bucket } },
+      );
+    }
+    await next();
+  };
+}

@@ -1,0 +1,13 @@
+import type { Next } from 'koa';
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../context.ts';
+
+const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Echoes a well-formed incoming X-Request-Id, else makes one, on every response. */
+export async function requestId(ctx: AppContext, next: Next): Promise<void> {
+  const incoming = ctx.get('x-request-id');
+  ctx.state.requestId = WELL_FORMED.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+  ctx.set('X-Request-Id', ctx.state.requestId);
+  await next();
+}

@@ -1,0 +1,18 @@
+import type { Next } from 'koa';
+import type { AppContext } from '../context.ts';
+
+// An API answers JSON only: nothing it sends should be framed, sniffed, cached or rendered.
+const HEADERS: Record<string, string> = {
+  'Cache-Control': 'no-store',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Referrer-Policy': 'no-referrer',
+  'Strict-Transport-Security': 'max-age=31536000; includeSubDomains',
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+};
+
+export async function securityHeaders(ctx: AppContext, next: Next): Promise<void> {
+  ctx.set(HEADERS);
+  await next();
+}

@@ -1,0 +1,16 @@
+import type { ApiKey } from '../../shared/db/entities.ts';
+
+export function presentApiKey(key: ApiKey) {
+  return {
+    id: key.id,
+    name: key.name,
+    start: key.start,
+    createdAt: key.createdAt.toISOString(),
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+/** The one response that ever carries the raw key. */
+export function presentCreatedApiKey(key: ApiKey, rawKey: string) {
+  return { id: key.id, name: key.name, key: rawKey, start: key.start, createdAt: key.createdAt.toISOString() };
+}

@@ -1,0 +1,76 @@
+import { ApiError } from '../../../shared/errors.ts';
+import { ApiKey } from '../../../shared/db/entities.ts';
+import { newId } from '../../../shared/ids.ts';
+import { generateApiKey, hashApiKey, keyStart } from '../../auth/api-key-format.ts';
+import { presentApiKey, presentCreatedApiKey } from '../../presenters/api-key.ts';
+import { accountIdOf, route } from '../route.ts';
+import { ApiKeyList, ApiKeyParams, CreateApiKeyBody, CreatedApiKey } from './schema.ts';
+
+const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
+
+export const createApiKey = route(
+  {
+    method: 'post',
+    path: '/v1/api-keys',
+    summary: 'Create an API key (dashboard session token only); the raw key is answered once',
+    tag: 'api-keys',
+    auth: 'dashboard',
+    body: CreateApiKeyBody,
+    responses: { 201: { description: 'Key created', schema: CreatedApiKey } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
+  },
+  async (ctx, { body }) => {
+    const rawKey = generateApiKey();
+    const key = ctx.state.em.create(ApiKey, {
+      id: newId('key'),
+      accountId: accountIdOf(ctx),
+      name: body.name ?? 'default',
+      keyHash: hashApiKey(rawKey),
+      start: keyStart(rawKey),
+      createdAt: new Date(),
+    });
+    await ctx.state.em.flush();
+    ctx.status = 201;
+    ctx.body = presentCreatedApiKey(key, rawKey);
+  },
+);
+
+export const listApiKeys = route(
+  {
+    method: 'get',
+    path: '/v1/api-keys',
+    summary: "List the account's active API keys (never the keys themselves)",
+    tag: 'api-keys',
+    auth: 'dashboard',
+    responses: { 200: { description: 'Active keys, newest first', schema: ApiKeyList } },
+    errors: [...AUTH_ERRORS, 'invalid_request'],
+  },
+  async (ctx) => {
+    const keys = await ctx.state.em.find(
+      ApiKey,
+      { accountId: accountIdOf(ctx), revokedAt: null },
+      { orderBy: { createdAt: 'desc', id: 'asc' } },
+    );
+    ctx.body = { data: keys.map(presentApiKey) };
+  },
+);
+
+export const revokeApiKey = route(
+  {
+    method: 'delete',
+    path: '/v1/api-keys/:keyId',
+    summary: 'Revoke an API key; it stops working at once on every replica',
+    tag: 'api-keys',
+    auth: 'dashboard',
+    params: ApiKeyParams,
+    responses: { 204: { description: 'Revoked (also when it already was)' } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'api_key_not_found'],
+  },
+  async (ctx, { params }, deps) => {
+    const found = await deps.apiKeys.revoke(ctx.state.em, accountIdOf(ctx), params.keyId);
+    if (!found) throw new ApiError('api_key_not_found');
+    ctx.status = 204;
+  },
+);
+
+export const apiKeyRoutes = [createApiKey, listApiKeys, revokeApiKey];

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { listOf, timestamp } from '../common-schemas.ts';
+
+export const CreateApiKeyBody = z.strictObject({
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(100)
+    .regex(/^[^\p{Cc}]*$/u, { error: 'must not contain control characters' })
+    .optional()
+    .meta({ description: 'A label to tell keys apart; defaults to "default"' }),
+});
+
+export const ApiKeyParams = z.strictObject({
+  // Any string: an id that is malformed, unknown or another account's all answer the same 404.
+  keyId: z.string().max(100),
+});
+
+export const ApiKeySummary = z.object({
+  id: z.string(),
+  name: z.string(),
+  start: z.string().meta({ description: 'The first characters of the key, to recognise it' }),
+  createdAt: timestamp,
+  lastUsedAt: timestamp.nullable(),
+});
+
+export const CreatedApiKey = z.object({
+  id: z.string(),
+  name: z.string(),
+  key: z.string().meta({ description: 'The raw key (pdk_live_…); shown this once and never again' }),
+  start: z.string(),
+  createdAt: timestamp,
+});
+
+export const ApiKeyList = listOf(ApiKeySummary);

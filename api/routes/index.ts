@@ -1,0 +1,7 @@
+import type { Route } from './route.ts';
+import { authRoutes } from './auth/index.ts';
+import { apiKeyRoutes } from './api-keys/index.ts';
+import { accountRoutes } from './account/index.ts';
+
+/** Every public /v1 route; the OpenAPI document is generated from this list. */
+export const allRoutes: Route[] = [...authRoutes, ...apiKeyRoutes, ...accountRoutes];

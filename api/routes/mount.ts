@@ -1,0 +1,41 @@
+import type Router from '@koa/router';
+import type { RouterMiddleware } from '@koa/router';
+import { z } from 'zod';
+import { ApiError } from '../../shared/errors.ts';
+import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { authenticate } from '../middleware/authenticate.ts';
+import { rateLimit } from '../middleware/rate-limit.ts';
+import { jsonBody } from '../middleware/body.ts';
+import { parseInput } from '../middleware/validate.ts';
+import type { Route, RouteInput, RouteSpec } from './route.ts';
+
+const NO_QUERY = z.strictObject({});
+const WITH_BODY = new Set(['post', 'put', 'patch']);
+
+/** Builds each route's chain from its spec: auth, rate limit, body, validation, handler. */
+export function mountRoutes(router: Router<AppState>, routes: Route[], deps: AppDeps): void {
+  for (const { spec, handler } of routes) {
+    const chain: RouterMiddleware<AppState>[] = [];
+    if (spec.auth !== 'none') chain.push(authenticate(spec.auth, deps));
+    if (spec.bucket) chain.push(rateLimit(spec.bucket, deps));
+    if (WITH_BODY.has(spec.method) || spec.body) {
+      chain.push(jsonBody(spec.bodyLimitBytes?.(deps) ?? deps.config.PADDOCK_BODY_LIMIT_BYTES));
+    }
+    chain.push(async (ctx: AppContext) => {
+      await handler(ctx, readInput(ctx, spec), deps);
+    });
+    router[spec.method](spec.path, ...chain);
+  }
+}
+
+function readInput(ctx: AppContext, spec: RouteSpec): RouteInput<RouteSpec> {
+  let body: unknown;
+  if (spec.body) {
+    body = parseInput(spec.body, ctx.state.rawBody ?? {}, 'body');
+  } else if (ctx.state.rawBody !== undefined) {
+    throw new ApiError('invalid_request', `${ctx.method} ${spec.path} takes no request body.`);
+  }
+  const query = parseInput(spec.query ?? NO_QUERY, { ...ctx.query }, 'query');
+  const params = spec.params ? parseInput(spec.params, ctx.params, 'path') : undefined;
+  return { body, query, params } as RouteInput<RouteSpec>;
+}

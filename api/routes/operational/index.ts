@@ -1,0 +1,57 @@
+import type Router from '@koa/router';
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { ApiError } from '../../../shared/errors.ts';
+import type { AppContext, AppDeps, AppState } from '../../context.ts';
+import { buildOpenApi } from '../../openapi.ts';
+import { allRoutes } from '../index.ts';
+
+const CHECK_TIMEOUT_MS = 2000;
+
+/** Probes, metrics and the OpenAPI document: unauthenticated, not rate limited, not /v1 resources. */
+export function mountOperationalRoutes(router: Router<AppState>, deps: AppDeps): void {
+  let openApi: string | undefined;
+
+  router.get('/healthz', (ctx: AppContext) => {
+    ctx.body = { status: 'ok' };
+  });
+
+  router.get('/readyz', async (ctx: AppContext) => {
+    const [postgres, redis] = await Promise.all([
+      check(() => deps.orm.em.getConnection().execute('select 1')),
+      check(() => deps.redis.ping()),
+    ]);
+    const ready = postgres && redis;
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? 'ready' : 'unavailable', checks: { postgres, redis } };
+  });
+
+  router.get('/v1/openapi.json', (ctx: AppContext) => {
+    openApi ??= JSON.stringify(buildOpenApi(allRoutes, '1.0.0'));
+    ctx.type = 'application/json';
+    ctx.body = openApi;
+  });
+
+  router.get('/metrics', async (ctx: AppContext) => {
+    const token = deps.config.PADDOCK_METRICS_TOKEN;
+    if (token && !sameSecret(ctx.get('authorization'), `Bearer ${token}`)) throw new ApiError('invalid_credential');
+    ctx.type = deps.metrics.registry.contentType;
+    ctx.body = await deps.metrics.registry.metrics();
+  });
+}
+
+async function check(probe: () => Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([probe().then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function sameSecret(a: string, b: string): boolean {
+  // Hash first so the comparison is constant-time whatever the lengths.
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}

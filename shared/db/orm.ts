@@ -1,0 +1,50 @@
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import { entities } from './entities.ts';
+import pg from 'pg';
+import { migrationsList } from '../../migrations/index.ts';
+
+export type { MikroORM };
+
+export function ormOptions(databaseUrl: string, poolMax = 10): Options {
+  return {
+    clientUrl: databaseUrl,
+    entities,
+    extensions: [Migrator],
+    discovery: { warnWhenNoEntities: false },
+    pool: { min: 0, max: poolMax },
+    // Queries fail instead of waiting forever when the database is unreachable.
+    driverOptions: { connectionTimeoutMillis: 3000 },
+    migrations: {
+      migrationsList,
+      tableName: 'paddock_migrations',
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+      silent: true,
+    },
+    debug: false,
+  };
+}
+
+export async function openOrm(databaseUrl: string, poolMax?: number): Promise<MikroORM> {
+  return MikroORM.init(ormOptions(databaseUrl, poolMax));
+}
+
+/**
+ * Applies pending migrations. A session-level advisory lock, held on a connection of its own,
+ * makes concurrent release runs (several deploys at once) wait for each other.
+ */
+export async function migrate(orm: MikroORM, databaseUrl: string): Promise<string[]> {
+  const lockClient = new pg.Client({ connectionString: databaseUrl });
+  await lockClient.connect();
+  try {
+    await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    const done = await orm.migrator.up();
+    return done.map((m) => m.name);
+  } finally {
+    await lockClient.end();
+  }
+}
+
+const MIGRATION_LOCK_ID = 7_361_001;

@@ -1,0 +1,86 @@
+// The one closed list of error codes Paddock answers with. Clients branch on `code`, so a code,
+// once shipped, keeps its meaning and its status forever; add new ones, never repurpose.
+export const errorCatalogue = {
+  invalid_json: { status: 400, title: 'The request body is not valid JSON' },
+  invalid_request: { status: 400, title: 'The request is not valid' },
+  missing_credential: { status: 401, title: 'No credential was sent' },
+  invalid_credential: { status: 401, title: 'The credential is not valid' },
+  wrong_credential_type: { status: 401, title: 'This route takes the other credential type' },
+  invalid_login: { status: 401, title: 'The email or password is wrong' },
+  command_not_allowed: { status: 403, title: 'The command is not on the allowlist' },
+  not_found: { status: 404, title: 'No such route' },
+  api_key_not_found: { status: 404, title: 'No such API key' },
+  sandbox_not_found: { status: 404, title: 'No such sandbox' },
+  secret_not_found: { status: 404, title: 'No such secret' },
+  file_not_found: { status: 404, title: 'No such file or directory' },
+  method_not_allowed: { status: 405, title: 'The route does not allow this method' },
+  not_acceptable: { status: 406, title: 'The requested media type cannot be produced' },
+  email_taken: { status: 409, title: 'An account with this email already exists' },
+  idempotency_conflict: { status: 409, title: 'A request with this idempotency key is still in progress' },
+  sandbox_not_running: { status: 409, title: 'The sandbox is not running' },
+  file_exists: { status: 409, title: 'The file already exists' },
+  is_a_directory: { status: 409, title: 'The path is a directory' },
+  not_a_directory: { status: 409, title: 'A path component is not a directory' },
+  payload_too_large: { status: 413, title: 'The request body is too large' },
+  file_too_large: { status: 413, title: 'The file is too large' },
+  unsupported_media_type: { status: 415, title: 'The request body must be application/json' },
+  idempotency_key_reused: { status: 422, title: 'The idempotency key was used with a different request' },
+  edit_no_match: { status: 422, title: 'The text to replace was not found' },
+  edit_ambiguous: { status: 422, title: 'The text to replace occurs more than once' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  concurrent_sandbox_limit_reached: { status: 429, title: 'The concurrent sandbox limit is reached' },
+  monthly_usage_limit_reached: { status: 429, title: 'The monthly sandbox-hour limit is used up' },
+  internal_error: { status: 500, title: 'Internal server error' },
+  service_unavailable: { status: 503, title: 'The service is temporarily unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export const errorCodes = Object.keys(errorCatalogue) as ErrorCode[];
+
+export function problemType(code: ErrorCode): string {
+  return `urn:paddock:error:${code}`;
+}
+
+/** An error meant for the client: its code, detail and extra members go into the problem document. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly extra: Record<string, unknown>;
+
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+  ) {
+    super(detail ?? errorCatalogue[code].title);
+    this.code = code;
+    this.status = errorCatalogue[code].status;
+    this.headers = options.headers ?? {};
+    this.extra = options.extra ?? {};
+  }
+}
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  requestId: string;
+  [extra: string]: unknown;
+}
+
+export function problemDocument(err: ApiError, requestId: string): ProblemDocument {
+  return {
+    ...err.extra,
+    type: problemType(err.code),
+    title: errorCatalogue[err.code].title,
+    status: err.status,
+    detail: err.message,
+    code: err.code,
+    requestId,
+  };
+}

@@ -1,0 +1,34 @@
+import type { Logger } from './logger.ts';
+
+/**
+ * Runs `stop` once on SIGTERM or SIGINT, then exits 0; a second signal, or a stop that outlasts
+ * the timeout, exits at once with 1 so an orchestrator is never left waiting.
+ */
+export function onShutdownSignal(log: Logger, timeoutSeconds: number, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      log.error('shutdown timed out');
+      process.exit(1);
+    }, (timeoutSeconds + 5) * 1000);
+    timer.unref();
+    stop().then(
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}

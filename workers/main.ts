@@ -1,0 +1,11 @@
+// The `worker` role: runs the BullMQ job processors. Run as many as the load needs.
+import { loadConfigOrExit } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { onShutdownSignal } from '../shared/shutdown.ts';
+import { startWorkers } from './workers.ts';
+
+const config = loadConfigOrExit();
+const log = createLogger(config.PADDOCK_LOG_LEVEL, 'worker');
+const workers = await startWorkers(config, log);
+log.info('worker started');
+onShutdownSignal(log, config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS, workers.close);
