@@ -2,6 +2,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { Queue, QueueEvents } from 'bullmq';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -11,6 +12,7 @@ import { createPasswordHasher } from './auth/passwords.ts';
 import { createDashboardTokens } from './auth/jwt.ts';
 import { TokenBuckets } from './ratelimit/token-bucket.ts';
 import { createApiMetrics } from './metrics.ts';
+import { SecretCipher } from '../shared/secrets/cipher.ts';
 import { requestId } from './middleware/request-id.ts';
 import { securityHeaders } from './middleware/security-headers.ts';
 import { accessLog } from './middleware/access-log.ts';
@@ -25,9 +27,11 @@ export interface AppParts {
   orm: MikroORM;
   redis: Redis;
   log: Logger;
+  queue: Queue;
+  queueEvents: QueueEvents;
 }
 
-export function createDeps({ config, orm, redis, log }: AppParts): AppDeps {
+export function createDeps({ config, orm, redis, log, queue, queueEvents }: AppParts): AppDeps {
   const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
   return {
     config,
@@ -39,6 +43,9 @@ export function createDeps({ config, orm, redis, log }: AppParts): AppDeps {
     passwords: createPasswordHasher(config.PADDOCK_SCRYPT_LOG_N),
     tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS),
     metrics: createApiMetrics(),
+    queue,
+    queueEvents,
+    secretCipher: config.PADDOCK_SECRETS_KEY ? new SecretCipher(config.PADDOCK_SECRETS_KEY) : undefined,
   };
 }
 

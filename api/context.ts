@@ -1,5 +1,6 @@
 import type { RouterContext } from '@koa/router';
 import type { Redis } from 'ioredis';
+import type { Queue, QueueEvents } from 'bullmq';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -8,6 +9,7 @@ import type { PasswordHasher } from './auth/passwords.ts';
 import type { DashboardTokens } from './auth/jwt.ts';
 import type { TokenBuckets } from './ratelimit/token-bucket.ts';
 import type { ApiMetrics } from './metrics.ts';
+import type { SecretCipher } from '../shared/secrets/cipher.ts';
 
 /** Everything a route needs, built once per process by createApp and shared by all requests. */
 export interface AppDeps {
@@ -20,6 +22,12 @@ export interface AppDeps {
   passwords: PasswordHasher;
   tokens: DashboardTokens;
   metrics: ApiMetrics;
+  /** Where sandbox create and destroy jobs go. */
+  queue: Queue;
+  /** Completion events of those jobs, for requests that wait for a sandbox. */
+  queueEvents: QueueEvents;
+  /** Absent when PADDOCK_SECRETS_KEY is not set (development only): secret routes answer 503. */
+  secretCipher?: SecretCipher;
 }
 
 export type Credential =

@@ -4,7 +4,7 @@ import { createLogger } from '../shared/logger.ts';
 import { onShutdownSignal } from '../shared/shutdown.ts';
 import { startApi } from './server.ts';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit('web');
 const log = createLogger(config.PADDOCK_LOG_LEVEL, 'web');
 const api = await startApi(config, { log });
 log.info({ url: api.url }, 'listening');

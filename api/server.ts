@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { openOrm } from '../shared/db/orm.ts';
-import { createRequestRedis, waitForRedis } from '../shared/redis.ts';
+import { QueueEvents } from 'bullmq';
+import { createQueueRedis, createRequestRedis, waitForRedis } from '../shared/redis.ts';
+import { SANDBOX_QUEUE, createSandboxQueue } from '../shared/jobs/catalogue.ts';
 import { createApp, createDeps } from './app.ts';
 import type { AppDeps } from './context.ts';
 import type { Route } from './routes/route.ts';
@@ -25,7 +27,14 @@ export async function startApi(
   const redis = createRequestRedis(config.REDIS_URL);
   redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   await waitForRedis(redis).catch((err: unknown) => log.warn({ err }, 'starting without Redis'));
-  const deps = createDeps({ config, orm, redis, log });
+  // Enqueuing shares the fail-fast connection; job events need a blocking connection of their own.
+  const queue = createSandboxQueue(redis, config.PADDOCK_REDIS_PREFIX);
+  const eventsRedis = createQueueRedis(config.REDIS_URL);
+  eventsRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
+  const queueEvents = new QueueEvents(SANDBOX_QUEUE, { connection: eventsRedis, prefix: `${config.PADDOCK_REDIS_PREFIX}:bull` });
+  queueEvents.setMaxListeners(0); // one listener per waiting request
+  queueEvents.on('error', (err) => log.warn({ err: err.message }, 'queue events error'));
+  const deps = createDeps({ config, orm, redis, log, queue, queueEvents });
   const app = createApp(deps, options.extraRoutes);
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
@@ -43,8 +52,11 @@ export async function startApi(
       const deadline = setTimeout(() => server.closeAllConnections(), config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await drained;
       clearTimeout(deadline);
+      await queueEvents.close();
+      await queue.close();
       await orm.close(true);
       redis.disconnect();
+      eventsRedis.disconnect();
     })());
 
   return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, server, deps, close };

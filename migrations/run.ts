@@ -4,7 +4,7 @@ import { loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { openOrm, migrate } from '../shared/db/orm.ts';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit('release');
 const log = createLogger(config.PADDOCK_LOG_LEVEL, 'release');
 const orm = await openOrm(config.DATABASE_URL, 2);
 try {

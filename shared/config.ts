@@ -42,6 +42,10 @@ export const configSchema = z.object({
     .default('paddock'),
   PADDOCK_JWT_SECRET: z.string().min(32, { error: 'expected at least 32 characters' }).optional(),
   PADDOCK_JWT_TTL_SECONDS: int(60, 7 * 24 * 3600).default(3600),
+  PADDOCK_SECRETS_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, { error: 'expected 64 hex characters (a 32-byte key)' })
+    .optional(),
   PADDOCK_SCRYPT_LOG_N: int(10, 20).default(15),
   PADDOCK_API_KEY_CACHE_SECONDS: int(0, 3600).default(300),
   PADDOCK_RATE_SANDBOX_OPS_PER_MIN: int(1).default(120),
@@ -52,6 +56,28 @@ export const configSchema = z.object({
   PADDOCK_QUOTA_CONCURRENT_SANDBOXES: int(0).default(2),
   PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS: positiveNumber.default(20),
   PADDOCK_SESSION_CAP_SECONDS: int(1).default(1800),
+  PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: int(1).default(60),
+  PADDOCK_REAPER_SWEEP_SECONDS: int(1).default(30),
+  PADDOCK_WORKER_CONCURRENCY: int(1, 1000).default(20),
+  /** How long a worker holds a job before others may take it over (a dead worker's jobs wait this long). */
+  PADDOCK_JOB_LOCK_SECONDS: int(1, 600).default(30),
+  PADDOCK_RUNTIME: z.enum(['local', 'kubernetes']).default('local'),
+  // local runtime (bubblewrap on this host)
+  PADDOCK_DATA_DIR: z.string().min(1).default('.paddock/data'),
+  PADDOCK_LOCAL_NETWORK: bool.default(false),
+  PADDOCK_LOCAL_MEMORY_MB: int(16).default(1024),
+  PADDOCK_LOCAL_PIDS_MAX: int(8).default(512),
+  // kubernetes runtime (KUBECONFIG, or the in-cluster service account, says which cluster)
+  PADDOCK_KUBE_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock-sandboxes'),
+  PADDOCK_KUBE_DEFAULT_IMAGE: z.string().min(1).default('docker.io/library/debian:bookworm-slim'),
+  /** Comma-separated images a request may ask for; "*" allows any. The default image is always allowed. */
+  PADDOCK_KUBE_ALLOWED_IMAGES: z.string().default(''),
+  PADDOCK_KUBE_RUNTIME_CLASS: z.string().min(1).optional(),
+  PADDOCK_KUBE_CPU_REQUEST: z.string().min(1).default('250m'),
+  PADDOCK_KUBE_CPU_LIMIT: z.string().min(1).default('1'),
+  PADDOCK_KUBE_MEMORY_REQUEST: z.string().min(1).default('256Mi'),
+  PADDOCK_KUBE_MEMORY_LIMIT: z.string().min(1).default('1Gi'),
+  PADDOCK_KUBE_DEADLINE_GRACE_SECONDS: int(0).default(120),
   PADDOCK_SHUTDOWN_TIMEOUT_SECONDS: int(1).default(25),
   PADDOCK_METRICS_TOKEN: z.string().min(16, { error: 'expected at least 16 characters' }).optional(),
   PADDOCK_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -63,8 +89,13 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Parses the environment once; throws a ConfigError naming every bad variable. */
-export function parseConfig(env: Record<string, string | undefined>): Config {
+export type Role = 'web' | 'worker' | 'release' | 'tool';
+
+/**
+ * Parses the environment once; throws a ConfigError naming every bad variable. The credentials'
+ * secrets are required in production only by the role that uses them, the API.
+ */
+export function parseConfig(env: Record<string, string | undefined>, role: Role = 'web'): Config {
   // An empty variable is treated as unset, as most process managers cannot unset one.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const result = configSchema.safeParse(cleaned);
@@ -77,10 +108,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const config = result.data;
-  if (config.NODE_ENV === 'production' && !config.PADDOCK_JWT_SECRET) {
-    throw new ConfigError(
-      'Invalid configuration:\n  PADDOCK_JWT_SECRET: is required outside development (at least 32 random characters)',
-    );
+  if (config.NODE_ENV === 'production' && role === 'web') {
+    const missing = [
+      !config.PADDOCK_JWT_SECRET && '  PADDOCK_JWT_SECRET: is required outside development (at least 32 random characters)',
+      !config.PADDOCK_SECRETS_KEY && '  PADDOCK_SECRETS_KEY: is required outside development (64 hex characters)',
+    ].filter(Boolean);
+    if (missing.length) throw new ConfigError(`Invalid configuration:\n${missing.join('\n')}`);
   }
   return config;
 }
@@ -95,9 +128,9 @@ export function unknownPaddockVariables(env: Record<string, string | undefined>)
 const EXTRA_KNOWN = new Set(['PADDOCK_BASE_URL', 'PADDOCK_API_KEY', 'PADDOCK_HOME']);
 
 /** Parses process.env or stops the process with a message naming the bad variable. */
-export function loadConfigOrExit(): Config {
+export function loadConfigOrExit(role: Role): Config {
   try {
-    const config = parseConfig(process.env);
+    const config = parseConfig(process.env, role);
     for (const name of unknownPaddockVariables(process.env)) {
       process.stderr.write(`warning: unknown configuration variable ${name} is ignored\n`);
     }

@@ -25,6 +25,7 @@ export const errorCatalogue = {
   file_too_large: { status: 413, title: 'The file is too large' },
   unsupported_media_type: { status: 415, title: 'The request body must be application/json' },
   idempotency_key_reused: { status: 422, title: 'The idempotency key was used with a different request' },
+  image_not_allowed: { status: 422, title: 'The operator does not allow this image' },
   edit_no_match: { status: 422, title: 'The text to replace was not found' },
   edit_ambiguous: { status: 422, title: 'The text to replace occurs more than once' },
   rate_limited: { status: 429, title: 'Too many requests' },

@@ -4,7 +4,7 @@ import { createLogger } from '../shared/logger.ts';
 import { onShutdownSignal } from '../shared/shutdown.ts';
 import { startWorkers } from './workers.ts';
 
-const config = loadConfigOrExit();
+const config = loadConfigOrExit('worker');
 const log = createLogger(config.PADDOCK_LOG_LEVEL, 'worker');
 const workers = await startWorkers(config, log);
 log.info('worker started');

@@ -1,18 +1,89 @@
+import { Worker, type Job } from 'bullmq';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { openOrm } from '../shared/db/orm.ts';
+import { createQueueRedis } from '../shared/redis.ts';
+import { SANDBOX_QUEUE, createSandboxQueue, type JobName } from '../shared/jobs/catalogue.ts';
+import { createRuntime } from '../shared/runtime/index.ts';
+import type { SandboxRuntime } from '../shared/runtime/types.ts';
+import type { WorkerDeps } from './context.ts';
+import { createWorkerMetrics } from './metrics.ts';
+import { createSandbox } from './processors/create-sandbox.ts';
+import { destroySandboxJob, expireSandboxJob } from './processors/destroy-sandbox.ts';
+import { startReaper } from './reaper.ts';
+
+const PROCESSORS: Record<JobName, (job: Job, deps: WorkerDeps) => Promise<string>> = {
+  create: createSandbox,
+  destroy: destroySandboxJob,
+  expire: expireSandboxJob,
+};
 
 export interface RunningWorkers {
+  deps: WorkerDeps;
   close(): Promise<void>;
 }
 
-/** Starts the job processors of this process. The sandbox jobs arrive with the lifecycle work. */
-export async function startWorkers(config: Config, log: Logger): Promise<RunningWorkers> {
+/** Starts this process's job processors and its reaper. */
+export async function startWorkers(
+  config: Config,
+  log: Logger,
+  options: { kubeConfig?: KubeConfig; runtime?: SandboxRuntime; reaper?: boolean } = {},
+): Promise<RunningWorkers> {
   const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
-  log.debug('no job processors registered yet');
-  return {
-    async close() {
-      await orm.close(true);
+  const queueRedis = createQueueRedis(config.REDIS_URL);
+  const workerRedis = createQueueRedis(config.REDIS_URL);
+  for (const r of [queueRedis, workerRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
+  const runtime = options.runtime ?? createRuntime(config, log, { kubeConfig: options.kubeConfig });
+  const deps: WorkerDeps = {
+    config,
+    orm,
+    queue: createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX),
+    runtime,
+    log,
+    metrics: createWorkerMetrics(),
+  };
+
+  const worker = new Worker(
+    SANDBOX_QUEUE,
+    async (job) => {
+      const processor = PROCESSORS[job.name as JobName];
+      if (!processor) throw new Error(`unknown job ${job.name}`);
+      const started = performance.now();
+      try {
+        const outcome = await processor(job, deps);
+        deps.metrics.jobDuration.observe({ job: job.name, outcome: 'ok' }, (performance.now() - started) / 1000);
+        return outcome;
+      } catch (err) {
+        deps.metrics.jobDuration.observe({ job: job.name, outcome: 'error' }, (performance.now() - started) / 1000);
+        log.warn({ err, job: job.name, jobId: job.id, attempt: job.attemptsMade + 1 }, 'job failed');
+        throw err;
+      }
     },
+    {
+      connection: workerRedis,
+      prefix: `${config.PADDOCK_REDIS_PREFIX}:bull`,
+      concurrency: config.PADDOCK_WORKER_CONCURRENCY,
+      lockDuration: config.PADDOCK_JOB_LOCK_SECONDS * 1000,
+      stalledInterval: config.PADDOCK_JOB_LOCK_SECONDS * 1000,
+      maxStalledCount: 3,
+    },
+  );
+  worker.on('error', (err) => log.warn({ err: err.message }, 'worker error'));
+  const reaper = options.reaper === false ? undefined : startReaper(deps);
+
+  let closing: Promise<void> | undefined;
+  return {
+    deps,
+    close: () =>
+      (closing ??= (async () => {
+        await reaper?.stop();
+        await worker.close(); // waits for the jobs in progress to finish
+        await deps.queue.close();
+        await runtime.close();
+        await orm.close(true);
+        queueRedis.disconnect();
+        workerRedis.disconnect();
+      })()),
   };
 }

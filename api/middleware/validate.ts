@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 
-export type Location = 'body' | 'query' | 'path';
+export type Location = 'body' | 'query' | 'path' | 'header';
 
 /** Parses one part of the request, turning schema violations into 400 invalid_request. */
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown, location: Location): z.output<T> {

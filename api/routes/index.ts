@@ -2,6 +2,8 @@ import type { Route } from './route.ts';
 import { authRoutes } from './auth/index.ts';
 import { apiKeyRoutes } from './api-keys/index.ts';
 import { accountRoutes } from './account/index.ts';
+import { sandboxRoutes } from './sandboxes/index.ts';
+import { secretRoutes } from './secrets/index.ts';
 
 /** Every public /v1 route; the OpenAPI document is generated from this list. */
-export const allRoutes: Route[] = [...authRoutes, ...apiKeyRoutes, ...accountRoutes];
+export const allRoutes: Route[] = [...authRoutes, ...apiKeyRoutes, ...accountRoutes, ...sandboxRoutes, ...secretRoutes];

@@ -14,8 +14,10 @@ export interface AccountUsage {
   period: { start: Date; end: Date };
 }
 
+type LimitColumns = Pick<Account, 'concurrentSandboxesLimit' | 'monthlySandboxHoursLimit'>;
+
 /** The operator's defaults, overridden per account where the account row says so. */
-export function limitsOf(account: Account, config: Config): AccountLimits {
+export function limitsOf(account: LimitColumns, config: Config): AccountLimits {
   return {
     concurrentSandboxes: account.concurrentSandboxesLimit ?? config.PADDOCK_QUOTA_CONCURRENT_SANDBOXES,
     monthlySandboxHours: account.monthlySandboxHoursLimit ?? config.PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS,
@@ -29,7 +31,34 @@ export function currentPeriod(now = new Date()): { start: Date; end: Date } {
   return { start, end };
 }
 
-export async function usageOf(_em: EntityManager, account: Account, config: Config): Promise<AccountUsage> {
-  // Sandboxes arrive with the lifecycle work; until then nothing is used.
-  return { limits: limitsOf(account, config), sandboxHoursUsed: 0, activeSandboxes: 0, period: currentPeriod() };
+/**
+ * Wall-clock sandbox time inside the period, from when each sandbox became ready (a sandbox that
+ * never ran bills nothing) to when it was destroyed, or to now while it runs; a sandbox that
+ * spans two months counts in each only for its part.
+ */
+export async function sandboxHoursUsed(em: EntityManager, accountId: string, periodStart: Date): Promise<number> {
+  const [row] = await em.execute<{ seconds: string | number | null }[]>(
+    `select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, ?::timestamptz)))), 0) as seconds
+       from sandboxes
+      where account_id = ? and ready_at is not null and coalesce(destroyed_at, now()) > ?::timestamptz`,
+    [periodStart, accountId, periodStart],
+  );
+  return Math.max(0, Number(row?.seconds ?? 0)) / 3600;
+}
+
+export async function activeSandboxCount(em: EntityManager, accountId: string): Promise<number> {
+  const [row] = await em.execute<{ n: string | number }[]>(
+    `select count(*) as n from sandboxes where account_id = ? and state = 'active'`,
+    [accountId],
+  );
+  return Number(row?.n ?? 0);
+}
+
+export async function usageOf(em: EntityManager, account: Account, config: Config): Promise<AccountUsage> {
+  const period = currentPeriod();
+  const [sandboxHours, activeSandboxes] = await Promise.all([
+    sandboxHoursUsed(em, account.id, period.start),
+    activeSandboxCount(em, account.id),
+  ]);
+  return { limits: limitsOf(account, config), sandboxHoursUsed: sandboxHours, activeSandboxes, period };
 }

@@ -33,4 +33,30 @@ export const ApiKey = defineEntity({
 });
 export type ApiKey = InferEntity<typeof ApiKey>;
 
-export const entities = [Account, ApiKey];
+
+
+export type SandboxState = 'active' | 'destroyed';
+export type SandboxStatus = 'pending' | 'running' | 'terminating' | 'terminated' | 'failed';
+export type DestroyReason = 'user' | 'expired' | 'failed';
+
+export const Sandbox = defineEntity({
+  name: 'Sandbox',
+  tableName: 'sandboxes',
+  properties: {
+    id: p.string().primary(),
+    accountId: p.string(),
+    state: p.string().$type<SandboxState>(),
+    status: p.string().$type<SandboxStatus>(),
+    image: p.string(),
+    metadata: p.json<Record<string, string>>(),
+    env: p.json<Record<string, string>>(),
+    createdAt: p.datetime(),
+    readyAt: p.datetime().nullable(),
+    expiresAt: p.datetime(),
+    destroyedAt: p.datetime().nullable(),
+    destroyReason: p.string().$type<DestroyReason>().nullable(),
+    failureMessage: p.string().nullable(),
+  },
+});
+export type Sandbox = InferEntity<typeof Sandbox>;
+export const entities = [Account, ApiKey, Sandbox];

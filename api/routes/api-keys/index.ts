@@ -1,6 +1,7 @@
+import { ForeignKeyConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../../shared/errors.ts';
 import { ApiKey } from '../../../shared/db/entities.ts';
-import { newId } from '../../../shared/ids.ts';
+import { isId, newId } from '../../../shared/ids.ts';
 import { generateApiKey, hashApiKey, keyStart } from '../../auth/api-key-format.ts';
 import { presentApiKey, presentCreatedApiKey } from '../../presenters/api-key.ts';
 import { accountIdOf, route } from '../route.ts';
@@ -29,7 +30,13 @@ export const createApiKey = route(
       start: keyStart(rawKey),
       createdAt: new Date(),
     });
-    await ctx.state.em.flush();
+    try {
+      await ctx.state.em.flush();
+    } catch (err) {
+      // A session token can outlive its account: it is then a credential for nothing.
+      if (err instanceof ForeignKeyConstraintViolationException) throw new ApiError('invalid_credential');
+      throw err;
+    }
     ctx.status = 201;
     ctx.body = presentCreatedApiKey(key, rawKey);
   },
@@ -67,7 +74,8 @@ export const revokeApiKey = route(
     errors: [...AUTH_ERRORS, 'invalid_request', 'api_key_not_found'],
   },
   async (ctx, { params }, deps) => {
-    const found = await deps.apiKeys.revoke(ctx.state.em, accountIdOf(ctx), params.keyId);
+    // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
+    const found = isId('key', params.keyId) && (await deps.apiKeys.revoke(ctx.state.em, accountIdOf(ctx), params.keyId));
     if (!found) throw new ApiError('api_key_not_found');
     ctx.status = 204;
   },

@@ -7,7 +7,8 @@ export const CreateApiKeyBody = z.strictObject({
     .trim()
     .min(1)
     .max(100)
-    .regex(/^[^\p{Cc}]*$/u, { error: 'must not contain control characters' })
+    // Nor unpaired surrogates: they cannot be stored as UTF-8, so the name would come back altered.
+    .regex(/^[^\p{Cc}\p{Cs}]*$/u, { error: 'must not contain control characters or unpaired surrogates' })
     .optional()
     .meta({ description: 'A label to tell keys apart; defaults to "default"' }),
 });

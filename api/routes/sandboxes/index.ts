@@ -1,0 +1,128 @@
+import { Sandbox } from '../../../shared/db/entities.ts';
+import { presentSandbox } from '../../presenters/sandbox.ts';
+import {
+  completeIdempotencyKey,
+  createJobId,
+  createSandbox,
+  destroyJobId,
+  findOwnSandbox,
+  requestDestroy,
+  waitForJob,
+} from '../../services/sandboxes.ts';
+import { parseInput } from '../../middleware/validate.ts';
+import { accountIdOf, route } from '../route.ts';
+import {
+  CreateSandboxBody,
+  CreateSandboxQuery,
+  DestroySandboxQuery,
+  IdempotencyKey,
+  ListSandboxesQuery,
+  SandboxList,
+  SandboxObject,
+  SandboxParams,
+} from './schema.ts';
+
+const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
+const DESTROY_WAIT_MS = 60_000;
+
+export const createSandboxRoute = route(
+  {
+    method: 'post',
+    path: '/v1/sandboxes',
+    summary: 'Create a sandbox (checks the concurrent cap, then the monthly cap); Idempotency-Key makes retries safe',
+    tag: 'sandboxes',
+    auth: 'apiKey',
+    bucket: 'sandbox_lifecycle',
+    body: CreateSandboxBody,
+    query: CreateSandboxQuery,
+    responses: { 201: { description: 'The sandbox: running or failed, or pending with ?wait=false', schema: SandboxObject } },
+    errors: [
+      ...AUTH_ERRORS,
+      'invalid_request',
+      'invalid_json',
+      'image_not_allowed',
+      'idempotency_key_reused',
+      'idempotency_conflict',
+      'rate_limited',
+      'concurrent_sandbox_limit_reached',
+      'monthly_usage_limit_reached',
+    ],
+  },
+  async (ctx, { body, query }, deps) => {
+    const accountId = accountIdOf(ctx);
+    const header = ctx.get('idempotency-key');
+    const key = header ? parseInput(IdempotencyKey, header, 'header') : undefined;
+    let { sandbox } = await createSandbox(deps, ctx.state.em, accountId, body, key);
+    if (query.wait && sandbox.status === 'pending') {
+      const timeoutMs = (deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS + 5) * 1000;
+      sandbox = await waitForJob(deps, ctx.state.em, sandbox.id, createJobId(sandbox.id), timeoutMs);
+    }
+    if (key) await completeIdempotencyKey(ctx.state.em, accountId, key);
+    ctx.status = 201;
+    ctx.set('Location', `/v1/sandboxes/${sandbox.id}`);
+    ctx.body = presentSandbox(sandbox);
+  },
+);
+
+export const listSandboxes = route(
+  {
+    method: 'get',
+    path: '/v1/sandboxes',
+    summary: "List the account's sandboxes, newest first",
+    tag: 'sandboxes',
+    auth: 'apiKey',
+    query: ListSandboxesQuery,
+    responses: { 200: { description: 'Sandboxes', schema: SandboxList } },
+    errors: [...AUTH_ERRORS, 'invalid_request'],
+  },
+  async (ctx, { query }) => {
+    const where = { accountId: accountIdOf(ctx), ...(query.state === 'all' ? {} : { state: query.state }) };
+    const rows = await ctx.state.em.find(Sandbox, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit: query.limit });
+    ctx.body = { data: rows.map(presentSandbox) };
+  },
+);
+
+export const getSandbox = route(
+  {
+    method: 'get',
+    path: '/v1/sandboxes/:id',
+    summary: 'Get one sandbox',
+    tag: 'sandboxes',
+    auth: 'apiKey',
+    params: SandboxParams,
+    responses: { 200: { description: 'The sandbox', schema: SandboxObject } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+  },
+  async (ctx, { params }) => {
+    ctx.body = presentSandbox(await findOwnSandbox(ctx.state.em, accountIdOf(ctx), params.id));
+  },
+);
+
+export const destroySandboxRoute = route(
+  {
+    method: 'delete',
+    path: '/v1/sandboxes/:id',
+    summary: 'Destroy a sandbox; idempotent',
+    tag: 'sandboxes',
+    auth: 'apiKey',
+    bucket: 'sandbox_lifecycle',
+    params: SandboxParams,
+    query: DestroySandboxQuery,
+    responses: { 200: { description: 'The sandbox: destroyed, or terminating with ?wait=false', schema: SandboxObject } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found', 'rate_limited'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const em = ctx.state.em;
+    let sandbox = await findOwnSandbox(em, accountIdOf(ctx), params.id);
+    await requestDestroy(deps, em, sandbox);
+    if (query.wait && sandbox.state === 'active') {
+      sandbox = await waitForJob(deps, em, sandbox.id, destroyJobId(sandbox.id), DESTROY_WAIT_MS);
+    } else {
+      sandbox = await findOwnSandbox(em, accountIdOf(ctx), params.id);
+    }
+    ctx.body = presentSandbox(sandbox);
+  },
+);
+
+export const sandboxRoutes = [createSandboxRoute, listSandboxes, getSandbox, destroySandboxRoute];
+

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { listOf, timestamp } from '../common-schemas.ts';
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const stringMap = (what: string, maxEntries: number, keyPattern: RegExp, maxKey: number, maxValue: number) =>
+  z
+    .record(
+      z.string().min(1).max(maxKey).regex(keyPattern, { error: `${what} names must match ${keyPattern.source}` }),
+      z.string().max(maxValue),
+    )
+    .refine((m) => Object.keys(m).length <= maxEntries, { error: `at most ${maxEntries} ${what} entries` });
+
+export const CreateSandboxBody = z.strictObject({
+  image: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/, { error: 'must be a container image reference' })
+    .optional()
+    .meta({ description: "Container image; the operator's default when omitted. Ignored by the local runtime." }),
+  metadata: stringMap('metadata', 32, /^[A-Za-z0-9._\-/]+$/, 64, 512).optional(),
+  env: stringMap('env', 64, ENV_NAME, 128, 4096)
+    .optional()
+    .meta({ description: 'Environment variables every exec in the sandbox starts with' }),
+});
+
+const booleanFlag = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+export const CreateSandboxQuery = z.strictObject({
+  wait: booleanFlag.default(true).meta({ description: 'Answer once running or failed (default), or at once with status pending' }),
+});
+
+export const DestroySandboxQuery = z.strictObject({
+  wait: booleanFlag.default(true).meta({ description: 'Answer once destroyed (default), or at once with status terminating' }),
+});
+
+export const ListSandboxesQuery = z.strictObject({
+  state: z.enum(['active', 'destroyed', 'all']).default('active'),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const SandboxParams = z.strictObject({ id: z.string().max(100) });
+
+export const IdempotencyKey = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, { error: 'must be 1-255 visible ASCII characters' });
+
+export const SandboxObject = z.object({
+  id: z.string(),
+  state: z.enum(['active', 'destroyed']),
+  status: z.enum(['pending', 'running', 'terminating', 'terminated', 'failed']),
+  image: z.string(),
+  createdAt: timestamp,
+  readyAt: timestamp.nullable(),
+  expiresAt: timestamp.meta({ description: 'createdAt + the session cap; the reaper destroys the sandbox then' }),
+  destroyedAt: timestamp.nullable(),
+  destroyReason: z
+    .enum(['user', 'expired', 'failed'])
+    .nullable()
+    .meta({ description: 'user: destroyed on request; expired: the session cap; failed: never became ready' }),
+  failureMessage: z.string().nullable().meta({ description: 'Why a failed sandbox failed' }),
+  metadata: z.record(z.string(), z.string()),
+});
+
+export const SandboxList = listOf(SandboxObject);

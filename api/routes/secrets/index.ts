@@ -1,0 +1,72 @@
+import { ApiError } from '../../../shared/errors.ts';
+import { presentSecret } from '../../presenters/secret.ts';
+import { checkScope, deleteSecret, listSecrets, putSecret } from '../../services/secrets.ts';
+import { accountIdOf, route } from '../route.ts';
+import { CreateSecretBody, SecretList, SecretParams, SecretScopeQuery, SecretSummary } from './schema.ts';
+
+const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
+
+export const createSecret = route(
+  {
+    method: 'post',
+    path: '/v1/secrets',
+    summary: 'Create or replace a secret, account-wide or for one sandbox; injected as an environment variable into every exec',
+    tag: 'secrets',
+    auth: 'apiKey',
+    body: CreateSecretBody,
+    responses: {
+      201: { description: 'Created', schema: SecretSummary },
+      200: { description: 'Replaced the value of an existing secret', schema: SecretSummary },
+    },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'invalid_json', 'sandbox_not_found', 'sandbox_not_running'],
+  },
+  async (ctx, { body }, deps) => {
+    const accountId = accountIdOf(ctx);
+    await checkScope(ctx.state.em, accountId, body.sandboxId, true);
+    const { row, replaced } = await putSecret(deps, ctx.state.em, accountId, body);
+    ctx.status = replaced ? 200 : 201;
+    ctx.body = presentSecret(row);
+  },
+);
+
+export const listSecretsRoute = route(
+  {
+    method: 'get',
+    path: '/v1/secrets',
+    summary: "List secrets' names and scopes (never values); ?sandboxId= for one sandbox's",
+    tag: 'secrets',
+    auth: 'apiKey',
+    query: SecretScopeQuery,
+    responses: { 200: { description: 'Secrets', schema: SecretList } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+  },
+  async (ctx, { query }) => {
+    const accountId = accountIdOf(ctx);
+    await checkScope(ctx.state.em, accountId, query.sandboxId, false);
+    ctx.body = { data: (await listSecrets(ctx.state.em, accountId, query.sandboxId)).map(presentSecret) };
+  },
+);
+
+export const deleteSecretRoute = route(
+  {
+    method: 'delete',
+    path: '/v1/secrets/:name',
+    summary: 'Remove a secret (account-wide, or with ?sandboxId= the sandbox one)',
+    tag: 'secrets',
+    auth: 'apiKey',
+    params: SecretParams,
+    query: SecretScopeQuery,
+    responses: { 204: { description: 'Removed' } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'secret_not_found', 'sandbox_not_found'],
+  },
+  async (ctx, { params, query }) => {
+    const accountId = accountIdOf(ctx);
+    await checkScope(ctx.state.em, accountId, query.sandboxId, false);
+    if (!(await deleteSecret(ctx.state.em, accountId, params.name, query.sandboxId))) {
+      throw new ApiError('secret_not_found', `No secret ${params.name}${query.sandboxId ? ` for sandbox ${query.sandboxId}` : ''}.`);
+    }
+    ctx.status = 204;
+  },
+);
+
+export const secretRoutes = [createSecret, listSecretsRoute, deleteSecretRoute];

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { listOf, timestamp } from '../common-schemas.ts';
+import { ENV_NAME, steersPrograms } from '../../../shared/exec/env-names.ts';
+
+export const SecretName = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(ENV_NAME, { error: 'must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)' })
+  .refine((n) => !steersPrograms(n), { error: 'is reserved: it would change which programs run' });
+
+const SandboxIdField = z.string().max(100);
+
+export const CreateSecretBody = z.strictObject({
+  name: SecretName,
+  value: z.string().min(1).max(32 * 1024).meta({ description: 'Stored encrypted; never returned by any route' }),
+  sandboxId: SandboxIdField.optional().meta({ description: 'Scope the secret to one sandbox; account-wide when omitted' }),
+});
+
+export const SecretScopeQuery = z.strictObject({ sandboxId: SandboxIdField.optional() });
+
+export const SecretParams = z.strictObject({ name: z.string().max(200) });
+
+export const SecretSummary = z.object({ name: z.string(), sandboxId: z.string().nullable(), createdAt: timestamp });
+
+export const SecretList = listOf(SecretSummary);

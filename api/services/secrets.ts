@@ -1,0 +1,80 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../../shared/errors.ts';
+import type { SecretCipher} from '../../shared/secrets/cipher.ts';
+import { secretContext } from '../../shared/secrets/cipher.ts';
+import type { AppDeps } from '../context.ts';
+import { findOwnSandbox } from './sandboxes.ts';
+
+export interface SecretRow {
+  name: string;
+  sandbox_id: string | null;
+  created_at: Date;
+}
+
+export function cipherOf(deps: AppDeps): SecretCipher {
+  if (!deps.secretCipher) {
+    throw new ApiError('service_unavailable', 'Secrets are not configured on this server (PADDOCK_SECRETS_KEY).');
+  }
+  return deps.secretCipher;
+}
+
+/** A sandbox scope must be one of the caller's sandboxes, and still active to take new secrets. */
+export async function checkScope(em: EntityManager, accountId: string, sandboxId: string | undefined, forWrite: boolean): Promise<void> {
+  if (sandboxId === undefined) return;
+  const sandbox = await findOwnSandbox(em, accountId, sandboxId);
+  if (forWrite && sandbox.state !== 'active') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is destroyed.`);
+}
+
+/** Creates or replaces a secret; answers whether it replaced one. */
+export async function putSecret(
+  deps: AppDeps,
+  em: EntityManager,
+  accountId: string,
+  input: { name: string; value: string; sandboxId?: string },
+): Promise<{ row: SecretRow; replaced: boolean }> {
+  const sandboxId = input.sandboxId ?? null;
+  const ciphertext = cipherOf(deps).encrypt(input.value, secretContext(accountId, sandboxId, input.name));
+  const conflict = sandboxId ? '(account_id, sandbox_id, name) where sandbox_id is not null' : '(account_id, name) where sandbox_id is null';
+  const [row] = await em.execute<(SecretRow & { replaced: boolean })[]>(
+    `insert into secrets (account_id, sandbox_id, name, ciphertext) values (?, ?, ?, ?)
+     on conflict ${conflict} do update set ciphertext = excluded.ciphertext, updated_at = now()
+     returning name, sandbox_id, created_at, (xmax <> 0) as replaced`,
+    [accountId, sandboxId, input.name, ciphertext],
+  );
+  return { row: row!, replaced: row!.replaced };
+}
+
+export async function listSecrets(em: EntityManager, accountId: string, sandboxId: string | undefined): Promise<SecretRow[]> {
+  return em.execute<SecretRow[]>(
+    `select name, sandbox_id, created_at from secrets
+      where account_id = ? and (?::text is null or sandbox_id = ?)
+      order by sandbox_id nulls first, name`,
+    [accountId, sandboxId ?? null, sandboxId ?? null],
+  );
+}
+
+export async function deleteSecret(em: EntityManager, accountId: string, name: string, sandboxId: string | undefined): Promise<boolean> {
+  const rows = await em.execute<{ id: string }[]>(
+    `delete from secrets where account_id = ? and name = ? and sandbox_id is not distinct from ? returning id`,
+    [accountId, name, sandboxId ?? null],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * The environment an exec gets from secrets: the account's, then the sandbox's own, which win
+ * on a name clash. Read at every exec, so a change applies to the next one.
+ */
+export async function secretEnv(deps: AppDeps, em: EntityManager, accountId: string, sandboxId: string): Promise<Record<string, string>> {
+  const rows = await em.execute<{ name: string; sandbox_id: string | null; ciphertext: Buffer }[]>(
+    `select name, sandbox_id, ciphertext from secrets
+      where account_id = ? and (sandbox_id is null or sandbox_id = ?)
+      order by sandbox_id nulls first`,
+    [accountId, sandboxId],
+  );
+  if (rows.length === 0) return {};
+  const cipher = cipherOf(deps);
+  const env: Record<string, string> = {};
+  for (const row of rows) env[row.name] = cipher.decrypt(row.ciphertext, secretContext(accountId, row.sandbox_id, row.name));
+  return env;
+}

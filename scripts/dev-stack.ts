@@ -1,0 +1,124 @@
+// `npm start`: the whole stack on this machine with the embedded (local bubblewrap) runtime:
+// PostgreSQL and Redis under .paddock/dev (unless DATABASE_URL / REDIS_URL are given), migrations,
+// one API and one worker. Ctrl-C stops everything it started.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { freePort, startServices } from './services.ts';
+import { openOrm, migrate } from '../shared/db/orm.ts';
+
+const root = resolve(import.meta.dirname, '..');
+const stackDir = resolve(root, '.paddock/dev');
+const say = (line: string) => process.stderr.write(`[paddock] ${line}\n`);
+
+/** Secrets made once and kept, so tokens and encrypted secrets survive restarts of the stack. */
+function devSecrets(): { jwtSecret: string; secretsKey: string } {
+  const file = join(stackDir, 'secrets.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { jwtSecret: string; secretsKey: string };
+  const secrets = { jwtSecret: randomBytes(32).toString('hex'), secretsKey: randomBytes(32).toString('hex') };
+  mkdirSync(stackDir, { recursive: true });
+  writeFileSync(file, JSON.stringify(secrets), { mode: 0o600 });
+  return secrets;
+}
+
+async function choosePort(): Promise<number> {
+  if (process.env.PORT) return Number(process.env.PORT);
+  // A stable default is friendlier to a saved CLI config; fall back to any free port.
+  const preferred = 8787;
+  const probe = await import('node:net').then(
+    ({ createServer }) =>
+      new Promise<boolean>((ok) => {
+        const s = createServer();
+        s.once('error', () => ok(false));
+        s.listen(preferred, '127.0.0.1', () => s.close(() => ok(true)));
+      }),
+  );
+  return probe ? preferred : freePort();
+}
+
+/** Shows a process's JSON log lines as short human lines. */
+function relay(child: ChildProcess, role: string): void {
+  for (const stream of [child.stdout, child.stderr]) {
+    if (!stream) continue;
+    createInterface({ input: stream }).on('line', (line) => {
+      try {
+        const entry = JSON.parse(line) as { time?: string; msg?: string; level?: number; [k: string]: unknown };
+        const { time, msg, level, pid: _pid, role: _role, name: _name, ...rest } = entry;
+        const extra = Object.keys(rest).length ? ` ${JSON.stringify(rest)}` : '';
+        const tag = (level ?? 30) >= 50 ? 'ERROR ' : (level ?? 30) >= 40 ? 'WARN ' : '';
+        process.stderr.write(`${time?.slice(11, 19) ?? ''} ${role.padEnd(6)} ${tag}${msg ?? ''}${extra}\n`);
+      } catch {
+        process.stderr.write(`${role.padEnd(6)} ${line}\n`);
+      }
+    });
+  }
+}
+
+const services = await startServices({ dir: stackDir, database: 'paddock', persistRedis: true, log: say });
+const secrets = devSecrets();
+const port = await choosePort();
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`,
+  NODE_ENV: 'development',
+  HOST: process.env.HOST ?? '127.0.0.1',
+  PORT: String(port),
+  DATABASE_URL: services.databaseUrl,
+  REDIS_URL: services.redisUrl,
+  PADDOCK_JWT_SECRET: process.env.PADDOCK_JWT_SECRET ?? secrets.jwtSecret,
+  PADDOCK_SECRETS_KEY: process.env.PADDOCK_SECRETS_KEY ?? secrets.secretsKey,
+  PADDOCK_DATA_DIR: process.env.PADDOCK_DATA_DIR ?? join(stackDir, 'data'),
+};
+
+const orm = await openOrm(services.databaseUrl, 2);
+const applied = await migrate(orm, services.databaseUrl);
+await orm.close(true);
+if (applied.length) say(`migrations applied: ${applied.join(', ')}`);
+
+const children: ChildProcess[] = [];
+let stopping = false;
+async function stopAll(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    say('stopping…');
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((done) => {
+            if (child.exitCode !== null || child.signalCode !== null) return done();
+            child.once('exit', () => done());
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    await services.stop();
+    say('stopped');
+  }
+  process.exit(code);
+}
+
+for (const [role, script] of [['web', 'api/main.ts'], ['worker', 'workers/main.ts']] as const) {
+  const child = spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  relay(child, role);
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      say(`${role} exited (${signal ?? code}); stopping the stack`);
+      void stopAll(1);
+    }
+  });
+  children.push(child);
+}
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));
+
+const baseUrl = `http://127.0.0.1:${port}`;
+for (let i = 0; i < 100; i++) {
+  const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false);
+  if (ready) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+process.stdout.write(
+  `\nPaddock is running at ${baseUrl}\n\nNext step:\n  paddock signup --url ${baseUrl}\n\nPress Ctrl-C to stop.\n\n`,
+);

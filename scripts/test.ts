@@ -1,0 +1,53 @@
+// `npm test`: type-check, lint, then the whole suite against real PostgreSQL, Redis and
+// bubblewrap, once per sandbox runtime (local, then kubernetes against the API stand-in).
+// `npm test -- test/api/auth.test.ts` runs only the named files; PADDOCK_TEST_RUNTIMES=local
+// runs one runtime only.
+import { spawn } from 'node:child_process';
+import { delimiter, resolve } from 'node:path';
+import { startServices } from './services.ts';
+import { openOrm, migrate } from '../shared/db/orm.ts';
+
+const root = resolve(import.meta.dirname, '..');
+const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}` };
+const files = process.argv.slice(2);
+const runtimes = (process.env.PADDOCK_TEST_RUNTIMES ?? 'local,kubernetes').split(',').filter(Boolean);
+
+function step(cmd: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<number> {
+  process.stderr.write(`\n> ${cmd} ${args.join(' ')}\n`);
+  return new Promise((done) => {
+    const child = spawn(cmd, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: 'inherit' });
+    child.on('exit', (code, signal) => done(code ?? (signal ? 1 : 0)));
+  });
+}
+
+let failed = false;
+if (files.length === 0) {
+  failed ||= (await step('tsc', ['-p', 'tsconfig.json', '--noEmit'])) !== 0;
+  failed ||= (await step('eslint', ['.'])) !== 0;
+}
+
+const services = await startServices({ dir: resolve(root, '.paddock/test'), database: 'paddock_test', fresh: true });
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await services.stop();
+};
+process.on('SIGINT', () => void stop().then(() => process.exit(130)));
+process.on('SIGTERM', () => void stop().then(() => process.exit(143)));
+
+try {
+  const orm = await openOrm(services.databaseUrl, 2);
+  await migrate(orm, services.databaseUrl);
+  await orm.close(true);
+  const testEnv = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl };
+  for (const runtime of runtimes) {
+    const args = ['--test', '--test-concurrency=3', '--test-timeout=180000', ...(files.length ? files : ['test/**/*.test.ts'])];
+    process.stderr.write(`\n=== test suite, PADDOCK_TEST_RUNTIME=${runtime}\n`);
+    const code = await step('node', args, { ...testEnv, PADDOCK_TEST_RUNTIME: runtime });
+    failed ||= code !== 0;
+  }
+} finally {
+  await stop();
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,55 @@
+import { resolve } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import type { SandboxRuntime } from './types.ts';
+import { createLocalRuntime } from './local/index.ts';
+import { createKubernetesRuntime } from './kubernetes/index.ts';
+
+export * from './types.ts';
+
+/** The runtime PADDOCK_RUNTIME names; a KubeConfig may be passed in (tests point it at the stand-in). */
+export function createRuntime(config: Config, log: Logger, options: { kubeConfig?: KubeConfig } = {}): SandboxRuntime {
+  if (config.PADDOCK_RUNTIME === 'kubernetes') {
+    let kubeConfig = options.kubeConfig;
+    if (!kubeConfig) {
+      kubeConfig = new KubeConfig();
+      kubeConfig.loadFromDefault(); // KUBECONFIG, ~/.kube/config, or the in-cluster service account
+    }
+    return createKubernetesRuntime({
+      kubeConfig,
+      namespace: config.PADDOCK_KUBE_NAMESPACE,
+      defaultImage: config.PADDOCK_KUBE_DEFAULT_IMAGE,
+      allowedImages: allowedImages(config),
+      runtimeClassName: config.PADDOCK_KUBE_RUNTIME_CLASS,
+      resources: {
+        cpuRequest: config.PADDOCK_KUBE_CPU_REQUEST,
+        cpuLimit: config.PADDOCK_KUBE_CPU_LIMIT,
+        memoryRequest: config.PADDOCK_KUBE_MEMORY_REQUEST,
+        memoryLimit: config.PADDOCK_KUBE_MEMORY_LIMIT,
+      },
+      deadlineGraceSeconds: config.PADDOCK_KUBE_DEADLINE_GRACE_SECONDS,
+      log,
+    });
+  }
+  return createLocalRuntime({
+    dataDir: resolve(config.PADDOCK_DATA_DIR),
+    network: config.PADDOCK_LOCAL_NETWORK,
+    memoryMb: config.PADDOCK_LOCAL_MEMORY_MB,
+    pidsMax: config.PADDOCK_LOCAL_PIDS_MAX,
+    log,
+  });
+}
+
+export function allowedImages(config: Config): string[] {
+  return config.PADDOCK_KUBE_ALLOWED_IMAGES.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** The image a sandbox gets: the requested one when the operator allows it, else the default. */
+export function imageAllowed(config: Config, image: string): boolean {
+  if (image === config.PADDOCK_KUBE_DEFAULT_IMAGE) return true;
+  const allowed = allowedImages(config);
+  return allowed.includes('*') || allowed.includes(image);
+}

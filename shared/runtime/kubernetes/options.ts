@@ -1,0 +1,25 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../../logger.ts';
+import { PermanentRuntimeError } from '../types.ts';
+
+export interface KubernetesRuntimeOptions {
+  /** KubeConfig.loadFromDefault() in production: KUBECONFIG, or the in-cluster service account. */
+  kubeConfig: KubeConfig;
+  namespace: string;
+  defaultImage: string;
+  /** Images a request may name; '*' allows any. The default image is always allowed. */
+  allowedImages: string[];
+  /** gVisor, Kata, …: a stronger boundary than a plain container, where the cluster offers one. */
+  runtimeClassName?: string;
+  resources: { cpuRequest: string; cpuLimit: string; memoryRequest: string; memoryLimit: string };
+  /** Added to the session cap for activeDeadlineSeconds, so the reaper normally gets there first. */
+  deadlineGraceSeconds: number;
+  log?: Logger;
+}
+
+/** The image a sandbox runs; the API validates this first, but the runtime is the last line. */
+export function chooseImage(requested: string | undefined, options: KubernetesRuntimeOptions): string {
+  if (requested === undefined || requested === '' || requested === options.defaultImage) return options.defaultImage;
+  if (options.allowedImages.includes('*') || options.allowedImages.includes(requested)) return requested;
+  throw new PermanentRuntimeError(`image "${requested}" is not allowed on this service`);
+}

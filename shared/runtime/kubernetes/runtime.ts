@@ -1,0 +1,110 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import {
+  PermanentRuntimeError,
+  SandboxGoneError,
+  type ExecRequest,
+  type ExecResult,
+  type RuntimeSandbox,
+  type SandboxRuntime,
+  type SandboxSpec,
+} from '../types.ts';
+import { execInPod } from './exec.ts';
+import { sandboxPodManifest } from './manifest.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, podNameFor } from './names.ts';
+import type { KubernetesRuntimeOptions } from './options.ts';
+import { sandboxFromPod, startupVerdict } from './pod-state.ts';
+import { PodClient } from './pods.ts';
+import { waitForPod, WaitTimeoutError, type Decision } from './wait.ts';
+
+const DEFAULT_CREATE_TIMEOUT_MS = 60_000;
+const DESTROY_TIMEOUT_MS = 60_000;
+// The keep-alive shell exits on TERM at once; a second is plenty and keeps destroy quick.
+const DELETE_GRACE_SECONDS = 1;
+
+/** One pod per sandbox, through the Kubernetes API (KUBECONFIG or the in-cluster account). */
+export function createKubernetesRuntime(options: KubernetesRuntimeOptions): SandboxRuntime {
+  const pods = new PodClient(options.kubeConfig, options.namespace);
+  const log = options.log;
+  // close() aborts every wait in progress, so a shutting-down worker is not held for a minute.
+  const closing = new AbortController();
+
+  async function create(spec: SandboxSpec, createOptions?: { timeoutMs?: number }): Promise<RuntimeSandbox> {
+    const manifest = sandboxPodManifest(spec, options);
+    const name = manifest.metadata?.name ?? '';
+    const timeoutMs = createOptions?.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS;
+    const deadline = Date.now() + timeoutMs;
+    const created = await pods.create(manifest);
+    log?.debug({ sandboxId: spec.id, pod: name, created }, created ? 'pod created' : 'pod exists; waiting for it');
+    try {
+      return await waitForPod(options.kubeConfig, pods, name, deadline, untilRunning(spec), closing.signal);
+    } catch (err) {
+      if (err instanceof WaitTimeoutError) {
+        throw new Error(`sandbox ${spec.id} did not start within ${Math.round(timeoutMs / 1000)}s (${err.lastSeen})`);
+      }
+      throw err;
+    }
+  }
+
+  async function destroy(id: string): Promise<void> {
+    const name = podNameFor(id);
+    if (name === undefined) return;
+    if (!(await pods.delete(name, DELETE_GRACE_SECONDS))) return;
+    const gone = (pod: V1Pod | undefined): Decision<void> =>
+      pod ? { done: false, detail: `terminating, phase ${pod.status?.phase ?? 'unknown'}` } : { done: true, value: undefined };
+    try {
+      await waitForPod(options.kubeConfig, pods, name, Date.now() + DESTROY_TIMEOUT_MS, gone, closing.signal);
+    } catch (err) {
+      if (err instanceof WaitTimeoutError) throw new Error(`pod ${name} was not gone within ${DESTROY_TIMEOUT_MS / 1000}s`);
+      throw err;
+    }
+    log?.debug({ sandboxId: id, pod: name }, 'pod deleted');
+  }
+
+  async function get(id: string): Promise<RuntimeSandbox | undefined> {
+    const name = podNameFor(id);
+    if (name === undefined) return undefined;
+    const pod = await pods.read(name);
+    // A pod of that name that Paddock did not make is none of its business.
+    if (!pod || pod.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return undefined;
+    return sandboxFromPod(pod);
+  }
+
+  async function list(): Promise<RuntimeSandbox[]> {
+    const all = await pods.listManaged();
+    return all.map(sandboxFromPod).filter((s): s is RuntimeSandbox => s !== undefined);
+  }
+
+  async function exec(id: string, request: ExecRequest): Promise<ExecResult> {
+    const name = podNameFor(id);
+    if (name === undefined) throw new SandboxGoneError(`no sandbox ${id}`);
+    return execInPod({ kubeConfig: options.kubeConfig, pods, log }, name, request);
+  }
+
+  return {
+    name: 'kubernetes',
+    create,
+    destroy,
+    get,
+    list,
+    exec,
+    async close() {
+      closing.abort(new Error('the kubernetes runtime is closed'));
+    },
+  };
+}
+
+function untilRunning(spec: SandboxSpec): (pod: V1Pod | undefined) => Decision<RuntimeSandbox> {
+  return (pod) => {
+    const verdict = startupVerdict(pod);
+    switch (verdict.kind) {
+      case 'ready':
+        return { done: true, value: { id: spec.id, accountId: spec.accountId, status: 'running' } };
+      case 'hopeless':
+        throw new PermanentRuntimeError(verdict.reason);
+      case 'gone':
+        throw new Error(`sandbox ${spec.id} cannot start: ${verdict.detail}`);
+      case 'starting':
+        return { done: false, detail: verdict.detail };
+    }
+  };
+}

@@ -1,0 +1,120 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { open, readFile } from 'node:fs/promises';
+import type { Readable, Writable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PermanentRuntimeError } from '../types.ts';
+import { runningAsRoot, SANDBOX_ENV } from './identity.ts';
+import { killQuietly, readStat } from './processes.ts';
+
+// Starting a sandbox's init under bubblewrap. Bubblewrap reports the init's pid (--info-fd), then
+// holds it before it runs anything (--block-fd) so the caller can put it into its cgroups first:
+// nothing inside ever runs outside them.
+
+// The sandbox's pid 1 (--as-pid-1). Signals sent from inside never reach a namespace's init, so a
+// user's `kill -9 -1` cannot end the sandbox; `wait` reaps every orphan that is reparented to it,
+// and the loop restarts the sleeper when the user kills that. It says it runs on fd 5, then lets
+// go of every descriptor it was started with.
+const INIT_SCRIPT =
+  'echo >&5; exec 3<&- 4>&- 5>&- </dev/null >/dev/null 2>&1; while :; do sleep infinity & wait; done';
+
+/** An argument of the init's command line that names its sandbox, in `ps` and for cleanup. */
+export const sandboxMarker = (id: string): string => `paddock-sandbox-${id}`;
+
+export interface LaunchOptions {
+  bwrap: string;
+  id: string;
+  /** Namespaces, user and mounts: all but the start-up plumbing added here. */
+  args: string[];
+  hostUid: number;
+  /** Where bubblewrap's own complaints go (stderr), to explain a failed start. */
+  logFile: string;
+  /** Runs while the init is held, given its host pid. */
+  beforeStart(pid: number): Promise<void>;
+  deadline: number;
+}
+
+export interface Launched {
+  pid: number;
+  startTime: string;
+}
+
+export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
+  const log = await open(options.logFile, 'w', 0o600);
+  let child: ChildProcess;
+  try {
+    const args = [...options.args, '--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--'];
+    child = spawn(options.bwrap, [...args, '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id)], {
+      // Its own session, and no --die-with-parent: the sandbox outlives the process that made it.
+      detached: true,
+      cwd: '/',
+      env: SANDBOX_ENV,
+      stdio: ['ignore', 'ignore', log.fd, 'pipe', 'pipe', 'pipe'],
+      ...(runningAsRoot ? { uid: options.hostUid, gid: options.hostUid } : {}),
+    });
+  } finally {
+    await log.close();
+  }
+  let pid: number | undefined;
+  const stopTimer = new AbortController();
+  try {
+    const failed = Promise.race([
+      new Promise<never>((_, reject) => {
+        child.once('error', reject);
+        child.once('exit', () => reject(new Error('bubblewrap exited')));
+      }),
+      timeout(options.deadline, stopTimer.signal),
+    ]);
+    failed.catch(() => undefined);
+    const step = <T>(promise: Promise<T>): Promise<T> => Promise.race([promise, failed]);
+
+    // fd 3: the hold (--block-fd), 4: the init's pid (--info-fd), 5: the init says it runs.
+    const [, , , hold, info, ready] = child.stdio as unknown as [null, null, null, Writable, Readable, Readable];
+    pid = await step(childPid(info));
+    const stat = await readStat(pid);
+    if (!stat) throw new Error('the sandbox init ended before it started');
+    await step(options.beforeStart(pid));
+    hold.end('x');
+    await step(once(ready, 'data'));
+    release(child);
+    return { pid, startTime: stat.startTime };
+  } catch (err) {
+    if (pid !== undefined) killQuietly(pid);
+    if (child.pid !== undefined) killQuietly(child.pid);
+    throw await explain(child, options.logFile, err);
+  } finally {
+    stopTimer.abort();
+  }
+}
+
+async function childPid(info: Readable): Promise<number> {
+  let text = '';
+  for await (const chunk of info) text += String(chunk);
+  const pid: unknown = text ? (JSON.parse(text) as Record<string, unknown>)['child-pid'] : undefined;
+  // Nothing written: bubblewrap failed, and its exit says so.
+  if (typeof pid !== 'number') return new Promise<never>(() => undefined);
+  return pid;
+}
+
+async function timeout(deadline: number, signal: AbortSignal): Promise<never> {
+  await delay(Math.max(0, deadline - Date.now()), undefined, { signal });
+  throw new Error('the sandbox did not start in time');
+}
+
+/** Lets the creating process exit while bubblewrap keeps watching over the init. */
+function release(child: ChildProcess): void {
+  child.removeAllListeners('exit');
+  child.removeAllListeners('error');
+  for (const stream of child.stdio) stream?.destroy();
+  child.unref();
+}
+
+/** What bubblewrap wrote on stderr is the reason a start failed, and retrying will not fix it. */
+async function explain(child: ChildProcess, logFile: string, err: unknown): Promise<unknown> {
+  if (child.exitCode === null && child.signalCode === null) {
+    await Promise.race([once(child, 'exit'), delay(1000)]);
+  }
+  const said = (await readFile(logFile, 'utf8').catch(() => '')).trim();
+  release(child);
+  return said ? new PermanentRuntimeError(`bubblewrap could not start the sandbox: ${said}`) : err;
+}

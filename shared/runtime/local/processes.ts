@@ -1,0 +1,106 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
+
+// Host processes, read from /proc.
+
+interface ProcessStat {
+  state: string;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  /** Clock ticks after boot: with the pid, it names one process even after the pid is reused. */
+  startTime: string;
+}
+
+export async function readStat(pid: number): Promise<ProcessStat | undefined> {
+  let text: string;
+  try {
+    text = await readFile(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined; // gone
+  }
+  // The command name may hold spaces and parentheses: count fields from after the last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const [state, ppid, pgrp, session] = fields;
+  const startTime = fields[19];
+  if (state === undefined || startTime === undefined) return undefined;
+  return { state, ppid: Number(ppid), pgrp: Number(pgrp), session: Number(session), startTime };
+}
+
+/** Whether the process that had this start time still runs (a zombie has ended). */
+export async function isRunning(pid: number, startTime: string): Promise<boolean> {
+  const stat = await readStat(pid);
+  return stat !== undefined && stat.startTime === startTime && stat.state !== 'Z' && stat.state !== 'X';
+}
+
+export async function waitUntilEnded(pid: number, startTime: string, deadline: number): Promise<void> {
+  while (await isRunning(pid, startTime)) {
+    if (Date.now() > deadline) throw new Error(`process ${pid} did not end`);
+    await delay(2);
+  }
+}
+
+export function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * SIGKILLs the session `leader` started: its process group at once, then whatever the group no
+ * longer holds (a command that called setpgid, or a child of one that called setsid). Repeats
+ * while it finds any, since a process can fork between a scan and its kill.
+ */
+export async function killSession(leader: number): Promise<void> {
+  killQuietly(-leader);
+  for (let round = 0; round < 10; round++) {
+    const members = await sessionMembers(leader);
+    if (members.length === 0) return;
+    for (const pid of members) killQuietly(pid);
+  }
+}
+
+async function sessionMembers(leader: number): Promise<number[]> {
+  const stats = new Map<number, ProcessStat>();
+  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+  await Promise.all(
+    pids.map(async (pid) => {
+      const stat = await readStat(pid);
+      if (stat && stat.state !== 'Z') stats.set(pid, stat);
+    }),
+  );
+  const members = new Set<number>();
+  for (const [pid, stat] of stats) {
+    if (pid === leader || stat.session === leader || stat.pgrp === leader) members.add(pid);
+  }
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, stat] of stats) {
+      if (!members.has(pid) && (stat.ppid === leader || members.has(stat.ppid))) {
+        members.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return [...members];
+}
+
+/** SIGKILLs every process with this exact argument on its command line, until none is left. */
+export async function killByArgument(argument: string, deadline: number): Promise<void> {
+  for (;;) {
+    const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
+    const matching: number[] = [];
+    await Promise.all(
+      pids.map(async (pid) => {
+        const args = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        if (args.split('\0').includes(argument)) matching.push(Number(pid));
+      }),
+    );
+    if (matching.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`processes with ${argument} did not end`);
+    matching.forEach(killQuietly);
+    await delay(2);
+  }
+}

@@ -1,0 +1,232 @@
+import { chmod, chown, mkdir, readdir, stat } from 'node:fs/promises';
+import {
+  PermanentRuntimeError,
+  SandboxGoneError,
+  type ExecRequest,
+  type ExecResult,
+  type RuntimeSandbox,
+  type SandboxRuntime,
+  type SandboxSpec,
+} from '../types.ts';
+import { sandboxArgs, systemDirArgs } from './bwrap-args.ts';
+import { openCgroups, type Cgroups } from './cgroups.ts';
+import { execCommandLine, runCommand } from './exec.ts';
+import { hostUidFor, runningAsRoot } from './identity.ts';
+import { launchSandbox, sandboxMarker } from './launch.ts';
+import {
+  initLogFile,
+  isSandboxId,
+  prepareLayout,
+  sandboxDir,
+  workspaceDir,
+  type Layout,
+} from './layout.ts';
+import { isLocked, withLock } from './lock.ts';
+import { killByArgument, isRunning, killQuietly, waitUntilEnded } from './processes.ts';
+import type { LocalRuntimeOptions } from './options.ts';
+import { findPrograms, type Programs } from './programs.ts';
+import { removeTree } from './remove-tree.ts';
+import { readState, writeState, type SandboxState } from './state.ts';
+
+const DEFAULT_CREATE_TIMEOUT_MS = 30_000;
+const DESTROY_TIMEOUT_MS = 30_000;
+const ENDED = "its processes have ended (its init exited, or the host restarted)";
+
+/** What the runtime learns about its host once, on first use. */
+interface Host {
+  layout: Layout;
+  cgroups: Cgroups | undefined;
+  programs: Programs | undefined;
+  systemDirs: string[];
+}
+
+type Found =
+  | { kind: 'running'; state: SandboxState }
+  | { kind: 'ended'; state: SandboxState }
+  /** A directory without state.json: being created, or its creator died first. */
+  | { kind: 'unfinished' };
+
+export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
+  const log = settings.log;
+  let setup: Promise<Host> | undefined;
+  // States this process has read: exec's fast path, checked against /proc on every use.
+  const known = new Map<string, SandboxState>();
+
+  function host(): Promise<Host> {
+    setup ??= openHost().catch((err: unknown) => {
+      setup = undefined; // a later call tries again
+      throw err;
+    });
+    return setup;
+  }
+
+  async function openHost(): Promise<Host> {
+    const [layout, cgroups, programs, systemDirs] = await Promise.all([
+      prepareLayout(settings.dataDir),
+      openCgroups(log),
+      findPrograms(),
+      systemDirArgs(),
+    ]);
+    return { layout, cgroups, programs, systemDirs };
+  }
+
+  const lockName = (h: Host, id: string): string => `${h.layout.lockPrefix}/${id}`;
+
+  async function find(h: Host, id: string): Promise<Found | undefined> {
+    const dir = sandboxDir(h.layout, id);
+    const state = await readState(dir);
+    if (state) return { kind: (await isRunning(state.pid, state.startTime)) ? 'running' : 'ended', state };
+    return (await exists(dir)) ? { kind: 'unfinished' } : undefined;
+  }
+
+  async function describe(h: Host, id: string): Promise<RuntimeSandbox | undefined> {
+    const found = await find(h, id);
+    switch (found?.kind) {
+      case undefined:
+        return undefined;
+      case 'running':
+        return { id, accountId: found.state.accountId, status: 'running' };
+      case 'ended':
+        return { id, accountId: found.state.accountId, status: 'failed', reason: `the sandbox ${ENDED}` };
+      case 'unfinished':
+        return (await isLocked(lockName(h, id)))
+          ? { id, status: 'pending' }
+          : { id, status: 'failed', reason: 'its creation was interrupted' };
+    }
+  }
+
+  async function start(h: Host, programs: Programs, spec: SandboxSpec, deadline: number): Promise<RuntimeSandbox> {
+    const dir = sandboxDir(h.layout, spec.id);
+    const workspace = workspaceDir(h.layout, spec.id);
+    const hostUid = hostUidFor(spec.id);
+    await mkdir(dir);
+    await chmod(dir, 0o711);
+    await mkdir(workspace, { mode: 0o700 });
+    if (runningAsRoot) await chown(workspace, hostUid, hostUid);
+    try {
+      await h.cgroups?.create(spec.id, settings);
+      const args = sandboxArgs({ systemDirs: h.systemDirs, generatedEtc: h.layout.etc, workspace, network: settings.network });
+      const { pid, startTime } = await launchSandbox({
+        bwrap: programs.bwrap,
+        id: spec.id,
+        args,
+        hostUid,
+        logFile: initLogFile(h.layout, spec.id),
+        beforeStart: async (initPid) => h.cgroups?.join(spec.id, initPid),
+        deadline,
+      });
+      const state: SandboxState = { id: spec.id, accountId: spec.accountId, pid, startTime, hostUid, createdAt: new Date().toISOString() };
+      await writeState(dir, state);
+      known.set(spec.id, state);
+      log?.info({ sandboxId: spec.id, pid, hostUid }, 'sandbox started');
+      return { id: spec.id, accountId: spec.accountId, status: 'running' };
+    } catch (err) {
+      await teardown(h, spec.id, undefined, Date.now() + DESTROY_TIMEOUT_MS).catch((cleanup: unknown) =>
+        log?.error({ sandboxId: spec.id, err: cleanup }, 'could not clean up after a failed start'),
+      );
+      throw err;
+    }
+  }
+
+  /** Kills everything in the sandbox, waits for it to be gone, then removes its groups and files. */
+  async function teardown(h: Host, id: string, state: SandboxState | undefined, deadline: number): Promise<void> {
+    known.delete(id);
+    if (state) {
+      // Killing a pid namespace's init kills everything in it.
+      if (await isRunning(state.pid, state.startTime)) killQuietly(state.pid);
+    } else {
+      // No state: its init, if any, is found by the marker it was started with.
+      await killByArgument(sandboxMarker(id), deadline);
+    }
+    // Whatever escaped the namespace's end (nsenter's host-side halves, say) is still in the groups.
+    await h.cgroups?.killAndRemove(id, deadline);
+    if (state) await waitUntilEnded(state.pid, state.startTime, deadline);
+    await removeTree(sandboxDir(h.layout, id));
+  }
+
+  async function runningState(h: Host, id: string): Promise<SandboxState> {
+    const cached = known.get(id);
+    if (cached && (await isRunning(cached.pid, cached.startTime))) return cached;
+    // Not cached, or another process replaced it: the disk says what runs now.
+    const state = isSandboxId(id) ? await readState(sandboxDir(h.layout, id)) : undefined;
+    if (state && (await isRunning(state.pid, state.startTime))) {
+      known.set(id, state);
+      return state;
+    }
+    known.delete(id);
+    throw new SandboxGoneError(state ? `sandbox ${id} is not running: ${ENDED}` : `no sandbox ${id}`);
+  }
+
+  return {
+    name: 'local',
+
+    async create(spec, options) {
+      if (!isSandboxId(spec.id)) throw new PermanentRuntimeError(`not a sandbox id: ${JSON.stringify(spec.id)}`);
+      const h = await host();
+      const programs = h.programs;
+      if (!programs) throw new PermanentRuntimeError('bubblewrap (bwrap) and nsenter must be installed for the local runtime');
+      const deadline = Date.now() + (options?.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS);
+      return withLock(lockName(h, spec.id), deadline, async () => {
+        const found = await find(h, spec.id);
+        if (found?.kind === 'running') return { id: spec.id, accountId: found.state.accountId, status: 'running' };
+        if (found?.kind === 'ended') throw new PermanentRuntimeError(`sandbox ${spec.id} cannot run again: ${ENDED}`);
+        // We hold the lock, so an unfinished one's creator died: start afresh.
+        if (found) await teardown(h, spec.id, undefined, deadline);
+        return start(h, programs, spec, deadline);
+      });
+    },
+
+    async destroy(id) {
+      if (!isSandboxId(id)) return;
+      const h = await host();
+      const deadline = Date.now() + DESTROY_TIMEOUT_MS;
+      await withLock(lockName(h, id), deadline, async () => {
+        const found = await find(h, id);
+        known.delete(id);
+        if (!found) return;
+        await teardown(h, id, found.kind === 'unfinished' ? undefined : found.state, deadline);
+        log?.info({ sandboxId: id }, 'sandbox destroyed');
+      });
+    },
+
+    async get(id) {
+      return isSandboxId(id) ? describe(await host(), id) : undefined;
+    },
+
+    async list() {
+      const h = await host();
+      const ids = (await readdir(h.layout.sandboxes)).filter(isSandboxId);
+      const found = await Promise.all(ids.map((id) => describe(h, id)));
+      return found.filter((sandbox) => sandbox !== undefined);
+    },
+
+    async exec(id: string, request: ExecRequest): Promise<ExecResult> {
+      request.signal?.throwIfAborted();
+      const h = await host();
+      const state = await runningState(h, id);
+      if (!h.programs) throw new Error('nsenter is not installed');
+      const commandLine = execCommandLine(
+        { nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: h.cgroups?.procsFiles(id) ?? [] },
+        request,
+      );
+      const result = await runCommand(commandLine, request);
+      // nsenter fails, or is killed, when the sandbox ends under it: that is not the command's exit.
+      if (!result.timedOut && result.exitCode !== 0 && !(await isRunning(state.pid, state.startTime))) {
+        known.delete(id);
+        throw new SandboxGoneError(`sandbox ${id} ended while the command ran`);
+      }
+      return result;
+    },
+
+    async close() {
+      known.clear();
+    },
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,0 +1,36 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Config } from '../../shared/config.ts';
+
+const root = resolve(import.meta.dirname, '../..');
+
+/** The environment that reproduces a parsed config: its keys are the variable names. */
+export function envOf(config: Config, kubeConfig?: KubeConfig): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
+  for (const [k, v] of Object.entries(config)) if (v !== undefined) env[k] = String(v);
+  if (kubeConfig) {
+    const file = join(mkdtempSync(join(tmpdir(), 'paddock-kube-')), 'config');
+    writeFileSync(file, kubeConfig.exportConfig(), { mode: 0o600 });
+    env.KUBECONFIG = file;
+  }
+  return env;
+}
+
+/** Starts a Procfile role (`api/main.ts`, `workers/main.ts`) as a real process. */
+export function startRole(script: string, env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  return Object.assign(child, { output: () => output });
+}
+
+export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  }
+  return new Promise((done) => child.once('exit', (code, signal) => done({ code, signal })));
+}

@@ -1,0 +1,129 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
+import { call } from '../helpers/http.ts';
+import { assertProblem, newAccount } from '../helpers/accounts.ts';
+import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
+
+const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '5' } });
+const runtime = () => stack.workers[0]!.deps.runtime;
+
+test('create answers a running sandbox with every field of the contract', async () => {
+  const a = await newAccount(stack.url);
+  const res = await createSandbox(stack.url, a.key, '', { metadata: { purpose: 'lifecycle' } });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const s = res.body;
+  assert.match(s.id, /^sbx_[0-9a-z]{24}$/);
+  assert.equal(res.headers.get('location'), `/v1/sandboxes/${s.id}`);
+  assert.equal(s.state, 'active');
+  assert.equal(s.status, 'running');
+  assert.equal(s.image, stack.config.PADDOCK_KUBE_DEFAULT_IMAGE);
+  assert.deepEqual(s.metadata, { purpose: 'lifecycle' });
+  assert.equal(s.destroyedAt, null);
+  assert.equal(s.destroyReason, null);
+  assert.ok(Date.parse(s.readyAt) >= Date.parse(s.createdAt));
+  assert.equal(Date.parse(s.expiresAt) - Date.parse(s.createdAt), stack.config.PADDOCK_SESSION_CAP_SECONDS * 1000);
+  assert.equal((await runtime().get(s.id))?.status, 'running');
+
+  const got = await call(stack.url, 'GET', `/v1/sandboxes/${s.id}`, { token: a.key });
+  assert.equal(got.status, 200);
+  assert.deepEqual(got.body, s);
+});
+
+test('destroy answers the destroyed sandbox, removes it from the runtime, and is idempotent', async () => {
+  const a = await newAccount(stack.url);
+  const { body: s } = await createSandbox(stack.url, a.key);
+  const del = await call(stack.url, 'DELETE', `/v1/sandboxes/${s.id}`, { token: a.key });
+  assert.equal(del.status, 200, JSON.stringify(del.body));
+  assert.equal(del.body.state, 'destroyed');
+  assert.equal(del.body.status, 'terminated');
+  assert.equal(del.body.destroyReason, 'user');
+  assert.ok(Date.parse(del.body.destroyedAt) >= Date.parse(s.readyAt));
+  const held = await runtime().get(s.id);
+  assert.ok(held === undefined || held.status === 'terminated', `runtime still holds ${JSON.stringify(held)}`);
+
+  const again = await call(stack.url, 'DELETE', `/v1/sandboxes/${s.id}`, { token: a.key });
+  assert.equal(again.status, 200);
+  assert.deepEqual(again.body, del.body);
+});
+
+test('list filters by state and answers newest first', async () => {
+  const a = await newAccount(stack.url);
+  const first = (await createSandbox(stack.url, a.key)).body;
+  const second = (await createSandbox(stack.url, a.key)).body;
+  await call(stack.url, 'DELETE', `/v1/sandboxes/${first.id}`, { token: a.key });
+  const ids = async (q: string) => (await call(stack.url, 'GET', `/v1/sandboxes${q}`, { token: a.key })).body.data.map((s: any) => s.id);
+  assert.deepEqual(await ids(''), [second.id]);
+  assert.deepEqual(await ids('?state=active'), [second.id]);
+  assert.deepEqual(await ids('?state=destroyed'), [first.id]);
+  assert.deepEqual(await ids('?state=all'), [second.id, first.id]);
+  assertProblem(await call(stack.url, 'GET', '/v1/sandboxes?state=gone', { token: a.key }), 400, 'invalid_request');
+});
+
+test('?wait=false answers pending at once, and the sandbox then runs; delete ?wait=false answers terminating', async () => {
+  const a = await newAccount(stack.url);
+  const res = await createSandbox(stack.url, a.key, '?wait=false');
+  assert.equal(res.status, 201);
+  assert.equal(res.body.status, 'pending');
+  assert.equal(res.body.readyAt, null);
+  const running = await waitForSandbox(stack.url, a.key, res.body.id, (s) => s.status === 'running');
+  assert.ok(running.readyAt);
+  const del = await call(stack.url, 'DELETE', `/v1/sandboxes/${res.body.id}?wait=false`, { token: a.key });
+  assert.equal(del.status, 200);
+  assert.ok(['terminating', 'terminated'].includes(del.body.status), del.body.status);
+  const gone = await waitForSandbox(stack.url, a.key, res.body.id, (s) => s.state === 'destroyed');
+  assert.equal(gone.destroyReason, 'user');
+});
+
+test("another account's sandbox answers 404 exactly like a missing one", async () => {
+  const owner = await newAccount(stack.url);
+  const other = await newAccount(stack.url);
+  const { body: s } = await createSandbox(stack.url, owner.key);
+  for (const method of ['GET', 'DELETE']) {
+    const theirs = await call(stack.url, method, `/v1/sandboxes/${s.id}`, { token: other.key });
+    const missing = await call(stack.url, method, `/v1/sandboxes/sbx_${'0'.repeat(24)}`, { token: other.key });
+    assertProblem(theirs, 404, 'sandbox_not_found');
+    assertProblem(missing, 404, 'sandbox_not_found');
+    assert.equal(theirs.body.title, missing.body.title);
+  }
+  const list = await call(stack.url, 'GET', '/v1/sandboxes?state=all', { token: other.key });
+  assert.deepEqual(list.body.data, []);
+  assert.equal((await call(stack.url, 'GET', `/v1/sandboxes/${s.id}`, { token: owner.key })).body.state, 'active');
+});
+
+test('an image the operator does not allow is refused before anything is created', async () => {
+  const a = await newAccount(stack.url);
+  const res = await createSandbox(stack.url, a.key, '', { image: 'evil.example/miner:latest' });
+  assertProblem(res, 422, 'image_not_allowed');
+  const list = await call(stack.url, 'GET', '/v1/sandboxes?state=all', { token: a.key });
+  assert.deepEqual(list.body.data, []);
+});
+
+test('bad create bodies are refused with invalid_request naming the field', async () => {
+  const a = await newAccount(stack.url);
+  for (const [body, field] of [
+    [{ env: { '1BAD': 'x' } }, 'env'],
+    [{ metadata: { k: 5 } }, 'metadata'],
+    [{ image: '' }, 'image'],
+    [{ size: 'xl' }, 'size'],
+  ] as const) {
+    const res = await createSandbox(stack.url, a.key, '', body);
+    assertProblem(res, 400, 'invalid_request');
+    assert.match(res.body.detail, new RegExp(field));
+  }
+});
+
+if (testRuntime() === 'kubernetes') {
+  test('an image that cannot start fails the sandbox with a reason and frees the quota', async () => {
+    const a = await newAccount(stack.url);
+    const res = await createSandbox(stack.url, a.key, '', { image: 'registry.example/does-not-exist:1' });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.state, 'destroyed');
+    assert.equal(res.body.status, 'failed');
+    assert.equal(res.body.destroyReason, 'failed');
+    assert.match(res.body.failureMessage, /ErrImagePull|ImagePullBackOff|pull/i);
+    const account = await call(stack.url, 'GET', '/v1/account', { token: a.key });
+    assert.equal(account.body.usage.concurrentSandboxes.active, 0);
+    assert.equal(account.body.usage.sandboxHours.used, 0);
+  });
+}

@@ -1,0 +1,64 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { call } from '../helpers/http.ts';
+import { newAccount } from '../helpers/accounts.ts';
+import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
+import { newId } from '../../shared/ids.ts';
+import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
+
+// A cap of a few seconds and a one-second sweep, so expiry is observable in a test.
+const stack = await startSandboxStack({
+  overrides: { PADDOCK_SESSION_CAP_SECONDS: '3', PADDOCK_REAPER_SWEEP_SECONDS: '1', PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '10' },
+});
+const worker = () => stack.workers[0]!.deps;
+
+test('the delayed expiry job destroys a sandbox within 2 s of its cap, with reason expired', async () => {
+  const a = await newAccount(stack.url);
+  const { body: s } = await createSandbox(stack.url, a.key);
+  assert.equal(s.status, 'running');
+  const gone = await waitForSandbox(stack.url, a.key, s.id, (x) => x.state === 'destroyed', 15_000);
+  assert.equal(gone.destroyReason, 'expired');
+  assert.equal(gone.status, 'terminated');
+  const lagMs = Date.parse(gone.destroyedAt) - Date.parse(gone.expiresAt);
+  assert.ok(lagMs >= 0 && lagMs < 2000, `destroyed ${lagMs} ms after expiresAt`);
+  assert.equal((await worker().runtime.get(s.id))?.status ?? 'gone', 'gone');
+});
+
+test('with its expiry job lost (Redis flushed), the sweep still destroys an overdue sandbox', async () => {
+  const a = await newAccount(stack.url);
+  const { body: s } = await createSandbox(stack.url, a.key);
+  // What a Redis that restarted empty would have lost: the delayed job, and the jobs' bookkeeping.
+  const removed = await worker().queue.remove(jobCatalogue.expire.jobId({ sandboxId: s.id }));
+  assert.equal(removed, 1);
+  const gone = await waitForSandbox(stack.url, a.key, s.id, (x) => x.state === 'destroyed', 15_000);
+  assert.equal(gone.destroyReason, 'expired');
+  const lagMs = Date.parse(gone.destroyedAt) - Date.parse(gone.expiresAt);
+  // The cap plus one sweep interval, with some slack for a busy machine.
+  assert.ok(lagMs >= 0 && lagMs < 2500, `destroyed ${lagMs} ms after expiresAt`);
+});
+
+test('the sweep removes runtime sandboxes that have no active row (orphans)', async () => {
+  const id = newId('sbx');
+  await worker().runtime.create({ id, accountId: 'acct_orphan', capSeconds: 60 });
+  assert.equal((await worker().runtime.get(id))?.status, 'running');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && (await worker().runtime.get(id))?.status === 'running') await sleep(100);
+  assert.equal((await worker().runtime.get(id))?.status ?? 'gone', 'gone');
+});
+
+test('a sandbox whose create is picked up after the ready timeout is failed, not started', async () => {
+  const quiet = await startSandboxStack({ workers: 0, overrides: { PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: '1' } });
+  const a = await newAccount(quiet.url);
+  const res = await createSandbox(quiet.url, a.key, '?wait=false');
+  assert.equal(res.body.status, 'pending');
+  await sleep(1500);
+  await quiet.addWorker({ reaper: false });
+  const failed = await waitForSandbox(quiet.url, a.key, res.body.id, (x) => x.state === 'destroyed', 10_000);
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.destroyReason, 'failed');
+  assert.match(failed.failureMessage, /ready within 1 s/);
+  const account = await call(quiet.url, 'GET', '/v1/account', { token: a.key });
+  assert.equal(account.body.usage.concurrentSandboxes.active, 0);
+});

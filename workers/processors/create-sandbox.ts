@@ -1,0 +1,61 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import { Sandbox } from '../../shared/db/entities.ts';
+import { parsePayload } from '../../shared/jobs/catalogue.ts';
+import { markDestroyed, markRunning } from '../../shared/sandboxes/transitions.ts';
+import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
+import type { WorkerDeps } from '../context.ts';
+
+/**
+ * Makes the runtime sandbox for a pending row. Safe to run again after a crash at any point:
+ * the runtime's create is idempotent, and the row moves to running only from pending.
+ */
+export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string> {
+  const { sandboxId } = parsePayload('create', job.data);
+  const em = deps.orm.em.fork();
+  const row = await em.findOne(Sandbox, { id: sandboxId });
+  if (!row || row.state === 'destroyed' || row.status === 'terminating') {
+    // Destroyed before it was made; make sure nothing of it lingers in the runtime.
+    await deps.runtime.destroy(sandboxId);
+    return 'skipped';
+  }
+  if (row.status === 'running') return 'running';
+
+  const readyDeadline = row.createdAt.getTime() + deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000;
+  if (Date.now() >= readyDeadline) {
+    // Picked up too late (a backlog, a dead worker): starting it now would only be reaped.
+    await failSandbox(deps, sandboxId, notReadyMessage(deps));
+    return 'failed';
+  }
+  const timeoutMs = Math.max(1000, readyDeadline - Date.now());
+  try {
+    await deps.runtime.create(
+      { id: row.id, accountId: row.accountId, image: row.image, capSeconds: deps.config.PADDOCK_SESSION_CAP_SECONDS },
+      { timeoutMs },
+    );
+  } catch (err) {
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1) || Date.now() >= readyDeadline;
+    if (err instanceof PermanentRuntimeError || lastAttempt) {
+      await failSandbox(deps, sandboxId, (err as Error).message);
+      if (err instanceof PermanentRuntimeError) throw new UnrecoverableError(err.message);
+    }
+    throw err;
+  }
+  if (!(await markRunning(em, sandboxId))) {
+    // A destroy won the race while the runtime was creating: undo our half.
+    await deps.runtime.destroy(sandboxId);
+    return 'destroyed-meanwhile';
+  }
+  return 'running';
+}
+
+/** The sandbox can never run: free its quota at once and clean up whatever the runtime made. */
+export async function failSandbox(deps: WorkerDeps, sandboxId: string, message: string): Promise<void> {
+  await deps.runtime.destroy(sandboxId).catch((err: unknown) => deps.log.warn({ err, sandboxId }, 'cleanup of failed sandbox failed'));
+  if (await markDestroyed(deps.orm.em.fork(), sandboxId, 'failed', message)) {
+    deps.metrics.sandboxesDestroyed.inc({ reason: 'failed' });
+  }
+}
+
+export function notReadyMessage(deps: WorkerDeps): string {
+  return `The sandbox did not become ready within ${deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS} s.`;
+}

@@ -1,0 +1,106 @@
+import pg from 'pg';
+import { Sandbox } from '../shared/db/entities.ts';
+import type { WorkerDeps } from './context.ts';
+import { destroySandbox } from './processors/destroy-sandbox.ts';
+import { failSandbox, notReadyMessage } from './processors/create-sandbox.ts';
+
+const REAPER_LOCK_ID = 7_361_002;
+const BATCH = 1000;
+const PARALLEL_DESTROYS = 16;
+const IDEMPOTENCY_RETENTION_HOURS = 24;
+
+export interface SweepReport {
+  expired: number;
+  failedPending: number;
+  retriedTerminating: number;
+  orphans: number;
+}
+
+/**
+ * The safety net under the delayed expiry jobs: driven by PostgreSQL alone, so a lost Redis, a
+ * missed delayed job or a dead worker never leaves a sandbox alive past its cap plus one sweep.
+ * Every worker runs it; an advisory lock lets one sweep at a time do the work.
+ */
+export function startReaper(deps: WorkerDeps): { stop(): Promise<void> } {
+  let running: Promise<unknown> | undefined;
+  const tick = () => {
+    running ??= sweepOnce(deps)
+      .catch((err: unknown) => deps.log.warn({ err }, 'reaper sweep failed'))
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(tick, deps.config.PADDOCK_REAPER_SWEEP_SECONDS * 1000);
+  const first = setTimeout(tick, 1000);
+  return {
+    async stop() {
+      clearInterval(timer);
+      clearTimeout(first);
+      await running;
+    },
+  };
+}
+
+export async function sweepOnce(deps: WorkerDeps): Promise<SweepReport | undefined> {
+  const lock = new pg.Client({ connectionString: deps.config.DATABASE_URL });
+  await lock.connect();
+  try {
+    const { rows } = await lock.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [REAPER_LOCK_ID]);
+    if (!rows[0]?.ok) return undefined;
+    return await sweep(deps);
+  } finally {
+    await lock.end();
+  }
+}
+
+async function sweep(deps: WorkerDeps): Promise<SweepReport> {
+  const em = deps.orm.em.fork();
+  const now = new Date();
+  const overdue = await em.find(Sandbox, { state: 'active', expiresAt: { $lte: now } }, { fields: ['id'], limit: BATCH, orderBy: { expiresAt: 'asc' } });
+  await inParallel(overdue.map((s) => s.id), (id) => destroySandbox(deps, id, 'expired', 'sweep'), deps);
+
+  const readyCutoff = new Date(now.getTime() - deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000);
+  const stuckPending = await em.find(Sandbox, { state: 'active', status: 'pending', createdAt: { $lte: readyCutoff } }, { fields: ['id'], limit: BATCH });
+  const message = notReadyMessage(deps);
+  await inParallel(stuckPending.map((s) => s.id), (id) => failSandbox(deps, id, message), deps);
+
+  // A destroy whose job was lost (Redis flushed) would otherwise stay "terminating" forever.
+  const terminating = await em.find(Sandbox, { state: 'active', status: 'terminating' }, { fields: ['id', 'destroyReason'], limit: BATCH });
+  await inParallel(terminating.map((s) => s.id), async (id) => {
+    const reason = terminating.find((s) => s.id === id)?.destroyReason ?? 'user';
+    await destroySandbox(deps, id, reason, 'sweep');
+  }, deps);
+
+  const orphans = await collectOrphans(deps);
+
+  await em.getConnection().execute(`delete from idempotency_keys where created_at < now() - interval '${IDEMPOTENCY_RETENTION_HOURS} hours'`);
+  const report = { expired: overdue.length, failedPending: stuckPending.length, retriedTerminating: terminating.length, orphans };
+  if (overdue.length || stuckPending.length || orphans) deps.log.info(report, 'reaper sweep');
+  return report;
+}
+
+/** Runtime sandboxes with no active row: left by a crash between the runtime call and the database write. */
+async function collectOrphans(deps: WorkerDeps): Promise<number> {
+  const held = await deps.runtime.list();
+  if (held.length === 0) return 0;
+  const active = await deps.orm.em.fork().find(Sandbox, { id: { $in: held.map((s) => s.id) }, state: 'active' }, { fields: ['id'] });
+  const keep = new Set(active.map((s) => s.id));
+  const orphans = held.filter((s) => !keep.has(s.id));
+  await inParallel(orphans.map((s) => s.id), async (id) => {
+    deps.log.warn({ sandboxId: id }, 'destroying orphan runtime sandbox');
+    await deps.runtime.destroy(id);
+  }, deps);
+  return orphans.length;
+}
+
+/** Bounded parallelism; one item's failure is logged and does not stop the others. */
+async function inParallel<T>(items: T[], work: (item: T) => Promise<unknown>, deps?: WorkerDeps): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(PARALLEL_DESTROYS, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      await work(item).catch((err: unknown) => deps?.log.warn({ err, item }, 'reaper step failed'));
+    }
+  });
+  await Promise.all(lanes);
+}
