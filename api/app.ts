@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Queue, QueueEvents } from 'bullmq';
+import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -29,9 +30,10 @@ export interface AppParts {
   log: Logger;
   queue: Queue;
   queueEvents: QueueEvents;
+  runtime: SandboxRuntime;
 }
 
-export function createDeps({ config, orm, redis, log, queue, queueEvents }: AppParts): AppDeps {
+export function createDeps({ config, orm, redis, log, queue, queueEvents, runtime }: AppParts): AppDeps {
   const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
   return {
     config,
@@ -45,6 +47,7 @@ export function createDeps({ config, orm, redis, log, queue, queueEvents }: AppP
     metrics: createApiMetrics(),
     queue,
     queueEvents,
+    runtime,
     secretCipher: config.PADDOCK_SECRETS_KEY ? new SecretCipher(config.PADDOCK_SECRETS_KEY) : undefined,
   };
 }

@@ -10,6 +10,7 @@ import type { DashboardTokens } from './auth/jwt.ts';
 import type { TokenBuckets } from './ratelimit/token-bucket.ts';
 import type { ApiMetrics } from './metrics.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';
+import type { SandboxRuntime } from '../shared/runtime/types.ts';
 
 /** Everything a route needs, built once per process by createApp and shared by all requests. */
 export interface AppDeps {
@@ -26,6 +27,8 @@ export interface AppDeps {
   queue: Queue;
   /** Completion events of those jobs, for requests that wait for a sandbox. */
   queueEvents: QueueEvents;
+  /** Runs commands in sandboxes (exec and the file routes). */
+  runtime: SandboxRuntime;
   /** Absent when PADDOCK_SECRETS_KEY is not set (development only): secret routes answer 503. */
   secretCipher?: SecretCipher;
 }

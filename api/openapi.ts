@@ -30,9 +30,10 @@ export function buildOpenApi(routes: Route[], version: string): object {
     const path = spec.path.replace(/:(\w+)/g, '{$1}');
     const responses: Record<string, object> = {};
     for (const [status, r] of Object.entries(spec.responses)) {
-      responses[status] = r.schema
-        ? { description: r.description, content: { [r.contentType ?? 'application/json']: { schema: jsonSchema(r.schema) } } }
-        : { description: r.description };
+      const content: Record<string, object> = {};
+      if (r.schema) content[r.contentType ?? 'application/json'] = { schema: jsonSchema(r.schema) };
+      for (const alt of r.alternatives ?? []) content[alt.contentType] = { schema: jsonSchema(alt.schema) };
+      responses[status] = Object.keys(content).length ? { description: r.description, content } : { description: r.description };
     }
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of new Set<ErrorCode>([...spec.errors, 'internal_error', 'service_unavailable'])) {

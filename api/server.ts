@@ -4,6 +4,8 @@ import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { openOrm } from '../shared/db/orm.ts';
 import { QueueEvents } from 'bullmq';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createRuntime } from '../shared/runtime/index.ts';
 import { createQueueRedis, createRequestRedis, waitForRedis } from '../shared/redis.ts';
 import { SANDBOX_QUEUE, createSandboxQueue } from '../shared/jobs/catalogue.ts';
 import { createApp, createDeps } from './app.ts';
@@ -20,7 +22,7 @@ export interface RunningApi {
 
 export async function startApi(
   config: Config,
-  options: { log?: Logger; extraRoutes?: Route[] } = {},
+  options: { log?: Logger; extraRoutes?: Route[]; kubeConfig?: KubeConfig } = {},
 ): Promise<RunningApi> {
   const log = options.log ?? createLogger(config.PADDOCK_LOG_LEVEL, 'web');
   const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
@@ -34,7 +36,8 @@ export async function startApi(
   const queueEvents = new QueueEvents(SANDBOX_QUEUE, { connection: eventsRedis, prefix: `${config.PADDOCK_REDIS_PREFIX}:bull` });
   queueEvents.setMaxListeners(0); // one listener per waiting request
   queueEvents.on('error', (err) => log.warn({ err: err.message }, 'queue events error'));
-  const deps = createDeps({ config, orm, redis, log, queue, queueEvents });
+  const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
+  const deps = createDeps({ config, orm, redis, log, queue, queueEvents, runtime });
   const app = createApp(deps, options.extraRoutes);
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
@@ -52,6 +55,7 @@ export async function startApi(
       const deadline = setTimeout(() => server.closeAllConnections(), config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await drained;
       clearTimeout(deadline);
+      await runtime.close();
       await queueEvents.close();
       await queue.close();
       await orm.close(true);

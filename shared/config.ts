@@ -62,6 +62,12 @@ export const configSchema = z.object({
   /** How long a worker holds a job before others may take it over (a dead worker's jobs wait this long). */
   PADDOCK_JOB_LOCK_SECONDS: int(1, 600).default(30),
   PADDOCK_RUNTIME: z.enum(['local', 'kubernetes']).default('local'),
+  PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS: int(1).default(60),
+  PADDOCK_EXEC_TIMEOUT_MAX_SECONDS: int(1).default(900),
+  /** Per stream (stdout, stderr): output beyond this is cut and flagged. */
+  PADDOCK_EXEC_OUTPUT_MAX_BYTES: int(1024).default(1024 * 1024),
+  /** Largest file content a files route reads or writes, and the body limit of exec and file create. */
+  PADDOCK_FILE_MAX_BYTES: int(1024).default(10 * 1024 * 1024),
   // local runtime (bubblewrap on this host)
   PADDOCK_DATA_DIR: z.string().min(1).default('.paddock/data'),
   PADDOCK_LOCAL_NETWORK: bool.default(false),

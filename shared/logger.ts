@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
@@ -21,12 +21,13 @@ const REDACT = [
   'req.headers.authorization',
 ];
 
-export function createLogger(level: string, name: string): Logger {
-  return pino({
+export function createLogger(level: string, name: string, destination?: DestinationStream): Logger {
+  const options = {
     name,
     level,
     base: { pid: process.pid, role: name },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

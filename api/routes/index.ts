@@ -3,7 +3,19 @@ import { authRoutes } from './auth/index.ts';
 import { apiKeyRoutes } from './api-keys/index.ts';
 import { accountRoutes } from './account/index.ts';
 import { sandboxRoutes } from './sandboxes/index.ts';
+import { execRoutes } from './exec/index.ts';
+import { fileRoutes } from './files/index.ts';
+import { allowlistRoutes } from './allowlist/index.ts';
 import { secretRoutes } from './secrets/index.ts';
 
 /** Every public /v1 route; the OpenAPI document is generated from this list. */
-export const allRoutes: Route[] = [...authRoutes, ...apiKeyRoutes, ...accountRoutes, ...sandboxRoutes, ...secretRoutes];
+export const allRoutes: Route[] = [
+  ...authRoutes,
+  ...apiKeyRoutes,
+  ...accountRoutes,
+  ...sandboxRoutes,
+  ...execRoutes,
+  ...fileRoutes,
+  ...allowlistRoutes,
+  ...secretRoutes,
+];

@@ -27,7 +27,10 @@ export interface RouteSpec<
   params?: P;
   /** Overrides the default body size limit (file create, exec). */
   bodyLimitBytes?: (deps: AppDeps) => number;
-  responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
+  responses: Record<
+    number,
+    { description: string; schema?: z.ZodType; contentType?: string; alternatives?: { contentType: string; schema: z.ZodType }[] }
+  >;
   errors: ErrorCode[];
 }
 

@@ -36,7 +36,7 @@ export interface SandboxStack {
  * sandboxes), all on the real PostgreSQL and Redis, with a Redis prefix and data folder of its own.
  */
 export async function startSandboxStack(
-  options: { overrides?: Record<string, string>; apis?: number; workers?: number; reaper?: boolean } = {},
+  options: { overrides?: Record<string, string>; apis?: number; workers?: number; reaper?: boolean; logLines?: string[] } = {},
 ): Promise<SandboxStack> {
   const runtime = testRuntime();
   const dataDir = mkdtempSync(join(tmpdir(), 'paddock-test-'));
@@ -75,14 +75,17 @@ export async function startSandboxStack(
     kubeConfig = started.kubeConfig;
   }
 
-  const log = createLogger(config.PADDOCK_LOG_LEVEL, 'worker');
+  // With logLines, every process logs at debug level into that array, for tests that read the logs.
+  const capture = options.logLines && { write: (line: string) => void options.logLines!.push(line) };
+  const log = capture ? createLogger('debug', 'worker', capture) : createLogger(config.PADDOCK_LOG_LEVEL, 'worker');
+  const apiLog = capture ? createLogger('debug', 'web', capture) : undefined;
   const addWorker = async (o: { reaper?: boolean } = {}) => {
     const w = await startWorkers(config, log, { kubeConfig, reaper: o.reaper ?? options.reaper ?? true });
     workers.push(w);
     return w;
   };
   for (let i = 0; i < (options.workers ?? 1); i++) await addWorker();
-  for (let i = 0; i < (options.apis ?? 1); i++) apis.push(await startApi(config));
+  for (let i = 0; i < (options.apis ?? 1); i++) apis.push(await startApi(config, { kubeConfig, log: apiLog }));
   return { config, apis, workers, url: apis[0]!.url, kubeConfig, addWorker };
 }
 

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { listOf, timestamp } from '../common-schemas.ts';
-import { ENV_NAME, steersPrograms } from '../../../shared/exec/env-names.ts';
+import { ENV_NAME } from '../../../shared/exec/env-names.ts';
+import { isProtectedVariable } from '../../../shared/allowlist/index.ts';
 
 export const SecretName = z
   .string()
   .min(1)
   .max(128)
   .regex(ENV_NAME, { error: 'must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)' })
-  .refine((n) => !steersPrograms(n), { error: 'is reserved: it would change which programs run' });
+  .refine((n) => !isProtectedVariable(n), { error: 'is reserved: it can change which program or code runs' });
 
 const SandboxIdField = z.string().max(100);
 

@@ -1,0 +1,58 @@
+import { clearAllowlist, getAllowlist, putAllowlist, type AllowlistRow } from '../../services/allowlist.ts';
+import { accountIdOf, route } from '../route.ts';
+import { AllowlistBody, AllowlistResponse } from './schema.ts';
+
+const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
+
+function present(row: AllowlistRow) {
+  return { commands: row.commands, updatedAt: row.updatedAt?.toISOString() ?? null };
+}
+
+export const getAllowlistRoute = route(
+  {
+    method: 'get',
+    path: '/v1/allowlist',
+    summary: "The account's command allowlist",
+    tag: 'allowlist',
+    auth: 'apiKey',
+    responses: { 200: { description: 'The allowlist', schema: AllowlistResponse } },
+    errors: [...AUTH_ERRORS, 'invalid_request'],
+  },
+  async (ctx) => {
+    ctx.body = present(await getAllowlist(ctx.state.em, accountIdOf(ctx)));
+  },
+);
+
+export const putAllowlistRoute = route(
+  {
+    method: 'put',
+    path: '/v1/allowlist',
+    summary: 'Replace the allowlist: every exec is then checked, with a shell parser, before anything runs',
+    tag: 'allowlist',
+    auth: 'apiKey',
+    body: AllowlistBody,
+    responses: { 200: { description: 'The new allowlist', schema: AllowlistResponse } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
+  },
+  async (ctx, { body }) => {
+    ctx.body = present(await putAllowlist(ctx.state.em, accountIdOf(ctx), body.commands));
+  },
+);
+
+export const clearAllowlistRoute = route(
+  {
+    method: 'delete',
+    path: '/v1/allowlist',
+    summary: 'Clear the allowlist: every command is allowed again',
+    tag: 'allowlist',
+    auth: 'apiKey',
+    responses: { 204: { description: 'Cleared' } },
+    errors: [...AUTH_ERRORS, 'invalid_request'],
+  },
+  async (ctx) => {
+    await clearAllowlist(ctx.state.em, accountIdOf(ctx));
+    ctx.status = 204;
+  },
+);
+
+export const allowlistRoutes = [getAllowlistRoute, putAllowlistRoute, clearAllowlistRoute];

@@ -1,0 +1,65 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../../../shared/errors.ts';
+import type { Sandbox } from '../../../shared/db/entities.ts';
+import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
+import type { AppDeps } from '../../context.ts';
+import { getAllowlist } from '../allowlist.ts';
+import { secretEnv } from '../secrets.ts';
+
+export interface ExecInput {
+  command: string | string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  timeoutSeconds?: number;
+}
+
+export interface PreparedExec {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin?: Uint8Array;
+  timeoutMs: number;
+  /** Values to mask in the output. */
+  secrets: string[];
+}
+
+/**
+ * Everything decided before a command runs: the sandbox must be running, the allowlist must
+ * allow it (nothing runs otherwise), and the environment is the sandbox's own, then the account's
+ * secrets, then the sandbox's secrets, then the request's env.
+ */
+export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: Sandbox, input: ExecInput): Promise<PreparedExec> {
+  if (sandbox.state !== 'active' || sandbox.status !== 'running') {
+    throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; commands run only while it is running.`);
+  }
+  const max = deps.config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS;
+  const timeoutSeconds = input.timeoutSeconds ?? deps.config.PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS;
+  if (timeoutSeconds > max) {
+    throw new ApiError('invalid_request', `body.timeoutSeconds: at most ${max} seconds`, {
+      extra: { errors: [{ location: 'body', field: 'timeoutSeconds', message: `at most ${max}` }] },
+    });
+  }
+
+  const allowlist = await getAllowlist(em, sandbox.accountId);
+  if (allowlist.commands.length > 0) {
+    const verdict = checkCommand({ allowlist: allowlist.commands, command: input.command });
+    if (!verdict.allowed) {
+      throw new ApiError('command_not_allowed', verdict.reason, { extra: { program: verdict.program } });
+    }
+    const envVerdict = checkEnvironment(allowlist.commands, input.env);
+    if (!envVerdict.allowed) {
+      throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
+    }
+  }
+
+  const secrets = await secretEnv(deps, em, sandbox.accountId, sandbox.id);
+  return {
+    argv: typeof input.command === 'string' ? ['/bin/sh', '-c', input.command] : input.command,
+    cwd: input.cwd ?? '/workspace',
+    env: { ...sandbox.env, ...secrets, ...input.env },
+    stdin: input.stdin !== undefined ? Buffer.from(input.stdin, 'utf8') : undefined,
+    timeoutMs: Math.round(timeoutSeconds * 1000),
+    secrets: Object.values(secrets),
+  };
+}
