@@ -5,6 +5,7 @@ export interface ApiMetrics {
   requests: Counter<'method' | 'route' | 'status'>;
   duration: Histogram<'method' | 'route'>;
   rateLimited: Counter<'bucket'>;
+  quotaRefusals: Counter<'code'>;
 }
 
 // One registry per app instance, so that two instances in one process (as the tests run them)
@@ -31,6 +32,12 @@ export function createApiMetrics(): ApiMetrics {
       name: 'paddock_rate_limit_refusals_total',
       help: 'Requests refused with 429 rate_limited, by bucket',
       labelNames: ['bucket'],
+      registers: [registry],
+    }),
+    quotaRefusals: new Counter({
+      name: 'paddock_quota_refusals_total',
+      help: 'Sandbox creates refused by a quota, by code',
+      labelNames: ['code'],
       registers: [registry],
     }),
   };

@@ -59,6 +59,8 @@ export const configSchema = z.object({
   PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: int(1).default(60),
   PADDOCK_REAPER_SWEEP_SECONDS: int(1).default(30),
   PADDOCK_WORKER_CONCURRENCY: int(1, 1000).default(20),
+  /** Port of the worker's /metrics and /healthz; 0 picks a free one. */
+  PADDOCK_WORKER_METRICS_PORT: int(0, 65535).default(9091),
   /** How long a worker holds a job before others may take it over (a dead worker's jobs wait this long). */
   PADDOCK_JOB_LOCK_SECONDS: int(1, 600).default(30),
   PADDOCK_RUNTIME: z.enum(['local', 'kubernetes']).default('local'),

@@ -12,6 +12,7 @@ import { createWorkerMetrics } from './metrics.ts';
 import { createSandbox } from './processors/create-sandbox.ts';
 import { destroySandboxJob, expireSandboxJob } from './processors/destroy-sandbox.ts';
 import { startReaper } from './reaper.ts';
+import { startMetricsServer } from './metrics-server.ts';
 
 const PROCESSORS: Record<JobName, (job: Job, deps: WorkerDeps) => Promise<string>> = {
   create: createSandbox,
@@ -21,6 +22,7 @@ const PROCESSORS: Record<JobName, (job: Job, deps: WorkerDeps) => Promise<string
 
 export interface RunningWorkers {
   deps: WorkerDeps;
+  metricsPort: number;
   close(): Promise<void>;
 }
 
@@ -35,14 +37,8 @@ export async function startWorkers(
   const workerRedis = createQueueRedis(config.REDIS_URL);
   for (const r of [queueRedis, workerRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   const runtime = options.runtime ?? createRuntime(config, log, { kubeConfig: options.kubeConfig });
-  const deps: WorkerDeps = {
-    config,
-    orm,
-    queue: createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX),
-    runtime,
-    log,
-    metrics: createWorkerMetrics(),
-  };
+  const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
+  const deps: WorkerDeps = { config, orm, queue, runtime, log, metrics: createWorkerMetrics({ queue, orm }) };
 
   const worker = new Worker(
     SANDBOX_QUEUE,
@@ -50,6 +46,8 @@ export async function startWorkers(
       const processor = PROCESSORS[job.name as JobName];
       if (!processor) throw new Error(`unknown job ${job.name}`);
       const started = performance.now();
+      const due = job.timestamp + (job.opts.delay ?? 0);
+      deps.metrics.jobLatency.observe({ job: job.name }, Math.max(0, Date.now() - due) / 1000);
       try {
         const outcome = await processor(job, deps);
         deps.metrics.jobDuration.observe({ job: job.name, outcome: 'ok' }, (performance.now() - started) / 1000);
@@ -71,13 +69,16 @@ export async function startWorkers(
   );
   worker.on('error', (err) => log.warn({ err: err.message }, 'worker error'));
   const reaper = options.reaper === false ? undefined : startReaper(deps);
+  const metricsServer = await startMetricsServer(deps.metrics.registry, config.PADDOCK_WORKER_METRICS_PORT, () => worker.isRunning());
 
   let closing: Promise<void> | undefined;
   return {
     deps,
+    metricsPort: metricsServer.port,
     close: () =>
       (closing ??= (async () => {
         await reaper?.stop();
+        await new Promise((resolve) => metricsServer.server.close(resolve));
         await worker.close(); // waits for the jobs in progress to finish
         await deps.queue.close();
         await runtime.close();

@@ -7,6 +7,7 @@ import { execRoutes } from './exec/index.ts';
 import { fileRoutes } from './files/index.ts';
 import { allowlistRoutes } from './allowlist/index.ts';
 import { secretRoutes } from './secrets/index.ts';
+import { mcpRoutes } from './mcp/index.ts';
 
 /** Every public /v1 route; the OpenAPI document is generated from this list. */
 export const allRoutes: Route[] = [
@@ -18,4 +19,5 @@ export const allRoutes: Route[] = [
   ...fileRoutes,
   ...allowlistRoutes,
   ...secretRoutes,
+  ...mcpRoutes,
 ];

@@ -23,6 +23,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     PADDOCK_SCRYPT_LOG_N: '12',
     PADDOCK_RATE_AUTH_PER_MIN: '1000',
     PADDOCK_LOG_LEVEL: process.env.PADDOCK_TEST_LOG_LEVEL ?? 'silent',
+    PADDOCK_WORKER_METRICS_PORT: '0',
     ...overrides,
   });
 }

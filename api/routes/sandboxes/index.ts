@@ -1,3 +1,4 @@
+import { ApiError } from '../../../shared/errors.ts';
 import { Sandbox } from '../../../shared/db/entities.ts';
 import { presentSandbox } from '../../presenters/sandbox.ts';
 import {
@@ -52,7 +53,10 @@ export const createSandboxRoute = route(
     const accountId = accountIdOf(ctx);
     const header = ctx.get('idempotency-key');
     const key = header ? parseInput(IdempotencyKey, header, 'header') : undefined;
-    let { sandbox } = await createSandbox(deps, ctx.state.em, accountId, body, key);
+    let { sandbox } = await createSandbox(deps, ctx.state.em, accountId, body, key).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 429) deps.metrics.quotaRefusals.inc({ code: err.code });
+      throw err;
+    });
     if (query.wait && sandbox.status === 'pending') {
       const timeoutMs = (deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS + 5) * 1000;
       sandbox = await waitForJob(deps, ctx.state.em, sandbox.id, createJobId(sandbox.id), timeoutMs);

@@ -1,0 +1,93 @@
+import { ApiError } from '../../../shared/errors.ts';
+import type { AppDeps } from '../../context.ts';
+import { readFileBytes } from './read.ts';
+
+// Lines are cut at "\n" bytes, on the bytes themselves: a "\n" is never part of a multi-byte
+// UTF-8 sequence, so a range of a UTF-8 file is UTF-8 too, and binary files have lines as well.
+// A range's content is its lines' exact bytes, newlines included, so the ranges of a file joined
+// are the file.
+
+export type ViewEncoding = 'auto' | 'utf-8' | 'base64';
+
+export interface ViewRequest {
+  path: string;
+  startLine?: number;
+  endLine?: number;
+  encoding: ViewEncoding;
+}
+
+export interface FileView {
+  path: string;
+  /** Set when the content is answered as text. */
+  content?: string;
+  /** Set instead of content when the bytes are not valid UTF-8, or base64 was asked for. */
+  contentBase64?: string;
+  encoding: 'utf-8' | 'base64';
+  startLine: number;
+  endLine: number;
+  totalLines: number;
+  /** Lines follow endLine: the answer is not the rest of the file. */
+  truncated: boolean;
+  /** The whole file's size in bytes. */
+  size: number;
+}
+
+export interface LineRange {
+  startLine: number;
+  endLine: number;
+  totalLines: number;
+  bytes: Buffer;
+}
+
+/** Where each line starts: [0, after the 1st "\n", …]; a final "\n" starts no line. */
+export function lineStarts(bytes: Buffer): number[] {
+  const starts = bytes.length > 0 ? [0] : [];
+  for (let i = bytes.indexOf(10); i !== -1 && i + 1 < bytes.length; i = bytes.indexOf(10, i + 1)) starts.push(i + 1);
+  return starts;
+}
+
+/** Lines startLine..endLine (1-based, inclusive; endLine past the end is clamped). */
+export function selectLines(bytes: Buffer, startLine = 1, endLine?: number): LineRange {
+  const starts = lineStarts(bytes);
+  const totalLines = starts.length;
+  if (endLine !== undefined && endLine < startLine) {
+    throw new ApiError('invalid_request', `query.endLine: must not be less than startLine (${startLine}).`);
+  }
+  if (startLine > Math.max(totalLines, 1)) {
+    throw new ApiError('invalid_request', `query.startLine: the file has ${totalLines} line${totalLines === 1 ? '' : 's'}.`, {
+      extra: { totalLines },
+    });
+  }
+  const last = Math.min(endLine ?? totalLines, totalLines);
+  const from = starts[startLine - 1] ?? bytes.length;
+  const to = starts[last] ?? bytes.length;
+  return { startLine, endLine: last, totalLines, bytes: bytes.subarray(from, to) };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const utf8Lossy = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+
+/** Text when the bytes are UTF-8 (or text is forced, lossily), else base64. */
+export function encodeContent(bytes: Buffer, encoding: ViewEncoding): Pick<FileView, 'content' | 'contentBase64' | 'encoding'> {
+  if (encoding === 'base64') return { contentBase64: bytes.toString('base64'), encoding: 'base64' };
+  if (encoding === 'utf-8') return { content: utf8Lossy.decode(bytes), encoding: 'utf-8' };
+  try {
+    return { content: utf8.decode(bytes), encoding: 'utf-8' };
+  } catch {
+    return { contentBase64: bytes.toString('base64'), encoding: 'base64' };
+  }
+}
+
+export async function viewFile(deps: AppDeps, sandboxId: string, request: ViewRequest): Promise<FileView> {
+  const bytes = await readFileBytes(deps, sandboxId, request.path);
+  const range = selectLines(bytes, request.startLine, request.endLine);
+  return {
+    path: request.path,
+    ...encodeContent(range.bytes, request.encoding),
+    startLine: range.startLine,
+    endLine: range.endLine,
+    totalLines: range.totalLines,
+    truncated: range.endLine < range.totalLines,
+    size: bytes.length,
+  };
+}
