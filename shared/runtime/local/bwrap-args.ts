@@ -1,6 +1,6 @@
 import { lstat, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
+import { GENERATED_ETC, runningAsRoot, SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
 
 // A sandbox as bubblewrap arguments: its namespaces, its user, and what it sees of the file
 // system. The root is a fresh tmpfs; only what is listed here comes from the host, read-only
@@ -27,6 +27,8 @@ const HOST_ETC = [
   'os-release',
 ];
 
+const GENERATED = Object.keys(GENERATED_ETC);
+
 /** Arguments that recreate the host's /bin, /lib… beside /usr, read once per runtime. */
 export async function systemDirArgs(): Promise<string[]> {
   const args: string[] = [];
@@ -39,9 +41,20 @@ export async function systemDirArgs(): Promise<string[]> {
   return args;
 }
 
+// A minimal /dev of the host's harmless devices. Not bubblewrap's --dev: its devpts needs uid 0
+// inside, which again means a nested user namespace.
+const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
+const DEV = [
+  '--tmpfs', '/dev',
+  ...DEVICES.flatMap((name) => ['--dev-bind', `/dev/${name}`, `/dev/${name}`]),
+  '--symlink', '/proc/self/fd', '/dev/fd',
+  ...['stdin', 'stdout', 'stderr'].flatMap((name, fd) => ['--symlink', `/proc/self/fd/${fd}`, `/dev/${name}`]),
+  '--tmpfs', '/dev/shm',
+];
+
 export interface SandboxArgsOptions {
   systemDirs: string[];
-  /** The runtime's generated passwd, group and hosts. */
+  /** Where the runtime wrote GENERATED_ETC. */
   generatedEtc: string;
   workspace: string;
   network: boolean;
@@ -53,9 +66,11 @@ export function sandboxArgs(options: SandboxArgsOptions): string[] {
     // Every namespace; the network one only when the operator did not ask for the host's.
     '--unshare-all',
     ...(options.network ? ['--share-net'] : []),
-    // Explicit so that --disable-userns may follow: no nested namespaces, less kernel to attack.
     '--unshare-user',
-    '--disable-userns',
+    // No user namespaces inside, so less of the kernel to attack. It makes bubblewrap nest the
+    // sandbox's user namespace in another, whose namespaces only root can enter: a developer
+    // running Paddock as themself goes without.
+    ...(runningAsRoot ? ['--disable-userns'] : []),
     '--uid', String(SANDBOX_UID),
     '--gid', String(SANDBOX_GID),
     '--hostname', 'sandbox',
@@ -64,9 +79,9 @@ export function sandboxArgs(options: SandboxArgsOptions): string[] {
     // Made first, as bubblewrap would otherwise make them 0700 for the binds below.
     ...['/etc', '/etc/ssl'].flatMap((dir) => ['--perms', '0755', '--dir', dir]),
     ...etc.flatMap((name) => ['--ro-bind-try', `/etc/${name}`, `/etc/${name}`]),
-    ...['passwd', 'group', 'hosts'].flatMap((name) => ['--ro-bind', join(options.generatedEtc, name), `/etc/${name}`]),
+    ...GENERATED.flatMap((name) => ['--ro-bind', join(options.generatedEtc, name), `/etc/${name}`]),
     '--proc', '/proc',
-    '--dev', '/dev',
+    ...DEV,
     '--tmpfs', '/tmp',
     '--bind', options.workspace, WORKSPACE,
     '--chdir', WORKSPACE,

@@ -21,7 +21,8 @@ export interface Cgroups {
   /** The cgroup.procs files a process writes its pid to, to join the sandbox's groups. */
   procsFiles(id: string): string[];
   create(id: string, limits: Limits): Promise<void>;
-  join(id: string, pid: number): Promise<void>;
+  /** Moves the sandbox's init into its groups, before it runs anything. */
+  admitInit(id: string, pid: number): Promise<void>;
   /** SIGKILLs every process in the sandbox's groups until none is left, then removes the groups. */
   killAndRemove(id: string, deadline: number): Promise<void>;
 }
@@ -84,7 +85,7 @@ function cgroupsOf(controllers: Controller[]): Cgroups {
       }
     },
 
-    async join(id, pid) {
+    async admitInit(id, pid) {
       for (const path of dirs(id)) await writeFile(join(path, 'cgroup.procs'), String(pid));
     },
 

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { posix } from 'node:path';
 import type { ExecRequest, ExecResult } from '../types.ts';
-import { SANDBOX_ENV, SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
+import { runningAsRoot, SANDBOX_ENV, SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
 import { killSession } from './processes.ts';
 
 // One command in a running sandbox: nsenter joins the init's namespaces and becomes the sandbox
@@ -31,9 +31,10 @@ export function execCommandLine(target: ExecTarget, request: ExecRequest): strin
   // Requested variables and directories apply inside, after nsenter has become the sandbox user:
   // given to nsenter, LD_PRELOAD and the like would act on a root process on the host. Without
   // them, nothing is wrapped (an exec less).
+  const assignments = Object.entries({ ...SANDBOX_ENV, ...env }).map(([name, value]) => `${name}=${value}`);
   const command =
     Object.keys(env).length > 0 || cwd !== WORKSPACE
-      ? ['/usr/bin/env', '-i', '-C', cwd, '--', ...Object.entries({ ...SANDBOX_ENV, ...env }).map(([k, v]) => `${k}=${v}`), ...request.argv]
+      ? ['/usr/bin/env', '-i', '-C', cwd, '--', ...assignments, ...request.argv]
       : request.argv;
   const enter = [
     target.nsenter,
@@ -42,8 +43,8 @@ export function execCommandLine(target: ExecTarget, request: ExecRequest): strin
     // The init's root; the directory is looked up inside, never on the host.
     '--root',
     `--wdns=${WORKSPACE}`,
-    `--setuid=${SANDBOX_UID}`,
-    `--setgid=${SANDBOX_GID}`,
+    // Root becomes the sandbox user; anyone else already is it, as the namespace maps them to it.
+    ...(runningAsRoot ? [`--setuid=${SANDBOX_UID}`, `--setgid=${SANDBOX_GID}`] : ['--preserve-credentials']),
     '--',
     ...command,
   ];
@@ -70,10 +71,14 @@ export function runCommand(commandLine: string[], request: ExecRequest): Promise
     const stop = (): void => {
       if (!exited && child.pid !== undefined) killSession(child.pid).catch(() => undefined);
     };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, request.timeoutMs);
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        stop();
+      },
+      // Past 2^31 - 1 ms, setTimeout would fire at once.
+      Math.min(request.timeoutMs, 2 ** 31 - 1),
+    );
     request.signal?.addEventListener('abort', stop, { once: true });
 
     const settle = (finish: () => void): void => {
@@ -97,7 +102,9 @@ export function runCommand(commandLine: string[], request: ExecRequest): Promise
       outputSeen++;
       if (!settled) request.onStderr?.(chunk);
     });
-    child.stdin.on('error', () => undefined); // the command need not read its input
+    // The command need not read its input, and a pipe the sandbox resets is only the end of its
+    // output: neither may become an unhandled 'error' that takes the whole process down.
+    for (const stream of [child.stdin, child.stdout, child.stderr]) stream.on('error', () => undefined);
     child.stdin.end(request.stdin);
 
     child.once('error', (err) => settle(() => reject(err)));

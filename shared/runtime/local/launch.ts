@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { open, readFile } from 'node:fs/promises';
+import { closeSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
@@ -40,7 +41,8 @@ export interface Launched {
 }
 
 export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
-  const log = await open(options.logFile, 'w', 0o600);
+  // Synchronous file calls: no await may come between the spawn and the watch for its 'error'.
+  const log = openSync(options.logFile, 'w', 0o600);
   let child: ChildProcess;
   try {
     const args = [...options.args, '--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--'];
@@ -49,29 +51,29 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
       detached: true,
       cwd: '/',
       env: SANDBOX_ENV,
-      stdio: ['ignore', 'ignore', log.fd, 'pipe', 'pipe', 'pipe'],
+      stdio: ['ignore', 'ignore', log, 'pipe', 'pipe', 'pipe'],
       ...(runningAsRoot ? { uid: options.hostUid, gid: options.hostUid } : {}),
     });
   } finally {
-    await log.close();
+    closeSync(log);
   }
   let pid: number | undefined;
-  const stopTimer = new AbortController();
+  // Ends the watch for failure (an exit, an 'error', the deadline) once the start is decided.
+  const decided = new AbortController();
   try {
     const failed = Promise.race([
-      new Promise<never>((_, reject) => {
-        child.once('error', reject);
-        child.once('exit', () => reject(new Error('bubblewrap exited')));
-      }),
-      timeout(options.deadline, stopTimer.signal),
+      once(child, 'exit', { signal: decided.signal }).then(() => Promise.reject(new Error('bubblewrap exited'))),
+      timeout(options.deadline, decided.signal),
     ]);
     failed.catch(() => undefined);
     const step = <T>(promise: Promise<T>): Promise<T> => Promise.race([promise, failed]);
 
     // fd 3: the hold (--block-fd), 4: the init's pid (--info-fd), 5: the init says it runs.
     const [, , , hold, info, ready] = child.stdio as unknown as [null, null, null, Writable, Readable, Readable];
+    // A bubblewrap that dies resets these; its exit is what tells of the failure.
+    for (const stream of [hold, info, ready]) stream.on('error', () => undefined);
     pid = await step(childPid(info));
-    const stat = await readStat(pid);
+    const stat = readStat(pid);
     if (!stat) throw new Error('the sandbox init ended before it started');
     await step(options.beforeStart(pid));
     hold.end('x');
@@ -83,7 +85,7 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
     if (child.pid !== undefined) killQuietly(child.pid);
     throw await explain(child, options.logFile, err);
   } finally {
-    stopTimer.abort();
+    decided.abort();
   }
 }
 
@@ -103,16 +105,15 @@ async function timeout(deadline: number, signal: AbortSignal): Promise<never> {
 
 /** Lets the creating process exit while bubblewrap keeps watching over the init. */
 function release(child: ChildProcess): void {
-  child.removeAllListeners('exit');
-  child.removeAllListeners('error');
   for (const stream of child.stdio) stream?.destroy();
   child.unref();
 }
 
 /** What bubblewrap wrote on stderr is the reason a start failed, and retrying will not fix it. */
 async function explain(child: ChildProcess, logFile: string, err: unknown): Promise<unknown> {
-  if (child.exitCode === null && child.signalCode === null) {
-    await Promise.race([once(child, 'exit'), delay(1000)]);
+  // Killed just now: its last words are written once it has exited.
+  if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+    await Promise.race([once(child, 'exit').catch(() => undefined), delay(1000, undefined, { ref: false })]);
   }
   const said = (await readFile(logFile, 'utf8').catch(() => '')).trim();
   release(child);

@@ -62,7 +62,8 @@ async function openPathToSandboxUsers(root: string): Promise<void> {
   for (let dir = dirname(root); ; dir = dirname(dir)) {
     if (((await stat(dir)).mode & 0o001) === 0) {
       throw new PermanentRuntimeError(
-        `the local runtime's data directory ${root} is not reachable by unprivileged users: ${dir} is not searchable by others (chmod o+x it or move the data directory)`,
+        `the local runtime's data directory ${root} is not reachable by unprivileged users: ` +
+          `${dir} is not searchable by others (chmod o+x it, or move the data directory)`,
       );
     }
     if (dir === dirname(dir)) return;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -12,13 +13,7 @@ interface ProcessStat {
   startTime: string;
 }
 
-export async function readStat(pid: number): Promise<ProcessStat | undefined> {
-  let text: string;
-  try {
-    text = await readFile(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined; // gone
-  }
+function parseStat(text: string): ProcessStat | undefined {
   // The command name may hold spaces and parentheses: count fields from after the last ')'.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   const [state, ppid, pgrp, session] = fields;
@@ -27,14 +22,26 @@ export async function readStat(pid: number): Promise<ProcessStat | undefined> {
   return { state, ppid: Number(ppid), pgrp: Number(pgrp), session: Number(session), startTime };
 }
 
+/**
+ * One process's stat, read synchronously: procfs answers from memory in microseconds, where an
+ * asynchronous read costs several thread-pool round trips on every exec.
+ */
+export function readStat(pid: number): ProcessStat | undefined {
+  try {
+    return parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined; // gone
+  }
+}
+
 /** Whether the process that had this start time still runs (a zombie has ended). */
-export async function isRunning(pid: number, startTime: string): Promise<boolean> {
-  const stat = await readStat(pid);
+export function isRunning(pid: number, startTime: string): boolean {
+  const stat = readStat(pid);
   return stat !== undefined && stat.startTime === startTime && stat.state !== 'Z' && stat.state !== 'X';
 }
 
 export async function waitUntilEnded(pid: number, startTime: string, deadline: number): Promise<void> {
-  while (await isRunning(pid, startTime)) {
+  while (isRunning(pid, startTime)) {
     if (Date.now() > deadline) throw new Error(`process ${pid} did not end`);
     await delay(2);
   }
@@ -65,9 +72,10 @@ export async function killSession(leader: number): Promise<void> {
 async function sessionMembers(leader: number): Promise<number[]> {
   const stats = new Map<number, ProcessStat>();
   const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+  // Asynchronously, unlike readStat: there may be thousands.
   await Promise.all(
     pids.map(async (pid) => {
-      const stat = await readStat(pid);
+      const stat = parseStat(await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => ''));
       if (stat && stat.state !== 'Z') stats.set(pid, stat);
     }),
   );

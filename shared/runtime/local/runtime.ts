@@ -26,11 +26,11 @@ import { killByArgument, isRunning, killQuietly, waitUntilEnded } from './proces
 import type { LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
 import { removeTree } from './remove-tree.ts';
-import { readState, writeState, type SandboxState } from './state.ts';
+import { markEnding, readState, writeState, type SandboxState } from './state.ts';
 
 const DEFAULT_CREATE_TIMEOUT_MS = 30_000;
 const DESTROY_TIMEOUT_MS = 30_000;
-const ENDED = "its processes have ended (its init exited, or the host restarted)";
+const ENDED = 'its processes have ended (its init exited, or the host restarted)';
 
 /** What the runtime learns about its host once, on first use. */
 interface Host {
@@ -41,9 +41,8 @@ interface Host {
 }
 
 type Found =
-  | { kind: 'running'; state: SandboxState }
-  | { kind: 'ended'; state: SandboxState }
-  /** A directory without state.json: being created, or its creator died first. */
+  | { kind: 'running' | 'ended' | 'ending'; state: SandboxState }
+  /** A directory without a state: being created, or its creator died first. */
   | { kind: 'unfinished' };
 
 export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
@@ -74,9 +73,11 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
 
   async function find(h: Host, id: string): Promise<Found | undefined> {
     const dir = sandboxDir(h.layout, id);
-    const state = await readState(dir);
-    if (state) return { kind: (await isRunning(state.pid, state.startTime)) ? 'running' : 'ended', state };
-    return (await exists(dir)) ? { kind: 'unfinished' } : undefined;
+    const recorded = await readState(dir);
+    if (!recorded) return (await exists(dir)) ? { kind: 'unfinished' } : undefined;
+    const { state, ending } = recorded;
+    if (ending) return { kind: 'ending', state };
+    return { kind: isRunning(state.pid, state.startTime) ? 'running' : 'ended', state };
   }
 
   async function describe(h: Host, id: string): Promise<RuntimeSandbox | undefined> {
@@ -88,6 +89,8 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         return { id, accountId: found.state.accountId, status: 'running' };
       case 'ended':
         return { id, accountId: found.state.accountId, status: 'failed', reason: `the sandbox ${ENDED}` };
+      case 'ending':
+        return { id, accountId: found.state.accountId, status: 'terminated' };
       case 'unfinished':
         return (await isLocked(lockName(h, id)))
           ? { id, status: 'pending' }
@@ -105,17 +108,23 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     if (runningAsRoot) await chown(workspace, hostUid, hostUid);
     try {
       await h.cgroups?.create(spec.id, settings);
-      const args = sandboxArgs({ systemDirs: h.systemDirs, generatedEtc: h.layout.etc, workspace, network: settings.network });
+      const args = sandboxArgs({
+        systemDirs: h.systemDirs,
+        generatedEtc: h.layout.etc,
+        workspace,
+        network: settings.network,
+      });
       const { pid, startTime } = await launchSandbox({
         bwrap: programs.bwrap,
         id: spec.id,
         args,
         hostUid,
         logFile: initLogFile(h.layout, spec.id),
-        beforeStart: async (initPid) => h.cgroups?.join(spec.id, initPid),
+        beforeStart: async (initPid) => h.cgroups?.admitInit(spec.id, initPid),
         deadline,
       });
-      const state: SandboxState = { id: spec.id, accountId: spec.accountId, pid, startTime, hostUid, createdAt: new Date().toISOString() };
+      const createdAt = new Date().toISOString();
+      const state: SandboxState = { id: spec.id, accountId: spec.accountId, pid, startTime, hostUid, createdAt };
       await writeState(dir, state);
       known.set(spec.id, state);
       log?.info({ sandboxId: spec.id, pid, hostUid }, 'sandbox started');
@@ -131,9 +140,11 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   /** Kills everything in the sandbox, waits for it to be gone, then removes its groups and files. */
   async function teardown(h: Host, id: string, state: SandboxState | undefined, deadline: number): Promise<void> {
     known.delete(id);
+    const dir = sandboxDir(h.layout, id);
     if (state) {
+      await markEnding(dir);
       // Killing a pid namespace's init kills everything in it.
-      if (await isRunning(state.pid, state.startTime)) killQuietly(state.pid);
+      if (isRunning(state.pid, state.startTime)) killQuietly(state.pid);
     } else {
       // No state: its init, if any, is found by the marker it was started with.
       await killByArgument(sandboxMarker(id), deadline);
@@ -141,20 +152,32 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     // Whatever escaped the namespace's end (nsenter's host-side halves, say) is still in the groups.
     await h.cgroups?.killAndRemove(id, deadline);
     if (state) await waitUntilEnded(state.pid, state.startTime, deadline);
-    await removeTree(sandboxDir(h.layout, id));
+    await removeTree(dir);
   }
 
+  /** The state of a sandbox that runs now, for exec. */
   async function runningState(h: Host, id: string): Promise<SandboxState> {
     const cached = known.get(id);
-    if (cached && (await isRunning(cached.pid, cached.startTime))) return cached;
+    if (cached && isRunning(cached.pid, cached.startTime)) return cached;
     // Not cached, or another process replaced it: the disk says what runs now.
-    const state = isSandboxId(id) ? await readState(sandboxDir(h.layout, id)) : undefined;
-    if (state && (await isRunning(state.pid, state.startTime))) {
-      known.set(id, state);
-      return state;
+    const recorded = isSandboxId(id) ? await readState(sandboxDir(h.layout, id)) : undefined;
+    if (recorded && !recorded.ending && isRunning(recorded.state.pid, recorded.state.startTime)) {
+      known.set(id, recorded.state);
+      return recorded.state;
     }
     known.delete(id);
-    throw new SandboxGoneError(state ? `sandbox ${id} is not running: ${ENDED}` : `no sandbox ${id}`);
+    throw new SandboxGoneError(recorded ? `sandbox ${id} is not running` : `no sandbox ${id}`);
+  }
+
+  /** Whether the sandbox an exec ran in still runs, or is being destroyed (its init may not have died yet). */
+  async function stillRuns(h: Host, state: SandboxState): Promise<boolean> {
+    const recorded = await readState(sandboxDir(h.layout, state.id));
+    return (
+      recorded !== undefined &&
+      !recorded.ending &&
+      recorded.state.pid === state.pid &&
+      isRunning(state.pid, state.startTime)
+    );
   }
 
   return {
@@ -164,12 +187,15 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       if (!isSandboxId(spec.id)) throw new PermanentRuntimeError(`not a sandbox id: ${JSON.stringify(spec.id)}`);
       const h = await host();
       const programs = h.programs;
-      if (!programs) throw new PermanentRuntimeError('bubblewrap (bwrap) and nsenter must be installed for the local runtime');
+      if (!programs) {
+        throw new PermanentRuntimeError('bubblewrap (bwrap) and nsenter must be installed for the local runtime');
+      }
       const deadline = Date.now() + (options?.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS);
       return withLock(lockName(h, spec.id), deadline, async () => {
         const found = await find(h, spec.id);
         if (found?.kind === 'running') return { id: spec.id, accountId: found.state.accountId, status: 'running' };
         if (found?.kind === 'ended') throw new PermanentRuntimeError(`sandbox ${spec.id} cannot run again: ${ENDED}`);
+        if (found?.kind === 'ending') throw new PermanentRuntimeError(`sandbox ${spec.id} is being destroyed`);
         // We hold the lock, so an unfinished one's creator died: start afresh.
         if (found) await teardown(h, spec.id, undefined, deadline);
         return start(h, programs, spec, deadline);
@@ -201,9 +227,10 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     },
 
     async exec(id: string, request: ExecRequest): Promise<ExecResult> {
-      request.signal?.throwIfAborted();
       const h = await host();
       const state = await runningState(h, id);
+      // Already aborted: nothing runs, and the answer is the one an abort gives (as in kubernetes).
+      if (request.signal?.aborted) return { exitCode: null, signal: 'SIGKILL', timedOut: false, durationMs: 0 };
       if (!h.programs) throw new Error('nsenter is not installed');
       const commandLine = execCommandLine(
         { nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: h.cgroups?.procsFiles(id) ?? [] },
@@ -211,7 +238,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       );
       const result = await runCommand(commandLine, request);
       // nsenter fails, or is killed, when the sandbox ends under it: that is not the command's exit.
-      if (!result.timedOut && result.exitCode !== 0 && !(await isRunning(state.pid, state.startTime))) {
+      if (!result.timedOut && result.exitCode !== 0 && !(await stillRuns(h, state))) {
         known.delete(id);
         throw new SandboxGoneError(`sandbox ${id} ended while the command ran`);
       }
