@@ -8,6 +8,7 @@ export const errorCatalogue = {
   wrong_credential_type: { status: 401, title: 'This route takes the other credential type' },
   invalid_login: { status: 401, title: 'The email or password is wrong' },
   command_not_allowed: { status: 403, title: 'The command is not on the allowlist' },
+  permission_denied: { status: 403, title: 'The sandbox user may not access this path' },
   not_found: { status: 404, title: 'No such route' },
   api_key_not_found: { status: 404, title: 'No such API key' },
   sandbox_not_found: { status: 404, title: 'No such sandbox' },
@@ -21,6 +22,7 @@ export const errorCatalogue = {
   file_exists: { status: 409, title: 'The file already exists' },
   is_a_directory: { status: 409, title: 'The path is a directory' },
   not_a_directory: { status: 409, title: 'A path component is not a directory' },
+  not_a_regular_file: { status: 409, title: 'The path is not a regular file' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
   file_too_large: { status: 413, title: 'The file is too large' },
   unsupported_media_type: { status: 415, title: 'The request body must be application/json' },
@@ -33,6 +35,7 @@ export const errorCatalogue = {
   monthly_usage_limit_reached: { status: 429, title: 'The monthly sandbox-hour limit is used up' },
   internal_error: { status: 500, title: 'Internal server error' },
   service_unavailable: { status: 503, title: 'The service is temporarily unavailable' },
+  operation_timed_out: { status: 504, title: 'The operation did not finish in time' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -38,6 +38,9 @@ const COMMON_ERRORS: ErrorCode[] = [
   'rate_limited',
   'sandbox_not_found',
   'sandbox_not_running',
+  'permission_denied',
+  'not_a_regular_file',
+  'operation_timed_out',
 ];
 const WRITE_ERRORS: ErrorCode[] = ['invalid_json', 'payload_too_large', 'unsupported_media_type', 'file_too_large'];
 

@@ -43,20 +43,14 @@ export function failureError(reason: ScriptFailure, path: string): ApiError {
     case 'file_exists':
       return new ApiError('file_exists', `${p} already exists; send overwrite=true to replace it.`);
     case 'permission_denied':
-      return new ApiError('invalid_request', `Permission denied: the sandbox user cannot access ${p} (or its file system is read-only).`, {
-        extra: { reason: 'permission_denied' },
-      });
+      return new ApiError('permission_denied', `The sandbox user cannot access ${p} (or its file system is read-only).`);
     case 'not_a_regular_file':
-      return new ApiError('invalid_request', `${p} is not a regular file (a device, FIFO or socket).`, {
-        extra: { reason: 'not_a_regular_file' },
-      });
+      return new ApiError('not_a_regular_file', `${p} is not a regular file (a device, FIFO or socket).`);
     case 'io_error':
       return new ApiError('internal_error', `The sandbox could not complete the operation on ${p}.`);
   }
 }
 
 export function timeoutError(timeoutMs: number): ApiError {
-  return new ApiError('service_unavailable', `The file operation did not finish within ${timeoutMs / 1000} s.`, {
-    headers: { 'Retry-After': '1' },
-  });
+  return new ApiError('operation_timed_out', `The file operation did not finish within ${timeoutMs / 1000} s.`);
 }
