@@ -1,6 +1,6 @@
 // The pod exec API runs an argv and nothing else: no working directory, no environment, no
 // timeout, and closing the connection does not stop the command. So every command goes through
-// this small POSIX sh wrapper (dash, bash and busybox ash all run it). User values only ever
+// this small wrapper in plain POSIX sh (checked with dash and bash). User values only ever
 // travel as positional arguments, never inside the script text, so nothing in them is parsed.
 //
 //   $1 working directory, $2 marker token, $3 watchdog seconds, then the count of NAME=VALUE
@@ -9,33 +9,34 @@
 // The command runs in a session of its own (setsid), so one `kill -9 -PGID` ends its whole
 // process tree. Before anything else the new group leader prints "<token> g<pgid>" on stderr,
 // which the runtime strips and uses to kill the group from a second exec on timeout or abort.
-// It is the leader itself that prints, so the line comes before any output of the command. A
-// watchdog ends the group anyway a little after the timeout, in case the caller went away. A
-// command that cannot be found ends with 127, as in any shell; a working directory that cannot
-// be entered with 125, as the local runtime's `env -C` does.
+// It is the leader itself that prints, so the line comes before any output of the command.
+//
+// The leader then becomes `timeout -s KILL`, a watchdog that ends the group a little after the
+// timeout should the runtime not get there (it crashed, or the connection broke). Being the
+// command's parent, it ends with it: a separate sleeping watchdog would have to be killed at
+// the end, and a kill landing between its fork and its exec leaves its sleep behind. Without a
+// timeout program the command runs without that backstop. Found by absolute path, before the
+// user's PATH applies.
+//
+// A command that cannot be found ends with 127, as in any shell; a working directory that
+// cannot be entered with 125, as the local runtime's `env -C` does.
 const LEADER =
-  'printf "%s %s%s\\n" "$1" "$2" "$$" >&2; shift 2; n=$1; shift; ' +
-  'while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done; exec "$@"';
+  'printf "%s %s%s\\n" "$1" "$2" "$$" >&2; w=$3; shift 3; ' +
+  'x=; for c in /usr/bin/timeout /bin/timeout; do [ -x "$c" ] && x=$c && break; done; ' +
+  'n=$1; shift; while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done; ' +
+  '[ -z "$x" ] || exec "$x" -s KILL "$w" "$@"; exec "$@"';
 
 const WRAPPER = `cd -- "$1" || exit 125
 t=$2 w=$3
 shift 3
 exec 3<&0
 if command -v setsid >/dev/null 2>&1; then
-  setsid /bin/sh -c '${LEADER}' sh "$t" g "$@" <&3 3<&- &
-  k=-$!
+  setsid /bin/sh -c '${LEADER}' sh "$t" g "$w" "$@" <&3 3<&- &
 else
-  /bin/sh -c '${LEADER}' sh "$t" p "$@" <&3 3<&- &
-  k=$!
+  /bin/sh -c '${LEADER}' sh "$t" p "$w" "$@" <&3 3<&- &
 fi
-p=$!
 exec 3<&-
-(trap 'kill "$s" 2>/dev/null; exit 0' TERM; sleep "$w" & s=$!; wait "$s" && kill -9 "$k") </dev/null >/dev/null 2>&1 &
-d=$!
-wait "$p" 2>/dev/null
-r=$?
-kill "$d" 2>/dev/null
-exit "$r"`;
+wait "$!" 2>/dev/null`;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

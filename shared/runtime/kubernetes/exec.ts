@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { constants } from 'node:os';
 import { Readable, Writable } from 'node:stream';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import type { Logger } from '../../logger.ts';
@@ -33,6 +34,10 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
     token,
     watchdogSeconds: Math.ceil(request.timeoutMs / 1000) + WATCHDOG_GRACE_SECONDS,
   });
+  // Already aborted: nothing is started, and the answer is the one an abort gives.
+  if (request.signal?.aborted) {
+    return Promise.resolve({ exitCode: null, signal: 'SIGKILL', timedOut: false, durationMs: 0 });
+  }
   const exec = new Exec(deps.kubeConfig);
 
   return new Promise<ExecResult>((resolve, reject) => {
@@ -97,15 +102,14 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
     };
     const timer = setTimeout(() => requestKill(true), request.timeoutMs);
     const onAbort = () => requestKill(false);
-    if (request.signal?.aborted) onAbort();
-    else request.signal?.addEventListener('abort', onAbort, { once: true });
+    request.signal?.addEventListener('abort', onAbort, { once: true });
 
     const onStatus = (status: V1Status) => {
       if (settled) return;
       if (kill) return killed();
-      const exitCode = exitCodeOf(status);
-      if (exitCode === undefined) return failed(status.message ?? 'the exec failed');
-      finish({ result: { exitCode, signal: null, timedOut: false, durationMs: elapsed(started) } });
+      const outcome = outcomeOf(status);
+      if (!outcome) return failed(status.message ?? 'the exec failed');
+      finish({ result: { ...outcome, timedOut: false, durationMs: elapsed(started) } });
     };
 
     exec
@@ -125,13 +129,23 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
   });
 }
 
-/** The exit code from the status channel; undefined for a failure that is not the command's. */
-export function exitCodeOf(status: V1Status): number | undefined {
-  if (status.status === 'Success') return 0;
-  if (status.reason !== 'NonZeroExitCode') return undefined; if (status) return 1;
+const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, number]) => [number, name]));
+
+/**
+ * How the command ended, from the status channel; undefined for a failure that is not the
+ * command's. The exec API only carries an exit code, and the container runtime reports a death
+ * by signal the way a shell does, as 128 + its number: so 129-159 read as signals, which is
+ * Kubernetes' own convention (137 is SIGKILL), at the price of an explicit `exit 143` reading
+ * as SIGTERM too.
+ */
+export function outcomeOf(status: V1Status): { exitCode: number | null; signal: string | null } | undefined {
+  if (status.status === 'Success') return { exitCode: 0, signal: null };
+  if (status.reason !== 'NonZeroExitCode') return undefined;
   const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
   const code = Number(cause?.message);
-  return Number.isInteger(code) ? code : undefined;
+  if (!Number.isInteger(code)) return undefined;
+  const signal = code > 128 && code < 160 ? SIGNAL_NAMES.get(code - 128) : undefined;
+  return signal ? { exitCode: null, signal } : { exitCode: code, signal: null };
 }
 
 // A failed exec is either the sandbox being gone, which callers handle, or an infrastructure
@@ -161,17 +175,24 @@ function runKill(deps: ExecDeps, podName: string, target: string): Promise<void>
     },
   });
   return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the kill exec did not finish')), KILL_WAIT_MS);
+    let socket: ExecSocket | undefined;
+    const timer = setTimeout(() => {
+      socket?.close();
+      reject(new Error('the kill exec did not finish'));
+    }, KILL_WAIT_MS);
     exec
       .exec(deps.pods.namespace, podName, CONTAINER_NAME, killArgv(target), null, stderr, null, false, (status) => {
         clearTimeout(timer);
         if (status.status === 'Success') resolve();
         else reject(new Error(`kill failed: ${errors.trim() || status.message}`));
       })
-      .catch((err: unknown) => {
-        clearTimeout(timer);
-        reject(err as Error);
-      });
+      .then(
+        (ws) => (socket = ws),
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err as Error);
+        },
+      );
   });
 }
 

@@ -1,5 +1,5 @@
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { describeApiError, httpStatusOf } from './api-errors.ts';
+import { describeApiError, httpStatusOf, statusMessageOf } from './api-errors.ts';
 import { PermanentRuntimeError } from '../types.ts';
 import { MANAGED_SELECTOR } from './names.ts';
 
@@ -30,8 +30,9 @@ export class PodClient {
     } catch (err) {
       const code = httpStatusOf(err);
       if (code === 409) return false;
-      // The API server refused the manifest itself: sending it again will not help.
-      if (code === 400 || code === 422) {
+      // The API server refused the manifest itself (invalid, or against the namespace's Pod
+      // Security level): sending it again will not help. A quota refusal (also 403) may pass later.
+      if (code === 400 || code === 422 || (code === 403 && /violates PodSecurity/.test(statusMessageOf(err) ?? ''))) {
         throw new PermanentRuntimeError(describeApiError('the sandbox pod was refused', err).message);
       }
       throw describeApiError(`creating pod ${pod.metadata?.name ?? ''}`, err);

@@ -39,7 +39,7 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
       return await waitForPod(options.kubeConfig, pods, name, deadline, untilRunning(spec), closing.signal);
     } catch (err) {
       if (err instanceof WaitTimeoutError) {
-        throw new Error(`sandbox ${spec.id} did not start within ${Math.round(timeoutMs / 1000)}s (${err.lastSeen})`);
+        throw new Error(`sandbox ${spec.id} did not start within ${timeoutMs / 1000}s (${err.lastSeen})`);
       }
       throw err;
     }
