@@ -43,7 +43,10 @@ test('the sweep removes runtime sandboxes that have no active row (orphans)', as
   const id = newId('sbx');
   // Under Kubernetes the pending pod is already listed, so a sweep may collect it before create
   // returns (create then fails: the pod is being deleted). Either way the sweep is what removes it.
-  await worker().runtime.create({ id, accountId: 'acct_orphan', capSeconds: 60 }).catch(() => undefined);
+  const created = await worker()
+    .runtime.create({ id, accountId: 'acct_orphan', capSeconds: 60 })
+    .then(() => 'running', (err: Error) => err.message);
+  assert.ok(created === 'running' || /delet/i.test(created), created);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline && (await worker().runtime.get(id))?.status === 'running') await sleep(100);
   assert.equal((await worker().runtime.get(id))?.status ?? 'gone', 'gone');
