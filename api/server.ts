@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { errorCatalogue, problemType } from '../shared/errors.ts';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
@@ -42,7 +44,10 @@ export async function startApi(
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
   server.headersTimeout = 66_000;
-  server.requestTimeout = 0; // exec and waits can be long; bounded by their own timeouts
+  // Receiving a request (headers and body) must not take longer than this; answering may
+  // (exec and waits are bounded by their own timeouts).
+  server.requestTimeout = 300_000;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket));
   await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
   const { port } = server.address() as AddressInfo;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
@@ -64,4 +69,34 @@ export async function startApi(
     })());
 
   return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, server, deps, close };
+}
+
+/**
+ * Requests Node refuses before Koa sees them (oversized headers, malformed HTTP) still get a
+ * problem document and the security headers rather than a bare status line.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : 400;
+  const requestId = `req_${randomBytes(12).toString('hex')}`;
+  const body = JSON.stringify({
+    type: problemType(tooLarge ? 'headers_too_large' : 'invalid_request'),
+    title: tooLarge ? errorCatalogue.headers_too_large.title : errorCatalogue.invalid_request.title,
+    status,
+    detail: tooLarge ? 'The request headers are larger than the server accepts.' : 'The request is not valid HTTP.',
+    code: tooLarge ? 'headers_too_large' : 'invalid_request',
+    requestId,
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+      'Content-Type: application/problem+json\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${requestId}\r\n` +
+      'X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n' +
+      body,
+  );
 }

@@ -25,6 +25,7 @@ export const errorCatalogue = {
   not_a_regular_file: { status: 409, title: 'The path is not a regular file' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
   file_too_large: { status: 413, title: 'The file is too large' },
+  headers_too_large: { status: 431, title: 'The request headers are too large' },
   unsupported_media_type: { status: 415, title: 'The request body must be application/json' },
   idempotency_key_reused: { status: 422, title: 'The idempotency key was used with a different request' },
   image_not_allowed: { status: 422, title: 'The operator does not allow this image' },

@@ -1,8 +1,9 @@
 import { ConnectionException } from '@mikro-orm/core';
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
-// SQLSTATE class 08 (connection exception), shutdowns and "too many connections".
-const PG_UNAVAILABLE = /^(08...|57P01|57P02|57P03|53300)$/;
+// Connection failures, shutdowns and "too many connections". Not 08P01 (protocol violation):
+// PostgreSQL also answers it to a parameter holding a NUL byte, which is the client's fault.
+const PG_UNAVAILABLE = /^(08000|08001|08003|08004|08006|57P01|57P02|57P03|53300)$/;
 const MESSAGES = [
   "Stream isn't writeable",
   'Connection is closed',

@@ -9,6 +9,19 @@ export interface KeyIdentity {
 }
 
 const REVOKED = 'revoked';
+
+const READ_KEY_SCRIPT = `
+local v = redis.call('GET', KEYS[1])
+if v and v ~= 'revoked' then
+  local claimed = redis.call('SET', KEYS[2], '1', 'EX', ARGV[1], 'NX')
+  return {v, claimed and 1 or 0}
+end
+return {v or '', 0}
+`;
+
+type WithReadKey = Redis & {
+  paddockReadKey(cacheKey: string, touchKey: string, seconds: number): Promise<[string, number]>;
+};
 const TOMBSTONE_SECONDS = 24 * 3600;
 const TOUCH_INTERVAL_SECONDS = 60;
 
@@ -18,13 +31,14 @@ const TOUCH_INTERVAL_SECONDS = 60;
  * never resurrect the key: a revoked key fails on every replica from the next request on.
  */
 export class ApiKeyStore {
-  private readonly redis: Redis;
+  private readonly redis: WithReadKey;
   private readonly prefix: string;
   private readonly cacheSeconds: number;
   private readonly log: Logger;
 
   constructor(redis: Redis, prefix: string, cacheSeconds: number, log: Logger) {
-    this.redis = redis;
+    if (!('paddockReadKey' in redis)) redis.defineCommand('paddockReadKey', { numberOfKeys: 2, lua: READ_KEY_SCRIPT });
+    this.redis = redis as WithReadKey;
     this.prefix = prefix;
     this.cacheSeconds = cacheSeconds;
     this.log = log;
@@ -35,25 +49,24 @@ export class ApiKeyStore {
   }
 
   async authenticate(em: EntityManager, keyHash: string): Promise<KeyIdentity | undefined> {
-    // One round trip reads the cache and claims the "record lastUsedAt" slot for this minute.
-    const replies = await this.redis
-      .pipeline()
-      .get(this.cacheKey(keyHash))
-      .set(`${this.prefix}:apikey-touch:${keyHash}`, '1', 'EX', TOUCH_INTERVAL_SECONDS, 'NX')
-      .exec();
-    const cached = replies?.[0]?.[1] as string | null | undefined;
-    const touch = replies?.[1]?.[1] === 'OK';
+    const touchKey = `${this.prefix}:apikey-touch:${keyHash}`;
+    // One round trip reads the cache and, for a cached valid key only, claims this minute's
+    // "record lastUsedAt" slot: an unknown key leaves nothing behind in Redis.
+    const [cached, claimed] = await this.redis.paddockReadKey(this.cacheKey(keyHash), touchKey, TOUCH_INTERVAL_SECONDS);
     if (cached === REVOKED) return undefined;
     let identity: KeyIdentity;
+    let touch = claimed === 1;
     if (cached) {
       identity = JSON.parse(cached) as KeyIdentity;
     } else {
       const row = await em.findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt'] });
       if (!row || row.revokedAt) return undefined;
       identity = { keyId: row.id, accountId: row.accountId };
-      if (this.cacheSeconds > 0) {
-        await this.redis.set(this.cacheKey(keyHash), JSON.stringify(identity), 'EX', this.cacheSeconds, 'NX');
-      }
+      const fill = this.redis.pipeline();
+      if (this.cacheSeconds > 0) fill.set(this.cacheKey(keyHash), JSON.stringify(identity), 'EX', this.cacheSeconds, 'NX');
+      fill.set(touchKey, '1', 'EX', TOUCH_INTERVAL_SECONDS, 'NX');
+      const replies = await fill.exec();
+      touch = replies?.at(-1)?.[1] === 'OK';
     }
     if (touch) this.recordUse(em, identity.keyId);
     return identity;

@@ -31,7 +31,8 @@ export function mountRoutes(router: Router<AppState>, routes: Route[], deps: App
 function readInput(ctx: AppContext, spec: RouteSpec): RouteInput<RouteSpec> {
   let body: unknown;
   if (spec.body) {
-    body = parseInput(spec.body, ctx.state.rawBody ?? {}, 'body');
+    // No body at all means "all defaults"; an explicit JSON null is validated (and refused) as sent.
+    body = parseInput(spec.body, ctx.state.rawBody === undefined ? {} : ctx.state.rawBody, 'body');
   } else if (ctx.state.rawBody !== undefined) {
     throw new ApiError('invalid_request', `${ctx.method} ${spec.path} takes no request body.`);
   }

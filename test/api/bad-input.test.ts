@@ -62,7 +62,7 @@ const bodyCases: BodyCase[] = [
   { label: 'a string', path: '/v1/auth/login', body: '"a@b.test"', expect: [400, 'invalid_request'], field: null },
   { label: 'a number', path: '/v1/api-keys', body: '42', expect: [400, 'invalid_request'], field: null },
   { label: 'true', path: '/v1/api-keys', body: 'true', expect: [400, 'invalid_request'], field: null },
-  { label: 'null', path: '/v1/auth/signup', body: 'null', expect: [400, 'invalid_request'], field: 'email' },
+  { label: 'null', path: '/v1/auth/signup', body: 'null', expect: [400, 'invalid_request'], field: null },
   { label: 'an empty body', path: '/v1/auth/signup', body: '', expect: [400, 'invalid_request'], field: 'email' },
   { label: 'an unknown field', path: '/v1/auth/signup', body: JSON.stringify({ email: uniqueEmail(), password: PASSWORD, role: 'admin' }), expect: [400, 'invalid_request'], field: 'role' },
   { label: 'an unknown field on login', path: '/v1/auth/login', body: JSON.stringify({ email: uniqueEmail(), password: PASSWORD, remember: true }), expect: [400, 'invalid_request'], field: 'remember' },
@@ -268,6 +268,9 @@ test('a JWT with a long payload answers 401; one beyond the header size limit is
   const res = await call(api.url, 'GET', '/v1/api-keys', { token: absurd });
   assertNo5xx(res, 'a 90 KB JWT');
   assert.equal(res.status, 431, 'Node refuses headers beyond its limit');
+  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  assert.equal(res.body.code, 'headers_too_large');
+  assert.equal(res.body.requestId, res.headers.get('x-request-id'));
   assert.equal((await call(api.url, 'GET', '/healthz')).status, 200);
 });
 
