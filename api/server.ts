@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import { errorCatalogue, problemType } from '../shared/errors.ts';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/config.ts';
@@ -75,7 +76,7 @@ export async function startApi(
  * Requests Node refuses before Koa sees them (oversized headers, malformed HTTP) still get a
  * problem document and the security headers rather than a bare status line.
  */
-function answerClientError(err: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (!socket.writable) {
     socket.destroy();
     return;
