@@ -1,0 +1,85 @@
+import type { Command } from 'commander';
+import type { SandboxListState } from '../api/types.ts';
+import { CliError, EXIT_USAGE } from '../errors.ts';
+import { printResult, say } from '../output/print.ts';
+import { sessionDetail, sessionTable } from '../output/sessions.ts';
+import { apiClient } from '../services/client.ts';
+import { createSession, listSessions, pickSession } from '../services/sessions.ts';
+import { startSpinner } from '../ui/spinner.ts';
+import { jsonOption, keyValue, sessionOption } from './options.ts';
+
+type Json = { json?: boolean };
+
+export function sessionCommand(program: Command): void {
+  const session = program.command('session').description('create, inspect, list and destroy sessions (sandboxes)');
+
+  jsonOption(
+    session
+      .command('create')
+      .description('create a session and wait until it runs; prints its id')
+      .option('--image <image>', "the container image (default: the operator's)")
+      .option('--metadata <key=value>', 'a metadata entry (repeatable)', keyValue)
+      .option('--env <NAME=value>', 'an environment variable for every exec (repeatable)', keyValue)
+      .option('--no-wait', 'answer at once, while the session is still pending'),
+  ).action(async (opts: Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; wait: boolean }) => {
+    const spinner = startSpinner('Creating a session…');
+    try {
+      const s = await createSession(apiClient(), {
+        ...opts,
+        onStatus: (sb) => spinner.text(`Session ${sb.id} is ${sb.status}…`),
+      });
+      spinner.stop();
+      printResult(opts, s, (x) => x.id);
+    } finally {
+      spinner.stop();
+    }
+  });
+
+  jsonOption(
+    sessionOption(session.command('get').description('show one session').argument('[session_id]', 'the session (or --session; default: the one active session)')),
+  ).action(async (id: string | undefined, opts: Json & { session?: string }) => {
+    const client = apiClient();
+    printResult(opts, await client.getSandbox(await pickSession(client, sameOrOne(id, opts.session))), (s) => sessionDetail(s));
+  });
+
+  jsonOption(
+    session
+      .command('ls')
+      .description('list sessions: id, status, age, time left')
+      .option('--all', 'include destroyed sessions')
+      .option('--state <state>', 'active (default), destroyed or all'),
+  ).action(async (opts: Json & { all?: boolean; state?: string }) => {
+    const state = (opts.all ? 'all' : (opts.state ?? 'active')) as SandboxListState;
+    if (!['active', 'destroyed', 'all'].includes(state)) throw new CliError('--state must be active, destroyed or all.', { exitCode: EXIT_USAGE });
+    const sessions = await listSessions(apiClient(), state);
+    printResult(opts, sessions, (list) => (list.length ? sessionTable(list) : undefined));
+    if (!opts.json && sessions.length === 0) say(state === 'active' ? 'No active sessions. Create one with `paddock session create`.' : 'No sessions.');
+  });
+
+  jsonOption(
+    sessionOption(
+      session
+        .command('rm')
+        .description('destroy a session (waits until it is destroyed)')
+        .argument('[session_id]', 'the session (or --session; default: the one active session)')
+        .option('--no-wait', 'answer at once, while it is terminating'),
+    ),
+  ).action(async (id: string | undefined, opts: Json & { session?: string; wait: boolean }) => {
+    const client = apiClient();
+    const target = await pickSession(client, sameOrOne(id, opts.session));
+    const spinner = startSpinner(`Destroying ${target}…`);
+    try {
+      const s = await client.destroySandbox(target, { wait: opts.wait });
+      spinner.stop();
+      printResult(opts, s, (x) => x.id);
+      say(s.state === 'destroyed' ? `Destroyed ${s.id}.` : `${s.id} is ${s.status}.`);
+    } finally {
+      spinner.stop();
+    }
+  });
+}
+
+function sameOrOne(positional: string | undefined, flag: string | undefined): string | undefined {
+  if (positional && flag && positional !== flag) throw new CliError('Give the session once: as the argument or as --session.', { exitCode: EXIT_USAGE });
+  return positional ?? flag;
+}

@@ -1,0 +1,40 @@
+import { CommanderError } from 'commander';
+import { EXIT_USAGE } from './errors.ts';
+import { printError } from './output/error.ts';
+import { buildProgram } from './program.ts';
+import { registerMcpCommands } from './mcp/command.ts';
+
+/** Runs the CLI on the given arguments (without node and the script); answers the exit code. */
+export async function main(args: string[]): Promise<number> {
+  const program = buildProgram();
+  registerMcpCommands(program);
+  if (args.length === 0) {
+    if (process.stdin.isTTY && process.stdout.isTTY) {
+      const { openPicker } = await import('./ui/open-picker.ts');
+      try {
+        return await openPicker();
+      } catch (err) {
+        return printError(err, false);
+      }
+    }
+    process.stdout.write(program.helpInformation());
+    return 0;
+  }
+  try {
+    await program.parseAsync(args, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // commander has printed the message (or the help, or the version) already.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+      return err.exitCode === 0 ? 0 : EXIT_USAGE;
+    }
+    // --json before any `--`: what follows belongs to exec's command.
+    const own = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+    return printError(err, own.includes('--json'));
+  }
+}
+
+if (import.meta.main) {
+  process.exitCode = await main(process.argv.slice(2));
+}

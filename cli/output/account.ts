@@ -1,0 +1,21 @@
+import type { Account } from '../api/types.ts';
+import type { KeyRow } from '../services/account.ts';
+import { decimal, table } from './format.ts';
+
+/** The four facts the spec asks whoami for, one a line. */
+export function accountSummary(a: Account): string {
+  const { sandboxHours: h, concurrentSandboxes: c } = a.usage;
+  return [
+    `Email:     ${a.email}`,
+    `Account:   ${a.id}`,
+    `Usage:     ${decimal(h.used)}/${decimal(h.limit)} sandbox-hours this month`,
+    `Sandboxes: ${c.active}/${c.limit} concurrent`,
+  ].join('\n');
+}
+
+export function keyTable(keys: KeyRow[]): string {
+  return table(
+    ['ID', 'NAME', 'START', 'CREATED', 'LAST USED'],
+    keys.map((k) => [k.id, k.current ? `${k.name} (this CLI)` : k.name, `${k.start}…`, k.createdAt, k.lastUsedAt ?? 'never']),
+  );
+}

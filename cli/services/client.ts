@@ -1,0 +1,35 @@
+import { PaddockClient } from '../api/client.ts';
+import { checkBaseUrl } from '../api/base-url.ts';
+import { resolveConfig, type ResolvedConfig } from '../config/resolve.ts';
+import { CliError } from '../errors.ts';
+import { CLI_VERSION } from '../version.ts';
+
+const USER_AGENT = `paddock-cli/${CLI_VERSION}`;
+
+/** The base address in effect, checked against the https rule; an error naming how to set it. */
+export function requireBaseUrl(config: ResolvedConfig = resolveConfig()): string {
+  if (!config.baseUrl) {
+    throw new CliError('No base URL is set.', {
+      hint: 'Run `paddock signup --url <base_url>` or `paddock config set-url <base_url>`, or set PADDOCK_BASE_URL.',
+      code: 'not_configured',
+    });
+  }
+  return checkBaseUrl(config.baseUrl);
+}
+
+/** A client authenticated with the API key in effect (config file or PADDOCK_API_KEY). */
+export function apiClient(config: ResolvedConfig = resolveConfig()): PaddockClient {
+  const baseUrl = requireBaseUrl(config);
+  if (!config.apiKey) {
+    throw new CliError('No API key is set.', {
+      hint: 'Run `paddock signup`, or save a key with `paddock config set-key`, or set PADDOCK_API_KEY.',
+      code: 'not_configured',
+    });
+  }
+  return new PaddockClient({ baseUrl, apiKey: config.apiKey, userAgent: USER_AGENT });
+}
+
+/** A client with no credential yet (sign-up, login), for `baseUrl` or the one configured. */
+export function anonymousClient(baseUrl?: string): PaddockClient {
+  return new PaddockClient({ baseUrl: baseUrl ?? requireBaseUrl(), userAgent: USER_AGENT });
+}

@@ -1,0 +1,155 @@
+import { useEffect, useState } from 'react';
+import { Box, Text, useApp, useInput } from 'ink';
+import { ActionMenu, type SessionAction } from './action-menu.ts';
+import { ConfirmDestroy } from './confirm-destroy.ts';
+import { ExecPanel } from './exec-panel.ts';
+import { FileBrowser } from './file-browser.ts';
+import { h } from './h.ts';
+import { MessageLine, type Message } from './message-line.ts';
+import type { PickerApi } from './picker-api.ts';
+import { QuotaFooter } from './quota-footer.ts';
+import { SessionTable } from './session-table.ts';
+import { errorText, useSessions } from './use-sessions.ts';
+
+type Screen =
+  | { kind: 'list' }
+  | { kind: 'actions'; sessionId: string }
+  | { kind: 'exec'; sessionId: string }
+  | { kind: 'files'; sessionId: string }
+  | { kind: 'confirm'; sessionId: string };
+
+const KEYS: Record<Screen['kind'], string> = {
+  list: '↑↓ move · enter actions · n new · r refresh · q quit',
+  actions: '↑↓ move · enter choose · esc back',
+  exec: 'enter run · esc stop / back',
+  files: '↑↓ move · enter open · ← up a folder or back from a file · esc back',
+  confirm: 'y destroy · any other key cancels',
+};
+
+export interface PickerProps {
+  api: PickerApi;
+  /** How often the list is refreshed, in ms. */
+  refreshMs?: number;
+  /** The clock, for the countdowns (tests fix it). */
+  clock?: () => number;
+}
+
+/**
+ * The interactive session picker: the account's sessions with status, age and a live countdown
+ * to the cap; arrow keys, enter for actions, n to create, r to refresh, q to quit; the quota in the
+ * footer; errors shown on a line of their own, never thrown.
+ */
+export function Picker({ api, refreshMs = 5000, clock = Date.now }: PickerProps) {
+  const { exit } = useApp();
+  const { sessions, account, error, refresh } = useSessions(api, refreshMs);
+  const [screen, setScreen] = useState<Screen>({ kind: 'list' });
+  const [selectedId, setSelectedId] = useState<string | undefined>(undefined);
+  const [message, setMessage] = useState<Message | undefined>(undefined);
+  const [busy, setBusy] = useState<string | undefined>(undefined);
+  const [now, setNow] = useState(clock());
+
+  useEffect(() => {
+    const timer = setInterval(() => setNow(clock()), 1000);
+    return () => clearInterval(timer);
+  }, [clock]);
+
+  const list = sessions ?? [];
+  const found = list.findIndex((s) => s.id === selectedId);
+  const selected = found >= 0 ? found : Math.min(list.length - 1, 0);
+  const chosen = list[selected];
+
+  const create = async () => {
+    setBusy('Creating a session…');
+    setMessage(undefined);
+    try {
+      const s = await api.createSandbox({ wait: false });
+      setSelectedId(s.id);
+      setMessage({ kind: 'info', text: `Created ${s.id}; it is starting.` });
+      await refresh();
+    } catch (err) {
+      setMessage({ kind: 'error', text: errorText(err) });
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  const destroy = async (id: string) => {
+    setBusy(`Destroying ${id}…`);
+    try {
+      await api.destroySandbox(id, { wait: false });
+      setMessage({ kind: 'info', text: `Destroying ${id}.` });
+      await refresh();
+    } catch (err) {
+      setMessage({ kind: 'error', text: errorText(err) });
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  useInput(
+    (input, key) => {
+      if (input === 'q') return exit();
+      if (busy) return;
+      if (key.upArrow || input === 'k') setSelectedId(list[Math.max(0, selected - 1)]?.id);
+      else if (key.downArrow || input === 'j') setSelectedId(list[Math.min(list.length - 1, selected + 1)]?.id);
+      else if (input === 'n') void create();
+      else if (input === 'r') {
+        setMessage(undefined);
+        void refresh();
+      } else if (key.return && chosen) setScreen({ kind: 'actions', sessionId: chosen.id });
+    },
+    { isActive: screen.kind === 'list' },
+  );
+
+  const onAction = (action: SessionAction) => {
+    if (screen.kind !== 'actions') return;
+    const sessionId = screen.sessionId;
+    if (action === 'back') setScreen({ kind: 'list' });
+    else if (action === 'exec') setScreen({ kind: 'exec', sessionId });
+    else if (action === 'files') setScreen({ kind: 'files', sessionId });
+    else setScreen({ kind: 'confirm', sessionId });
+  };
+
+  const back = () => {
+    setScreen({ kind: 'list' });
+    void refresh();
+  };
+
+  let body;
+  switch (screen.kind) {
+    case 'list':
+      body = sessions === undefined && !error ? h(Text, { dimColor: true }, 'Loading sessions…') : h(SessionTable, { sessions: list, selected, now });
+      break;
+    case 'actions':
+      body = h(ActionMenu, { sessionId: screen.sessionId, onChoose: onAction });
+      break;
+    case 'exec':
+      body = h(ExecPanel, { api, sessionId: screen.sessionId, onBack: back });
+      break;
+    case 'files':
+      body = h(FileBrowser, { api, sessionId: screen.sessionId, onBack: back });
+      break;
+    case 'confirm': {
+      const id = screen.sessionId;
+      body = h(ConfirmDestroy, {
+        sessionId: id,
+        onAnswer: (yes: boolean) => {
+          setScreen({ kind: 'list' });
+          if (yes) void destroy(id);
+          else setMessage({ kind: 'info', text: 'Not destroyed.' });
+        },
+      });
+      break;
+    }
+  }
+
+  return h(
+    Box,
+    { flexDirection: 'column' },
+    h(Text, { bold: true, color: 'magenta' }, 'Paddock sessions'),
+    body,
+    busy ? h(Text, { color: 'yellow' }, busy) : null,
+    h(MessageLine, { message: error ? { kind: 'error', text: error } : message }),
+    h(QuotaFooter, { account, keys: KEYS[screen.kind] }),
+  );
+}

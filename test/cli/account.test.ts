@@ -1,0 +1,136 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'smol-toml';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { uniqueEmail } from '../helpers/config.ts';
+import { call } from '../helpers/http.ts';
+import { PASSWORD, failsWith, json, ok, runCli, signedUpUser, tempHome } from './cli-helpers.ts';
+
+const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' } });
+
+test('signup creates the account, logs in, creates a key, and saves the base URL and the key (0600)', async () => {
+  const home = tempHome();
+  const email = uniqueEmail('signup');
+  const out = json(await runCli(home, ['signup', '--url', stack.url, '--email', email, '--password-stdin', '--json'], { input: `${PASSWORD}\n` }));
+  assert.equal(out.account.email, email);
+  assert.match(out.account.id, /^acct_/);
+  assert.match(out.apiKey.id, /^key_/);
+  assert.equal(out.baseUrl, stack.url);
+  assert.match(out.apiKey.start, /^pdk_live_/);
+
+  const path = join(home, 'config', 'paddock', 'config.toml');
+  assert.equal(statSync(path).mode & 0o777, 0o600);
+  const saved = parse(readFileSync(path, 'utf8'));
+  assert.equal(saved.base_url, stack.url);
+  assert.match(String(saved.api_key), /^pdk_live_[A-Za-z0-9]+$/);
+  assert.ok(!JSON.stringify(out).includes(String(saved.api_key)), 'the raw key stays in the config file');
+
+  // The saved key works, and the login step left a token: the key was made with one.
+  const me = await call(stack.url, 'GET', '/v1/account', { token: String(saved.api_key) });
+  assert.equal(me.status, 200);
+  assert.equal(me.body.email, email);
+});
+
+test('signup with --password prints the account on stdout and the rest on stderr', async () => {
+  const home = tempHome();
+  const email = uniqueEmail('signup');
+  const r = await runCli(home, ['signup', '--url', stack.url, '--email', email, '--password', PASSWORD]);
+  assert.match(ok(r), new RegExp(`^Signed up as ${email.replace('.', '\\.')} \\(acct_[0-9a-z]+\\)\\.\\n$`));
+  assert.match(r.stderr, /API key pdk_live_\w+… \(key_\w+\) and the base URL saved in /);
+});
+
+test('signup without a terminal fails at once naming the flag for each missing input', async () => {
+  const home = tempHome();
+  const noEmail = await runCli(home, ['signup', '--url', stack.url]);
+  failsWith(noEmail, 'input_required', 2);
+  assert.match(noEmail.stderr, /Hint: Pass --email <email>\./);
+
+  const noPassword = await runCli(home, ['signup', '--url', stack.url, '--email', uniqueEmail('signup')]);
+  failsWith(noPassword, 'input_required', 2);
+  assert.match(noPassword.stderr, /--password-stdin/);
+
+  const noUrl = await runCli(home, ['signup', '--email', uniqueEmail('signup'), '--password', PASSWORD]);
+  failsWith(noUrl, 'input_required', 2);
+  assert.match(noUrl.stderr, /Pass --url <base_url>/);
+});
+
+test('signup shows the API error code and a hint: an email already taken, a short password', async () => {
+  const user = await signedUpUser(stack.url);
+  const again = await runCli(tempHome(), ['signup', '--url', stack.url, '--email', user.email, '--password', PASSWORD]);
+  failsWith(again, 'email_taken', 1);
+  assert.match(again.stderr, /^Hint: /m);
+
+  const short = await runCli(tempHome(), ['signup', '--url', stack.url, '--email', uniqueEmail(), '--password', 'short']);
+  failsWith(short, 'invalid_request', 1);
+  assert.match(short.stderr, /at least 10 characters/);
+
+  const json = await runCli(tempHome(), ['signup', '--url', stack.url, '--email', user.email, '--password', PASSWORD, '--json']);
+  assert.equal(json.code, 1);
+  assert.equal(json.stdout, '');
+  const err = JSON.parse(json.stderr).error;
+  assert.equal(err.code, 'email_taken');
+  assert.equal(err.status, 409);
+  assert.equal(typeof err.hint, 'string');
+  assert.match(err.requestId, /^req_/);
+});
+
+test('whoami prints the email, the account id, the sandbox-hours and the concurrent sandboxes', async () => {
+  const user = await signedUpUser(stack.url);
+  const text = ok(await user.run(['whoami']));
+  assert.match(text, new RegExp(`^Email: +${user.email.replace('.', '\\.')}$`, 'm'));
+  assert.match(text, /^Account: +acct_[0-9a-z]+$/m);
+  assert.match(text, /^Usage: +0\/20 sandbox-hours this month$/m);
+  assert.match(text, /^Sandboxes: +0\/3 concurrent$/m);
+
+  const data = json(await user.run(['whoami', '--json']));
+  assert.equal(data.email, user.email);
+  assert.deepEqual(data.usage.concurrentSandboxes, { active: 0, limit: 3 });
+  assert.equal(data.usage.sandboxHours.limit, 20);
+});
+
+test('keys ls and keys rm log in with email and password on every run and keep no session', async () => {
+  const user = await signedUpUser(stack.url);
+  const auth = ['--email', user.email, '--password-stdin'];
+  const keys = json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD }));
+  assert.equal(keys.length, 1);
+  assert.match(keys[0].id, /^key_/);
+  assert.equal(keys[0].current, true);
+  assert.ok(!('key' in keys[0]));
+
+  const table = ok(await user.run(['keys', 'ls', ...auth], { input: PASSWORD }));
+  assert.match(table, /^ID +NAME +START +CREATED +LAST USED$/m);
+  assert.match(table, new RegExp(`^${keys[0].id} +paddock-cli on .* \\(this CLI\\)`, 'm'));
+
+  // Nothing but the base URL and the key is kept: no token in the config.
+  const saved = parse(readFileSync(join(user.home, 'config', 'paddock', 'config.toml'), 'utf8'));
+  assert.deepEqual(Object.keys(saved).sort(), ['api_key', 'base_url']);
+
+  const rm = await user.run(['keys', 'rm', keys[0].id, ...auth], { input: PASSWORD });
+  ok(rm);
+  assert.match(rm.stderr, new RegExp(`Revoked API key ${keys[0].id}`));
+  // The revoked key stops working at once; the CLI says what to do.
+  const after = await user.run(['whoami']);
+  failsWith(after, 'invalid_credential', 1);
+  assert.match(after.stderr, /Hint: .*config set-key/);
+  assert.deepEqual(json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD })), []);
+});
+
+test('keys without a terminal fail at once naming --email, then --password-stdin', async () => {
+  const user = await signedUpUser(stack.url);
+  const noEmail = await user.run(['keys', 'ls']);
+  failsWith(noEmail, 'input_required', 2);
+  assert.match(noEmail.stderr, /Pass --email <email>/);
+  const noPassword = await user.run(['keys', 'rm', 'key_x', '--email', user.email]);
+  failsWith(noPassword, 'input_required', 2);
+  assert.match(noPassword.stderr, /Pass --password-stdin/);
+});
+
+test('keys with a wrong password show invalid_login', async () => {
+  const user = await signedUpUser(stack.url);
+  const r = await user.run(['keys', 'ls', '--email', user.email, '--password-stdin'], { input: 'not the password' });
+  failsWith(r, 'invalid_login', 1);
+  const missing = await user.run(['keys', 'rm', 'key_doesnotexist', '--email', user.email, '--password-stdin'], { input: PASSWORD });
+  failsWith(missing, 'api_key_not_found', 1);
+});

@@ -1,0 +1,108 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { exited } from '../helpers/processes.ts';
+import { failsWith, json, newSession, ok, signedUpUser, spawnCli, type CliUser } from './cli-helpers.ts';
+
+const stack = await startSandboxStack();
+let shared: { user: CliUser; id: string } | undefined;
+
+/** One user with one running session, shared by the tests that do not change either. */
+async function session() {
+  if (!shared) {
+    const user = await signedUpUser(stack.url);
+    shared = { user, id: await newSession(user) };
+  }
+  return shared;
+}
+
+test('exec keeps stdout and stderr apart and exits with the command\'s own exit code', async () => {
+  const { user } = await session();
+  const r = await user.run(['exec', '--', 'echo out; echo err >&2; exit 7']);
+  assert.equal(r.code, 7);
+  assert.equal(r.stdout, 'out\n');
+  assert.equal(r.stderr, 'err\n');
+  assert.equal((await user.run(['exec', '--', 'true'])).code, 0);
+  assert.equal((await user.run(['exec', '--', 'false'])).code, 1);
+});
+
+test('several arguments are argv, run as given; options after the program belong to it', async () => {
+  const { user } = await session();
+  assert.equal(ok(await user.run(['exec', '--', 'printf', '%s|', 'a b', '$HOME', ';'])), 'a b|$HOME|;|');
+  assert.equal(ok(await user.run(['exec', 'ls', '-d', '/workspace'])), '/workspace\n');
+});
+
+test('exec streams output live, as the command produces it', async () => {
+  const { user } = await session();
+  const child = spawnCli(user.home, ['exec', '--', 'echo first; sleep 4; echo second']);
+  child.stdin.end();
+  let stdout = '';
+  let stderr = '';
+  const started = Date.now();
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const firstSeen = new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (stdout.includes('first')) resolve(Date.now());
+    });
+    child.once('close', () => reject(new Error(`exec ended without printing first: ${stdout} ${stderr}`)));
+  });
+  const seenAt = await firstSeen;
+  assert.ok(!stdout.includes('second'), 'the first line arrives before the command ends');
+  const { code } = await exited(child);
+  assert.equal(code, 0);
+  assert.equal(stdout, 'first\nsecond\n');
+  assert.ok(Date.now() - seenAt >= 3000, `first was seen ${seenAt - started} ms in, long before the end`);
+});
+
+test('piped standard input is passed on; --no-stdin keeps it back', async () => {
+  const { user } = await session();
+  assert.equal(ok(await user.run(['exec', '--', 'wc', '-l'], { input: 'a\nb\nc\n' })), '3\n');
+  assert.equal(ok(await user.run(['exec', '--', 'cat'], { input: 'piped data' })), 'piped data');
+  assert.equal(ok(await user.run(['exec', '--no-stdin', '--', 'cat'], { input: 'kept back' })), '');
+});
+
+test('exec --cwd and --env', async () => {
+  const { user } = await session();
+  ok(await user.run(['files', 'create', 'sub/dir/f.txt', '--content', 'x']));
+  assert.equal(ok(await user.run(['exec', '--cwd', '/workspace/sub/dir', '--', 'pwd'])), '/workspace/sub/dir\n');
+  assert.equal(ok(await user.run(['exec', '--env', 'A=1', '-e', 'B=two=2', '--', 'sh', '-c', 'echo $A $B'])), '1 two=2\n');
+  const bad = await user.run(['exec', '--env', 'novalue', '--', 'true']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /KEY=VALUE/);
+});
+
+test('exec --timeout stops the command and exits 124, keeping the output so far', async () => {
+  const { user } = await session();
+  const r = await user.run(['exec', '--timeout', '1', '--', 'echo before; sleep 10; echo after']);
+  assert.equal(r.code, 124);
+  assert.equal(r.stdout, 'before\n');
+  assert.match(r.stderr, /timed out after 1 s/);
+});
+
+test('exec --json prints the buffered result and still exits with the command\'s code', async () => {
+  const { user } = await session();
+  const r = await user.run(['exec', '--json', '--', 'echo out; echo err >&2; exit 3']);
+  assert.equal(r.code, 3);
+  const result = JSON.parse(r.stdout);
+  assert.equal(result.exitCode, 3);
+  assert.equal(result.stdout, 'out\n');
+  assert.equal(result.stderr, 'err\n');
+  assert.equal(result.timedOut, false);
+  assert.equal(typeof result.durationMs, 'number');
+});
+
+test('a command refused by the allowlist runs nothing and exits 125 with the code and a hint', async () => {
+  const user = await signedUpUser(stack.url);
+  await newSession(user);
+  ok(await user.run(['allowlist', 'set', 'echo']));
+  assert.equal(ok(await user.run(['exec', '--', 'echo', 'allowed'])), 'allowed\n');
+  const r = await user.run(['exec', '--', 'touch', '/workspace/should-not-exist']);
+  failsWith(r, 'command_not_allowed', 125);
+  assert.match(r.stderr, /Hint: .*allowlist/);
+  const j = await user.run(['exec', '--json', '--', 'touch', 'x']);
+  assert.equal(j.code, 125);
+  assert.equal(JSON.parse(j.stderr).error.code, 'command_not_allowed');
+  ok(await user.run(['allowlist', 'clear']));
+  assert.deepEqual(json(await user.run(['files', 'glob', 'should-not-exist', '--json'])).matches, []);
+});

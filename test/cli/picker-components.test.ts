@@ -1,0 +1,298 @@
+import { afterEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cleanup, render } from 'ink-testing-library';
+import { PaddockApiError } from '../../cli/api/errors.ts';
+import type { Account, ExecStreamEvent, Sandbox } from '../../cli/api/types.ts';
+import { h } from '../../cli/ui/h.ts';
+import { Picker } from '../../cli/ui/picker.ts';
+import type { PickerApi } from '../../cli/ui/picker-api.ts';
+import { SessionTable } from '../../cli/ui/session-table.ts';
+import { QuotaFooter } from '../../cli/ui/quota-footer.ts';
+import { ActionMenu } from '../../cli/ui/action-menu.ts';
+import { ConfirmDestroy } from '../../cli/ui/confirm-destroy.ts';
+import { addOutput } from '../../cli/ui/exec-panel.ts';
+
+afterEach(() => cleanup());
+
+const T0 = Date.parse('2026-01-01T12:00:00Z');
+const DOWN = '\u001B[B';
+const UP = '\u001B[A';
+const ENTER = '\r';
+const ESC = '\u001B';
+
+function sandbox(id: string, createdAgoS: number, status: Sandbox['status'] = 'running'): Sandbox {
+  const created = T0 - createdAgoS * 1000;
+  return {
+    id,
+    state: 'active',
+    status,
+    image: 'img',
+    createdAt: new Date(created).toISOString(),
+    readyAt: new Date(created).toISOString(),
+    expiresAt: new Date(created + 30 * 60_000).toISOString(),
+    destroyedAt: null,
+    destroyReason: null,
+    failureMessage: null,
+    metadata: {},
+  };
+}
+
+const ACCOUNT: Account = {
+  id: 'acct_1',
+  email: 'a@example.test',
+  usage: { sandboxHours: { used: 1.256, limit: 20 }, concurrentSandboxes: { active: 2, limit: 3 } },
+  period: { start: '2026-01-01T00:00:00Z', end: '2026-02-01T00:00:00Z' },
+};
+
+/** An API fake that records calls; sessions can be changed between refreshes. */
+function fakeApi(initial: Sandbox[]) {
+  const calls: string[] = [];
+  let sessions = [...initial];
+  let createError: Error | undefined;
+  const api: PickerApi = {
+    listSandboxes: async () => {
+      calls.push('list');
+      return sessions;
+    },
+    account: async () => ACCOUNT,
+    createSandbox: async () => {
+      calls.push('create');
+      if (createError) throw createError;
+      const s = sandbox(`sbx_new${sessions.length}`, 0, 'pending');
+      sessions = [s, ...sessions];
+      return s;
+    },
+    destroySandbox: async (id: string) => {
+      calls.push(`destroy ${id}`);
+      sessions = sessions.filter((s) => s.id !== id);
+      return { ...sandbox(id, 0), state: 'destroyed', status: 'terminating' };
+    },
+    execStream: async function* (id: string, body: { command: string | string[] }): AsyncGenerator<ExecStreamEvent, void, undefined> {
+      calls.push(`exec ${id} ${String(body.command)}`);
+      yield { type: 'stdout', data: 'hel' };
+      yield { type: 'stdout', data: 'lo\n' };
+      yield { type: 'stderr', data: 'warn\n' };
+      yield { type: 'exit', exitCode: 0, signal: null, timedOut: false, durationMs: 5, stdoutTruncated: false, stderrTruncated: false };
+    },
+    listDir: async (id: string, path?: string) => {
+      calls.push(`ls ${id} ${path}`);
+      if (path === '/workspace/src') {
+        return { path, entries: [{ name: 'main.py', type: 'file', size: 12, modifiedAt: '2026-01-01T00:00:00Z' }], truncated: false };
+      }
+      return {
+        path: '/workspace',
+        entries: [
+          { name: 'notes.txt', type: 'file', size: 6, modifiedAt: '2026-01-01T00:00:00Z' },
+          { name: 'src', type: 'dir', size: 4096, modifiedAt: '2026-01-01T00:00:00Z' },
+        ],
+        truncated: false,
+      };
+    },
+    viewFile: async (_id: string, input: { path: string }) => ({
+      path: input.path,
+      content: 'print("hi")\n',
+      encoding: 'utf-8',
+      startLine: 1,
+      endLine: 1,
+      totalLines: 1,
+      truncated: false,
+      size: 12,
+    }),
+  } as PickerApi;
+  return {
+    api,
+    calls,
+    failCreateWith: (e: Error) => {
+      createError = e;
+    },
+  };
+}
+
+/** Waits until the last frame satisfies `check` (Ink renders asynchronously). */
+async function frameWhere(lastFrame: () => string | undefined, check: (f: string) => boolean, what: string): Promise<string> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const f = lastFrame() ?? '';
+    if (check(f)) return f;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last frame:\n${f}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 50));
+
+test('SessionTable shows id, status, age and the time left to the cap, with the chosen row marked', () => {
+  const { lastFrame } = render(h(SessionTable, { sessions: [sandbox('sbx_aaa', 65), sandbox('sbx_bbb', 600, 'pending')], selected: 1, now: T0 }));
+  const lines = (lastFrame() ?? '').split('\n');
+  assert.match(lines[0]!, /ID +STATUS +AGE +TIME LEFT/);
+  assert.match(lines[1]!, /^ {2}sbx_aaa +running +1m05s +28:55$/);
+  assert.match(lines[2]!, /^> sbx_bbb +pending +10m00s +20:00$/);
+});
+
+test('SessionTable with no sessions says how to create one', () => {
+  const { lastFrame } = render(h(SessionTable, { sessions: [], selected: 0, now: T0 }));
+  assert.match(lastFrame() ?? '', /No active sessions\. Press n to create one\./);
+});
+
+test('QuotaFooter shows the sandbox-hours and the concurrent sandboxes', () => {
+  const { lastFrame } = render(h(QuotaFooter, { account: ACCOUNT, keys: 'q quit' }));
+  assert.match(lastFrame() ?? '', /1\.26\/20 sandbox-hours this month · 2\/3 concurrent sandboxes/);
+  assert.match(lastFrame() ?? '', /q quit/);
+});
+
+test('ActionMenu moves with the arrows and chooses with enter; esc goes back', async () => {
+  const chosen: string[] = [];
+  const { lastFrame, stdin } = render(h(ActionMenu, { sessionId: 'sbx_x', onChoose: (a: string) => chosen.push(a) }));
+  assert.match(lastFrame() ?? '', /> Run a command/);
+  await tick();
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (f) => /> Browse files/.test(f), 'the second action');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (f) => /> Destroy/.test(f), 'the third action');
+  stdin.write(ENTER);
+  await tick();
+  stdin.write(ESC);
+  await tick();
+  assert.deepEqual(chosen, ['destroy', 'back']);
+});
+
+test('ConfirmDestroy: y confirms, any other key cancels', async () => {
+  const answers: boolean[] = [];
+  const { lastFrame, stdin } = render(h(ConfirmDestroy, { sessionId: 'sbx_x', onAnswer: (y: boolean) => answers.push(y) }));
+  assert.match(lastFrame() ?? '', /Destroy session sbx_x\?/);
+  await tick();
+  stdin.write('n');
+  await tick();
+  stdin.write('y');
+  await tick();
+  assert.deepEqual(answers, [false, true]);
+});
+
+test('addOutput continues a line across chunks and keeps the streams apart', () => {
+  let lines = addOutput([], 'stdout', 'hel');
+  lines = addOutput(lines, 'stdout', 'lo\nwor');
+  lines = addOutput(lines, 'stderr', 'oops\n');
+  lines = addOutput(lines, 'stdout', 'ld\n');
+  assert.deepEqual(
+    lines.map((l) => `${l.stream}:${l.text}`),
+    ['stdout:hello', 'stdout:wor', 'stderr:oops', 'stdout:ld'],
+  );
+});
+
+test('Picker: lists sessions with the quota, moves with the arrows, creates with n, refreshes with r', async () => {
+  const fake = fakeApi([sandbox('sbx_one', 120), sandbox('sbx_two', 60)]);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  let f = await frameWhere(lastFrame, (x) => x.includes('sbx_two') && x.includes('sandbox-hours'), 'the sessions and quota');
+  assert.match(f, /> sbx_one +running +2m00s +28:00/);
+  assert.match(f, /2\/3 concurrent sandboxes/);
+
+  stdin.write(DOWN);
+  f = await frameWhere(lastFrame, (x) => /> sbx_two/.test(x), 'the cursor on the second row');
+  stdin.write(UP);
+  await frameWhere(lastFrame, (x) => /> sbx_one/.test(x), 'the cursor back on the first row');
+
+  stdin.write('n');
+  f = await frameWhere(lastFrame, (x) => /> sbx_new2 +pending/.test(x), 'the new session, chosen');
+  assert.match(f, /Created sbx_new2; it is starting\./);
+  assert.ok(fake.calls.includes('create'));
+
+  const before = fake.calls.filter((c) => c === 'list').length;
+  stdin.write('r');
+  await frameWhere(lastFrame, () => fake.calls.filter((c) => c === 'list').length > before, 'a refresh');
+});
+
+test('Picker: an API error is shown with its code and hint, and the picker keeps running', async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10)]);
+  fake.failCreateWith(new PaddockApiError({ status: 429, code: 'concurrent_sandbox_limit_reached', detail: '3 of 3 concurrent sandboxes are active.' }));
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write('n');
+  const f = await frameWhere(lastFrame, (x) => x.includes('concurrent_sandbox_limit_reached'), 'the error');
+  assert.match(f, /3 of 3 concurrent sandboxes are active\. \[concurrent_sandbox_limit_reached\]/);
+  assert.match(f, /Destroy a session/);
+  stdin.write(DOWN);
+  assert.match(await frameWhere(lastFrame, (x) => x.includes('> sbx_one'), 'still working'), /n new/);
+});
+
+test('Picker: enter opens the actions; run a command and see its output', async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10)]);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'the actions');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('Run a command in sbx_one'), 'the exec panel');
+  stdin.write('echo hello');
+  await frameWhere(lastFrame, (x) => x.includes('echo hello'), 'the typed command');
+  stdin.write(ENTER);
+  const f = await frameWhere(lastFrame, (x) => x.includes('[exit 0'), 'the exit');
+  assert.match(f, /\$ echo hello/);
+  assert.match(f, /│ hello +│/);
+  assert.match(f, /│ warn +│/);
+  assert.ok(fake.calls.includes('exec sbx_one echo hello'));
+  stdin.write(ESC);
+  await frameWhere(lastFrame, (x) => x.includes('> sbx_one') && x.includes('n new'), 'back on the list');
+});
+
+test('Picker: browse files, open a folder and a file, go back up', async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10)]);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'the actions');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> Browse files'), 'browse chosen');
+  stdin.write(ENTER);
+  let f = await frameWhere(lastFrame, (x) => x.includes('sbx_one:/workspace') && x.includes('notes.txt'), 'the folder');
+  assert.match(f, /> src\//, 'folders first');
+  stdin.write(ENTER);
+  f = await frameWhere(lastFrame, (x) => x.includes('sbx_one:/workspace/src'), 'the sub-folder');
+  assert.match(f, /> main\.py +12 B/);
+  stdin.write(ENTER);
+  f = await frameWhere(lastFrame, (x) => x.includes('print("hi")'), 'the file');
+  assert.match(f, /\/workspace\/src\/main\.py +\(1 lines, 12 B\)/);
+  stdin.write(ESC);
+  await frameWhere(lastFrame, (x) => x.includes('> main.py'), 'back to the folder');
+  stdin.write('\u001B[D'); // left: up a folder
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one:/workspace\n') || /sbx_one:\/workspace\s*$/m.test(x), 'the parent folder');
+});
+
+test('Picker: destroy asks for confirmation; n keeps it, y destroys', async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10)]);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  const openDestroy = async () => {
+    stdin.write(ENTER);
+    await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'the actions');
+    stdin.write(DOWN);
+    stdin.write(DOWN);
+    await frameWhere(lastFrame, (x) => x.includes('> Destroy'), 'destroy chosen');
+    stdin.write(ENTER);
+    await frameWhere(lastFrame, (x) => x.includes('Destroy session sbx_one?'), 'the confirmation');
+  };
+  await openDestroy();
+  stdin.write('n');
+  await frameWhere(lastFrame, (x) => x.includes('Not destroyed.'), 'cancelled');
+  assert.ok(!fake.calls.some((c) => c.startsWith('destroy')));
+  await openDestroy();
+  stdin.write('y');
+  await frameWhere(lastFrame, (x) => x.includes('Destroying sbx_one.'), 'destroyed');
+  assert.ok(fake.calls.includes('destroy sbx_one'));
+  await frameWhere(lastFrame, (x) => x.includes('No active sessions'), 'the list without it');
+});
+
+test('Picker: q quits', async () => {
+  const fake = fakeApi([]);
+  const instance = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(instance.lastFrame, (x) => x.includes('No active sessions'), 'the empty list');
+  let exited = false;
+  // ink-testing-library has no waitUntilExit: an exited app stops answering keys, so check that.
+  instance.stdin.write('q');
+  await tick();
+  const framesAfterQuit = instance.frames.length;
+  instance.stdin.write('n');
+  await tick();
+  exited = !fake.calls.includes('create');
+  assert.ok(exited, 'after q, keys do nothing');
+  assert.equal(instance.frames.length, framesAfterQuit);
+});
