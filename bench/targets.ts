@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { freePort } from '../scripts/services.ts';
+import type { BenchContext } from './types.ts';
+import { logFile, startNodeProcess, type NodeProcess } from './processes.ts';
+
+const POOL_MAX = process.env.PADDOCK_DB_POOL_MAX ?? '10';
+// Shared by every Paddock process of a run, so a key minted through one works on the others.
+const JWT_SECRET = randomBytes(32).toString('hex');
+const SECRETS_KEY = randomBytes(32).toString('hex');
+
+function baseEnv(ctx: BenchContext, port: number): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL: ctx.databaseUrl,
+    REDIS_URL: ctx.redisUrl,
+    PORT: String(port),
+    PADDOCK_DB_POOL_MAX: POOL_MAX,
+  };
+}
+
+function profileDir(ctx: BenchContext): string | undefined {
+  return ctx.profile ? join(ctx.dir, 'profiles') : undefined;
+}
+
+export async function startFloor(ctx: BenchContext): Promise<NodeProcess> {
+  const port = await freePort();
+  return startNodeProcess({
+    name: 'floor',
+    script: 'bench/floor-server.ts',
+    env: baseEnv(ctx, port),
+    port,
+    readyPath: '/',
+    logFile: logFile(ctx.dir, 'floor'),
+    profileDir: profileDir(ctx),
+  });
+}
+
+/** The `web` role exactly as production runs it (Procfile: `node api/main.ts`). */
+export async function startPaddock(ctx: BenchContext, logLevel: string): Promise<NodeProcess> {
+  const port = await freePort();
+  const name = `paddock-log-${logLevel}`;
+  return startNodeProcess({
+    name,
+    script: 'api/main.ts',
+    env: {
+      ...baseEnv(ctx, port),
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PADDOCK_JWT_SECRET: JWT_SECRET,
+      PADDOCK_SECRETS_KEY: SECRETS_KEY,
+      // The web role builds the sandbox runtime at start; keep its files apart from the dev stack's.
+      PADDOCK_DATA_DIR: join(ctx.dir, 'data'),
+      PADDOCK_LOG_LEVEL: logLevel,
+      // Every run signs up a fresh account; the production limit (10 a minute) would refuse reruns.
+      PADDOCK_RATE_AUTH_PER_MIN: '100000',
+    },
+    port,
+    readyPath: '/readyz',
+    logFile: logFile(ctx.dir, name),
+    profileDir: profileDir(ctx),
+  });
+}
+
+/** Signs up an account and mints an API key for it, through the public API as a client would. */
+export async function mintApiKey(baseUrl: string): Promise<string> {
+  const email = `bench-${randomBytes(6).toString('hex')}@example.com`;
+  const signup = await postJson(`${baseUrl}/v1/auth/signup`, { email, password: randomBytes(16).toString('hex') });
+  const session = (signup as { token: string }).token;
+  const created = await postJson(`${baseUrl}/v1/api-keys`, { name: 'bench' }, session);
+  return (created as { key: string }).key;
+}
+
+async function postJson(url: string, body: unknown, bearer?: string): Promise<unknown> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`POST ${url} answered ${res.status}: ${text}`);
+  return JSON.parse(text) as unknown;
+}
