@@ -2,6 +2,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { Pool } from 'pg';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -19,6 +20,7 @@ import { securityHeaders } from './middleware/security-headers.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { mountRoutes } from './routes/mount.ts';
+import { RequestState } from './request-state.ts';
 import { allRoutes } from './routes/index.ts';
 import type { Route } from './routes/route.ts';
 import { mountOperationalRoutes } from './routes/operational/index.ts';
@@ -26,6 +28,7 @@ import { mountOperationalRoutes } from './routes/operational/index.ts';
 export interface AppParts {
   config: Config;
   orm: MikroORM;
+  pg: () => Promise<Pool>;
   redis: Redis;
   log: Logger;
   queue: Queue;
@@ -33,11 +36,12 @@ export interface AppParts {
   runtime: SandboxRuntime;
 }
 
-export function createDeps({ config, orm, redis, log, queue, queueEvents, runtime }: AppParts): AppDeps {
+export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime }: AppParts): AppDeps {
   const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
   return {
     config,
     orm,
+    pg,
     redis,
     log,
     buckets: new TokenBuckets(redis, config.PADDOCK_REDIS_PREFIX),
@@ -60,14 +64,14 @@ function ephemeralSecret(log: Logger): string {
 export function createApp(deps: AppDeps, extraRoutes: Route[] = []): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.PADDOCK_TRUST_PROXY, maxIpsCount: 1 });
   app.silent = true; // errors are logged by errorHandler, once, with the request id
-  app.use(requestId);
-  app.use(securityHeaders);
-  app.use(accessLog(deps.log, deps.metrics));
-  app.use(errorHandler(deps.log));
   app.use(async (ctx, next) => {
-    ctx.state.em = deps.orm.em.fork();
+    ctx.state = new RequestState(deps.orm);
     await next();
   });
+  app.use(requestId);
+  app.use(securityHeaders);
+  app.use(accessLog(deps.log.child({}, { redact: [] }), deps.metrics));
+  app.use(errorHandler(deps.log));
 
   const router = new Router<AppState>();
   mountOperationalRoutes(router, deps);

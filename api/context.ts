@@ -1,5 +1,6 @@
 import type { RouterContext } from '@koa/router';
 import type { Redis } from 'ioredis';
+import type { Pool } from 'pg';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../shared/config.ts';
@@ -16,6 +17,8 @@ import type { SandboxRuntime } from '../shared/runtime/types.ts';
 export interface AppDeps {
   config: Config;
   orm: MikroORM;
+  /** The driver's pool under the ORM, for the few hot reads that skip the ORM. */
+  pg: () => Promise<Pool>;
   redis: Redis;
   log: Logger;
   buckets: TokenBuckets;

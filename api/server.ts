@@ -10,8 +10,10 @@ import { QueueEvents } from 'bullmq';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createRuntime } from '../shared/runtime/index.ts';
 import { createQueueRedis, createRequestRedis, waitForRedis } from '../shared/redis.ts';
+import { isDependencyUnavailable } from '../shared/unavailable.ts';
 import { SANDBOX_QUEUE, createSandboxQueue } from '../shared/jobs/catalogue.ts';
 import { createApp, createDeps } from './app.ts';
+import { SECURITY_HEADERS } from './middleware/security-headers.ts';
 import type { AppDeps } from './context.ts';
 import type { Route } from './routes/route.ts';
 
@@ -34,13 +36,20 @@ export async function startApi(
   await waitForRedis(redis).catch((err: unknown) => log.warn({ err }, 'starting without Redis'));
   // Enqueuing shares the fail-fast connection; job events need a blocking connection of their own.
   const queue = createSandboxQueue(redis, config.PADDOCK_REDIS_PREFIX);
+  // Without a listener BullMQ prints its errors (each Redis reconnect attempt) raw on stderr;
+  // connection errors are logged once already, by the connection's own listener.
+  queue.on('error', (err: Error) => {
+    if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
+  });
   const eventsRedis = createQueueRedis(config.REDIS_URL);
   eventsRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   const queueEvents = new QueueEvents(SANDBOX_QUEUE, { connection: eventsRedis, prefix: `${config.PADDOCK_REDIS_PREFIX}:bull` });
   queueEvents.setMaxListeners(0); // one listener per waiting request
   queueEvents.on('error', (err) => log.warn({ err: err.message }, 'queue events error'));
   const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
-  const deps = createDeps({ config, orm, redis, log, queue, queueEvents, runtime });
+  // Asked for per use: the ORM connects lazily, and the API must start while PostgreSQL is down.
+  const pg = () => orm.em.getConnection().getNativeClient();
+  const deps = createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime });
   const app = createApp(deps, options.extraRoutes);
   const server = createServer(app.callback());
   server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
@@ -92,12 +101,17 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     code: tooLarge ? 'headers_too_large' : 'invalid_request',
     requestId,
   });
+  // The answer to a HEAD request has no content, even here (a client would read it as the next answer).
+  const head = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
   socket.end(
     `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
       'Content-Type: application/problem+json\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\n` +
-      'X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n' +
-      body,
+      Object.entries(SECURITY_HEADERS)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('') +
+      'Connection: close\r\n\r\n' +
+      (head ? '' : body),
   );
 }

@@ -22,12 +22,12 @@ const REDACT = [
 ];
 
 export function createLogger(level: string, name: string, destination?: DestinationStream): Logger {
-  const options = {
+  const settings = {
     name,
     level,
     base: { pid: process.pid, role: name },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return destination ? pino(options, destination) : pino(options);
+  return destination ? pino(settings, destination) : pino(settings);
 }

@@ -2,9 +2,16 @@ import type { Next } from 'koa';
 import type { Logger } from '../../shared/logger.ts';
 import type { AppContext } from '../context.ts';
 import type { ApiMetrics } from '../metrics.ts';
+import type { Counter, Histogram } from 'prom-client';
 
-/** One JSON line and one metrics sample per request; never headers, bodies or query strings. */
+/**
+ * One JSON line and one metrics sample per request; never headers, bodies or query strings.
+ * The line holds only fixed, non-secret fields, so it skips the redaction the main logger does.
+ */
 export function accessLog(log: Logger, metrics: ApiMetrics) {
+  // Labelled children looked up once per (method, route, status) rather than on every request.
+  const counters = new Map<string, Counter.Internal>();
+  const histograms = new Map<string, Histogram.Internal<'method' | 'route'>>();
   return async function logRequest(ctx: AppContext, next: Next): Promise<void> {
     const started = process.hrtime.bigint();
     try {
@@ -12,8 +19,15 @@ export function accessLog(log: Logger, metrics: ApiMetrics) {
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-      metrics.requests.inc({ method: ctx.method, route, status: String(ctx.status) });
-      metrics.duration.observe({ method: ctx.method, route }, seconds);
+      const status = String(ctx.status);
+      const routeKey = `${ctx.method} ${route}`;
+      const counterKey = `${routeKey} ${status}`;
+      let counter = counters.get(counterKey);
+      if (!counter) counters.set(counterKey, (counter = metrics.requests.labels(ctx.method, route, status)));
+      let histogram = histograms.get(routeKey);
+      if (!histogram) histograms.set(routeKey, (histogram = metrics.duration.labels(ctx.method, route)));
+      counter.inc();
+      histogram.observe(seconds);
       log.info(
         {
           requestId: ctx.state.requestId,

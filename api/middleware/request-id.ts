@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -7,7 +7,7 @@ const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Echoes a well-formed incoming X-Request-Id, else makes one, on every response. */
 export async function requestId(ctx: AppContext, next: Next): Promise<void> {
   const incoming = ctx.get('x-request-id');
-  ctx.state.requestId = WELL_FORMED.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+  ctx.state.requestId = WELL_FORMED.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
   ctx.set('X-Request-Id', ctx.state.requestId);
   await next();
 }

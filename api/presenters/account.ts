@@ -9,7 +9,7 @@ export function presentSessionToken(issued: { token: string; expiresAt: Date }) 
   return { token: issued.token, expiresAt: issued.expiresAt.toISOString() };
 }
 
-export function presentAccount(account: Account, usage: AccountUsage) {
+export function presentAccount(account: Pick<Account, 'id' | 'email'>, usage: AccountUsage) {
   return {
     id: account.id,
     email: account.email,

@@ -36,7 +36,8 @@ function readInput(ctx: AppContext, spec: RouteSpec): RouteInput<RouteSpec> {
   } else if (ctx.state.rawBody !== undefined) {
     throw new ApiError('invalid_request', `${ctx.method} ${spec.path} takes no request body.`);
   }
-  const query = parseInput(spec.query ?? NO_QUERY, { ...ctx.query }, 'query');
+  // Most requests have no query string: skip validating an empty one where none is expected.
+  const query = !spec.query && ctx.querystring === '' ? {} : parseInput(spec.query ?? NO_QUERY, { ...ctx.query }, 'query');
   const params = spec.params ? parseInput(spec.params, ctx.params, 'path') : undefined;
   return { body, query, params } as RouteInput<RouteSpec>;
 }

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Pool } from 'pg';
 import type { Config } from '../../shared/config.ts';
 import type { Account } from '../../shared/db/entities.ts';
 
@@ -31,34 +32,75 @@ export function currentPeriod(now = new Date()): { start: Date; end: Date } {
   return { start, end };
 }
 
-/**
- * Wall-clock sandbox time inside the period, from when each sandbox became ready (a sandbox that
- * never ran bills nothing) to when it was destroyed, or to now while it runs; a sandbox that
- * spans two months counts in each only for its part.
- */
-export async function sandboxHoursUsed(em: EntityManager, accountId: string, periodStart: Date): Promise<number> {
-  const [row] = await em.execute<{ seconds: string | number | null }[]>(
-    `select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, ?::timestamptz)))), 0) as seconds
-       from sandboxes
-      where account_id = ? and ready_at is not null and coalesce(destroyed_at, now()) > ?::timestamptz`,
-    [periodStart, accountId, periodStart],
-  );
-  return Math.max(0, Number(row?.seconds ?? 0)) / 3600;
+// Wall-clock sandbox time inside the period, from when each sandbox became ready (a sandbox that
+// never ran bills nothing) to when it was destroyed, or to now while it runs; a sandbox that
+// spans two months counts in each only for its part. The first parameter is the period start,
+// the second the account id.
+const SECONDS_USED = `
+  select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, ?::timestamptz)))), 0)
+    from sandboxes
+   where account_id = ? and ready_at is not null and coalesce(destroyed_at, now()) > ?::timestamptz`;
+const ACTIVE = `select count(*) from sandboxes where account_id = ? and state = 'active'`;
+
+interface UsageRow {
+  active: string | number;
+  seconds: string | number | null;
 }
 
-export async function activeSandboxCount(em: EntityManager, accountId: string): Promise<number> {
-  const [row] = await em.execute<{ n: string | number }[]>(
-    `select count(*) as n from sandboxes where account_id = ? and state = 'active'`,
-    [accountId],
-  );
-  return Number(row?.n ?? 0);
-}
-
-export async function usageOf(em: EntityManager, account: Account, config: Config): Promise<AccountUsage> {
-  const period = currentPeriod();
-  const [sandboxHours, activeSandboxes] = await Promise.all([
-    sandboxHoursUsed(em, account.id, period.start),
-    activeSandboxCount(em, account.id),
+/** Both usage figures of an account in one statement (one round trip). */
+export async function currentUsage(em: EntityManager, accountId: string, periodStart: Date): Promise<{ active: number; hours: number }> {
+  const [row] = await em.execute<UsageRow[]>(`select (${ACTIVE}) as active, (${SECONDS_USED}) as seconds`, [
+    accountId,
+    periodStart,
+    accountId,
+    periodStart,
   ]);
-  return { limits: limitsOf(account, config), sandboxHoursUsed: sandboxHours, activeSandboxes, period };
+  return { active: Number(row?.active ?? 0), hours: Math.max(0, Number(row?.seconds ?? 0)) / 3600 };
+}
+
+interface AccountUsageRow extends UsageRow {
+  id: string;
+  email: string;
+  concurrent_sandboxes_limit: number | null;
+  monthly_sandbox_hours_limit: number | null;
+}
+
+// A named statement: PostgreSQL plans it once per connection, not on every call.
+const ACCOUNT_WITH_USAGE = {
+  name: 'paddock-account-with-usage',
+  text: `select a.id, a.email, a.concurrent_sandboxes_limit, a.monthly_sandbox_hours_limit,
+                (select count(*) from sandboxes where account_id = a.id and state = 'active') as active,
+                (select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, $1::timestamptz)))), 0)
+                   from sandboxes
+                  where account_id = a.id and ready_at is not null and coalesce(destroyed_at, now()) > $1::timestamptz) as seconds
+           from accounts a where a.id = $2`,
+};
+
+/**
+ * The account and its usage in one statement, straight on the driver's pool: GET /v1/account is
+ * on every client's hot path (whoami, the picker's footer), so it costs one round trip and no
+ * ORM work.
+ */
+export async function accountWithUsage(
+  pool: Pool,
+  accountId: string,
+  config: Config,
+): Promise<{ id: string; email: string; usage: AccountUsage } | undefined> {
+  const period = currentPeriod();
+  const { rows } = await pool.query<AccountUsageRow>({ ...ACCOUNT_WITH_USAGE, values: [period.start, accountId] });
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    email: row.email,
+    usage: {
+      limits: limitsOf(
+        { concurrentSandboxesLimit: row.concurrent_sandboxes_limit, monthlySandboxHoursLimit: row.monthly_sandbox_hours_limit },
+        config,
+      ),
+      activeSandboxes: Number(row.active),
+      sandboxHoursUsed: Math.max(0, Number(row.seconds ?? 0)) / 3600,
+      period,
+    },
+  };
 }

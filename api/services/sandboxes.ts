@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
-import { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../shared/errors.ts';
+import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import { Sandbox } from '../../shared/db/entities.ts';
-import { newId } from '../../shared/ids.ts';
+import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
 import { imageAllowed } from '../../shared/runtime/index.ts';
 import type { AppDeps } from '../context.ts';
-import { activeSandboxCount, currentPeriod, limitsOf, sandboxHoursUsed } from './account-usage.ts';
+import { currentPeriod, currentUsage, limitsOf } from './account-usage.ts';
 
 export interface CreateSandboxInput {
   image?: string;
@@ -57,7 +57,7 @@ export async function createSandbox(
       { concurrentSandboxesLimit: limits.concurrent_sandboxes_limit, monthlySandboxHoursLimit: limits.monthly_sandbox_hours_limit },
       deps.config,
     );
-    const active = await activeSandboxCount(tx, accountId);
+    const { active, hours: used } = await currentUsage(tx, accountId, currentPeriod().start);
     if (active >= limit.concurrentSandboxes) {
       throw new ApiError(
         'concurrent_sandbox_limit_reached',
@@ -65,7 +65,6 @@ export async function createSandbox(
         { extra: { active, limit: limit.concurrentSandboxes } },
       );
     }
-    const used = await sandboxHoursUsed(tx, accountId, currentPeriod().start);
     if (used >= limit.monthlySandboxHours) {
       throw new ApiError(
         'monthly_usage_limit_reached',
@@ -145,14 +144,59 @@ export async function requestDestroy(deps: AppDeps, em: EntityManager, sandbox: 
   await enqueue(deps.queue, 'destroy', { sandboxId: sandbox.id, reason: 'user' });
 }
 
-/** Waits (bounded) for the sandbox's job to finish, then answers the sandbox as it now is. */
-export async function waitForJob(deps: AppDeps, em: EntityManager, sandboxId: string, jobId: string, timeoutMs: number): Promise<Sandbox> {
-  const job = await Job.fromId(deps.queue, jobId);
-  if (job) {
-    // A failed job or a timeout still ends in answering the row: it says what happened.
-    await job.waitUntilFinished(deps.queueEvents, timeoutMs).catch(() => undefined);
+const WAIT_POLL_MS = 500;
+
+/**
+ * Waits (bounded) until the sandbox is `settled`, then answers it as it now is. The job's events
+ * say when to look; the row, read again every half second as well, is the truth, so an event
+ * lost with Redis (restarted, or its events connection down) costs half a second, not the whole
+ * timeout. A failed job or a timeout still ends in answering the row: it says what happened.
+ */
+export async function waitForJob(
+  deps: AppDeps,
+  em: EntityManager,
+  sandboxId: string,
+  jobId: string,
+  timeoutMs: number,
+  settled: (sandbox: Sandbox) => boolean,
+): Promise<Sandbox> {
+  const deadline = Date.now() + timeoutMs;
+  let finished = false;
+  let wake: (() => void) | undefined;
+  const onFinished = (event: { jobId: string }) => {
+    if (event.jobId !== jobId) return;
+    finished = true;
+    wake?.();
+  };
+  deps.queueEvents.on('completed', onFinished);
+  deps.queueEvents.on('failed', onFinished);
+  try {
+    for (;;) {
+      const jobFinished = finished;
+      let sandbox: Sandbox | null | undefined;
+      try {
+        sandbox = await em.findOne(Sandbox, { id: sandboxId }, { disableIdentityMap: true });
+      } catch (err) {
+        // The database away for a moment: keep waiting; a read at the deadline answers for it.
+        if (!isDependencyUnavailable(err) || Date.now() >= deadline) throw err;
+      }
+      if (sandbox === null) throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
+      if (sandbox && (jobFinished || settled(sandbox) || Date.now() >= deadline)) return sandbox;
+      if (!finished || sandbox === undefined) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.max(0, Math.min(WAIT_POLL_MS, deadline - Date.now())));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    }
+  } finally {
+    deps.queueEvents.off('completed', onFinished);
+    deps.queueEvents.off('failed', onFinished);
   }
-  return em.findOneOrFail(Sandbox, { id: sandboxId }, { disableIdentityMap: true });
 }
 
 export const createJobId = (sandboxId: string) => jobCatalogue.create.jobId({ sandboxId });
@@ -160,7 +204,8 @@ export const destroyJobId = (sandboxId: string) => jobCatalogue.destroy.jobId({ 
 
 /** The caller's sandbox, or 404 exactly as for one that does not exist. */
 export async function findOwnSandbox(em: EntityManager, accountId: string, id: string): Promise<Sandbox> {
-  const sandbox = await em.findOne(Sandbox, { id, accountId }, { disableIdentityMap: true });
+  // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
+  const sandbox = isId('sbx', id) ? await em.findOne(Sandbox, { id, accountId }, { disableIdentityMap: true }) : null;
   if (!sandbox) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
   return sandbox;
 }

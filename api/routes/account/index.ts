@@ -1,7 +1,6 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { Account } from '../../../shared/db/entities.ts';
 import { presentAccount } from '../../presenters/account.ts';
-import { usageOf } from '../../services/account-usage.ts';
+import { accountWithUsage } from '../../services/account-usage.ts';
 import { accountIdOf, route } from '../route.ts';
 import { AccountResponse } from './schema.ts';
 
@@ -16,9 +15,9 @@ export const getAccount = route(
     errors: ['missing_credential', 'invalid_credential', 'wrong_credential_type', 'invalid_request'],
   },
   async (ctx, _input, deps) => {
-    const account = await ctx.state.em.findOne(Account, { id: accountIdOf(ctx) });
-    if (!account) throw new ApiError('invalid_credential');
-    ctx.body = presentAccount(account, await usageOf(ctx.state.em, account, deps.config));
+    const found = await accountWithUsage(await deps.pg(), accountIdOf(ctx), deps.config);
+    if (!found) throw new ApiError('invalid_credential');
+    ctx.body = presentAccount(found, found.usage);
   },
 );
 

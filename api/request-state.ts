@@ -1,0 +1,22 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { AppState, Credential } from './context.ts';
+
+/**
+ * The per-request state. Its unit of work is forked only when a handler first touches the
+ * database; a getter on a class costs nothing per request, unlike defining one per object.
+ */
+export class RequestState implements AppState {
+  requestId = '';
+  auth?: Credential;
+  rawBody?: unknown;
+  readonly #orm: MikroORM;
+  #em?: EntityManager;
+
+  constructor(orm: MikroORM) {
+    this.#orm = orm;
+  }
+
+  get em(): EntityManager {
+    return (this.#em ??= this.#orm.em.fork());
+  }
+}
