@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { errorCatalogue, type ErrorCode } from '../shared/errors.ts';
 import type { Route } from './routes/route.ts';
 
+// What the JSON body reader answers on every route that reads a body (see routes/mount.ts).
+const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'unsupported_media_type', 'payload_too_large'];
+
 const SECURITY: Record<string, Record<string, string[]>[]> = {
   none: [],
   dashboard: [{ dashboardToken: [] }],
@@ -36,7 +39,8 @@ export function buildOpenApi(routes: Route[], version: string): object {
       responses[status] = Object.keys(content).length ? { description: r.description, content } : { description: r.description };
     }
     const byStatus = new Map<number, ErrorCode[]>();
-    for (const code of new Set<ErrorCode>([...spec.errors, 'internal_error', 'service_unavailable'])) {
+    const readsBody = ['post', 'put', 'patch'].includes(spec.method) || spec.body !== undefined;
+    for (const code of new Set<ErrorCode>([...spec.errors, ...(readsBody ? BODY_ERRORS : []), 'internal_error', 'service_unavailable'])) {
       const status = errorCatalogue[code].status;
       byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
     }

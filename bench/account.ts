@@ -8,7 +8,7 @@ const GOAL = 0.7;
 // warn shows the code path alone, info (the production default) what a deployment gets.
 const LOG_LEVELS = ['warn', 'info'];
 
-interface Subject {
+export interface Subject {
   name: string;
   target: Target;
   rounds: LoadFigures[];
@@ -56,14 +56,14 @@ export const accountBenchmark: Benchmark = {
 };
 
 /** One request each before the load: a 401 or 500 measured at full speed would mean nothing. */
-async function checkAnswers(subjects: Subject[]): Promise<void> {
+export async function checkAnswers(subjects: Subject[]): Promise<void> {
   for (const { name, target } of subjects) {
     const res = await fetch(target.url, { headers: target.headers ?? {} });
     if (!res.ok) throw new Error(`${name} answered ${res.status}: ${await res.text()}`);
   }
 }
 
-function rows(ctx: BenchContext, subjects: Subject[]): BenchRow[] {
+export function rows(ctx: BenchContext, subjects: Subject[]): BenchRow[] {
   const floor = combine(subjects[0]!.rounds);
   return subjects.map((subject, i) => {
     const all = combine(subject.rounds);

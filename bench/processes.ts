@@ -56,6 +56,45 @@ export async function startNodeProcess(options: NodeProcessOptions): Promise<Nod
   };
 }
 
+/**
+ * Runs a script that serves no HTTP of its own (the `worker` role) and waits until its log holds
+ * `readyText`.
+ */
+export async function startLoggingProcess(
+  options: Omit<NodeProcessOptions, 'port' | 'readyPath'> & { readyText: string },
+): Promise<Omit<NodeProcess, 'url'>> {
+  const flags = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, options.name)}`] : [];
+  const out = openSync(options.logFile, 'w');
+  const child = spawn(process.execPath, [...flags, options.script], { cwd: root, env: options.env, stdio: ['ignore', out, out] });
+  closeSync(out);
+  live.add(child);
+  let gone = false;
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  void exited.then(() => {
+    gone = true;
+    live.delete(child);
+  });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (tail(options.logFile, 1000).includes(options.readyText)) break;
+    if (gone || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${options.name} did not start (${gone ? 'it exited' : 'timed out'})\n${tail(options.logFile)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
 async function waitUntilReady(readyUrl: string, exited: Promise<void>, timeoutMs = 30_000): Promise<void> {
   let gone = false;
   void exited.then(() => (gone = true));

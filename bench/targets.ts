@@ -9,6 +9,11 @@ const POOL_MAX = process.env.PADDOCK_DB_POOL_MAX ?? '10';
 const JWT_SECRET = randomBytes(32).toString('hex');
 const SECRETS_KEY = randomBytes(32).toString('hex');
 
+/** The secrets every Paddock process of this run shares (the worker needs the web role's). */
+export function sharedSecrets(): NodeJS.ProcessEnv {
+  return { PADDOCK_JWT_SECRET: JWT_SECRET, PADDOCK_SECRETS_KEY: SECRETS_KEY };
+}
+
 function baseEnv(ctx: BenchContext, port: number): NodeJS.ProcessEnv {
   return {
     ...process.env,
@@ -37,9 +42,13 @@ export async function startFloor(ctx: BenchContext): Promise<NodeProcess> {
 }
 
 /** The `web` role exactly as production runs it (Procfile: `node api/main.ts`). */
-export async function startPaddock(ctx: BenchContext, logLevel: string): Promise<NodeProcess> {
+export async function startPaddock(
+  ctx: BenchContext,
+  logLevel: string,
+  options: { name?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<NodeProcess> {
   const port = await freePort();
-  const name = `paddock-log-${logLevel}`;
+  const name = options.name ?? `paddock-log-${logLevel}`;
   return startNodeProcess({
     name,
     script: 'api/main.ts',
@@ -54,6 +63,7 @@ export async function startPaddock(ctx: BenchContext, logLevel: string): Promise
       PADDOCK_LOG_LEVEL: logLevel,
       // Every run signs up a fresh account; the production limit (10 a minute) would refuse reruns.
       PADDOCK_RATE_AUTH_PER_MIN: '100000',
+      ...options.env,
     },
     port,
     readyPath: '/readyz',
@@ -71,7 +81,7 @@ export async function mintApiKey(baseUrl: string): Promise<string> {
   return (created as { key: string }).key;
 }
 
-async function postJson(url: string, body: unknown, bearer?: string): Promise<unknown> {
+export async function postJson(url: string, body: unknown, bearer?: string): Promise<unknown> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },

@@ -8,6 +8,7 @@ const REAPER_LOCK_ID = 7_361_002;
 const BATCH = 1000;
 const PARALLEL_DESTROYS = 16;
 const IDEMPOTENCY_RETENTION_HOURS = 24;
+const LOCK_CONNECT_TIMEOUT_MS = 3000;
 
 export interface SweepReport {
   expired: number;
@@ -42,7 +43,10 @@ export function startReaper(deps: WorkerDeps): { stop(): Promise<void> } {
 }
 
 export async function sweepOnce(deps: WorkerDeps): Promise<SweepReport | undefined> {
-  const lock = new pg.Client({ connectionString: deps.config.DATABASE_URL });
+  const lock = new pg.Client({ connectionString: deps.config.DATABASE_URL, connectionTimeoutMillis: LOCK_CONNECT_TIMEOUT_MS });
+  // A PostgreSQL restart cuts this idle connection: an unhandled 'error' would end the process.
+  // The sweep's own queries fail too and say so; the next tick tries again.
+  lock.on('error', (err: Error) => deps.log.warn({ err: err.message }, 'reaper lock connection lost'));
   await lock.connect();
   try {
     const { rows } = await lock.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [REAPER_LOCK_ID]);

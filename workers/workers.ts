@@ -3,7 +3,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { openOrm } from '../shared/db/orm.ts';
-import { createQueueRedis } from '../shared/redis.ts';
+import { createQueueRedis, createRequestRedis } from '../shared/redis.ts';
+import { isDependencyUnavailable } from '../shared/unavailable.ts';
 import { SANDBOX_QUEUE, createSandboxQueue, type JobName } from '../shared/jobs/catalogue.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
@@ -33,11 +34,17 @@ export async function startWorkers(
   options: { kubeConfig?: KubeConfig; runtime?: SandboxRuntime; reaper?: boolean } = {},
 ): Promise<RunningWorkers> {
   const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
-  const queueRedis = createQueueRedis(config.REDIS_URL);
+  // The queue handle (removing expiry jobs, metrics) fails fast while Redis is down, so the
+  // reaper's PostgreSQL-driven sweep never waits on it; the worker's blocking connection waits.
+  const queueRedis = createRequestRedis(config.REDIS_URL);
   const workerRedis = createQueueRedis(config.REDIS_URL);
   for (const r of [queueRedis, workerRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   const runtime = options.runtime ?? createRuntime(config, log, { kubeConfig: options.kubeConfig });
   const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
+  // Without a listener BullMQ prints its errors raw on stderr; connection errors are logged above.
+  queue.on('error', (err: Error) => {
+    if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
+  });
   const deps: WorkerDeps = { config, orm, queue, runtime, log, metrics: createWorkerMetrics({ queue, orm }) };
 
   const worker = new Worker(

@@ -2,7 +2,7 @@ import type { Next } from 'koa';
 import type { AppContext } from '../context.ts';
 
 // An API answers JSON only: nothing it sends should be framed, sniffed, cached or rendered.
-const HEADERS: Record<string, string> = {
+export const SECURITY_HEADERS: Record<string, string> = {
   'Cache-Control': 'no-store',
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
   'Cross-Origin-Resource-Policy': 'same-origin',
@@ -13,6 +13,6 @@ const HEADERS: Record<string, string> = {
 };
 
 export async function securityHeaders(ctx: AppContext, next: Next): Promise<void> {
-  ctx.set(HEADERS);
+  ctx.set(SECURITY_HEADERS);
   await next();
 }

@@ -10,9 +10,21 @@ export const ExecBody = z.strictObject({
     .refine((c) => (typeof c === 'string' ? !c.includes('\u0000') : c.every((a) => !a.includes('\u0000')) && c[0] !== ''), {
       error: 'must not contain NUL bytes, and the program must not be empty',
     }),
-  cwd: z.string().min(1).max(4096).optional().meta({ description: 'Working directory; default /workspace' }),
+  cwd: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine((v) => !v.includes('\u0000'), { error: 'must not contain NUL bytes' })
+    .optional()
+    .meta({ description: 'Working directory; default /workspace' }),
   env: z
-    .record(z.string().max(128).regex(ENV_NAME, { error: 'env names must be environment variable names' }), z.string().max(65_536))
+    .record(
+      z.string().max(128).regex(ENV_NAME, { error: 'env names must be environment variable names' }),
+      z
+        .string()
+        .max(65_536)
+        .refine((v) => !v.includes('\u0000'), { error: 'env values must not contain NUL bytes' }),
+    )
     .refine((m) => Object.keys(m).length <= 256, { error: 'at most 256 env entries' })
     .optional(),
   stdin: z.string().optional().meta({ description: 'Sent to the command as standard input (UTF-8), then closed' }),

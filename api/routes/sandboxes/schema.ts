@@ -3,11 +3,19 @@ import { listOf, timestamp } from '../common-schemas.ts';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+// Stored as jsonb and handed to processes: PostgreSQL refuses NUL and unpaired surrogates in
+// jsonb, and no environment variable can hold a NUL.
+const storableText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((v) => !v.includes('\u0000') && v.isWellFormed(), { error: 'must not contain NUL bytes or unpaired surrogates' });
+
 const stringMap = (what: string, maxEntries: number, keyPattern: RegExp, maxKey: number, maxValue: number) =>
   z
     .record(
       z.string().min(1).max(maxKey).regex(keyPattern, { error: `${what} names must match ${keyPattern.source}` }),
-      z.string().max(maxValue),
+      storableText(maxValue),
     )
     .refine((m) => Object.keys(m).length <= maxEntries, { error: `at most ${maxEntries} ${what} entries` });
 

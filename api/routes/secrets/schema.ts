@@ -14,7 +14,13 @@ const SandboxIdField = z.string().max(100);
 
 export const CreateSecretBody = z.strictObject({
   name: SecretName,
-  value: z.string().min(1).max(32 * 1024).meta({ description: 'Stored encrypted; never returned by any route' }),
+  value: z
+    .string()
+    .min(1)
+    .max(32 * 1024)
+    // It becomes an environment variable, which cannot hold a NUL, and is stored as UTF-8.
+    .refine((v) => !v.includes('\u0000') && v.isWellFormed(), { error: 'must not contain NUL bytes or unpaired surrogates' })
+    .meta({ description: 'Stored encrypted; never returned by any route' }),
   sandboxId: SandboxIdField.optional().meta({ description: 'Scope the secret to one sandbox; account-wide when omitted' }),
 });
 

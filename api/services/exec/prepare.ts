@@ -34,7 +34,8 @@ export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: San
     throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; commands run only while it is running.`);
   }
   const max = deps.config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS;
-  const timeoutSeconds = input.timeoutSeconds ?? deps.config.PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS;
+  // A default configured above the maximum is held to it: a request that sends no timeout is never refused for one.
+  const timeoutSeconds = input.timeoutSeconds ?? Math.min(deps.config.PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS, max);
   if (timeoutSeconds > max) {
     throw new ApiError('invalid_request', `body.timeoutSeconds: at most ${max} seconds`, {
       extra: { errors: [{ location: 'body', field: 'timeoutSeconds', message: `at most ${max}` }] },

@@ -8,6 +8,8 @@ export const SEARCH_TIMEOUT_MS = 10_000;
 
 /** Paths: as the kernel's PATH_MAX, in UTF-8 bytes. */
 export const MAX_PATH_BYTES = 4096;
+/** One component of a path: as the kernel's NAME_MAX, in UTF-8 bytes. */
+export const MAX_NAME_BYTES = 255;
 /** Glob and grep patterns, in characters. */
 export const MAX_PATTERN_LENGTH = 1024;
 /** How many patterns one glob with braces may expand to (`{a,b}/{c,d}` is 4). */

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { MAX_PATH_BYTES } from './limits.ts';
+import { MAX_NAME_BYTES, MAX_PATH_BYTES } from './limits.ts';
 
 // Paths as the sandbox sees them. Every file operation runs *inside* the sandbox (see scripts.ts):
 // as the sandbox's unprivileged user, in its own mount namespace, so `/` is the sandbox's root and
@@ -16,6 +16,9 @@ export function pathProblem(path: string): string | undefined {
   if (path.includes('\0')) return 'must not contain NUL bytes';
   if (Buffer.byteLength(path, 'utf8') > MAX_PATH_BYTES) return `must be at most ${MAX_PATH_BYTES} bytes`;
   if (!path.isWellFormed()) return 'must be well-formed Unicode';
+  if (path.split('/').some((name) => Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES)) {
+    return `each name in it must be at most ${MAX_NAME_BYTES} bytes`;
+  }
   return undefined;
 }
 

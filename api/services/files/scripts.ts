@@ -100,7 +100,13 @@ fi
 if [ "$mode" = create ]; then
   ln -T -- "$t" "$r" 2>/dev/null || { if [ -e "$r" ] || [ -L "$r" ]; then fail file_exists; fi; fail io_error; }
 else
-  mv -f -T -- "$t" "$r" 2>/dev/null || { [ -d "$r" ] && fail is_a_directory; fail io_error; }
+  # What mv cannot replace is a mount point (EBUSY): a device, or a file the runtime mounted.
+  mv -f -T -- "$t" "$r" 2>/dev/null || {
+    [ -d "$r" ] && fail is_a_directory
+    [ -e "$r" ] || fail io_error
+    [ -f "$r" ] || fail not_a_regular_file
+    fail permission_denied
+  }
   t=
 fi
 printf %s "$existed"

@@ -1,0 +1,94 @@
+import type { Benchmark, BenchRow } from './types.ts';
+import { mintApiKey } from './targets.ts';
+import { call, callOk, createRunningSandbox, inBatches, localRuntimeOn, percentile, round, startStack } from './stack.ts';
+
+const GOAL_RATIO = 1.5;
+const COUNT = Number(process.env.BENCH_EXEC_COUNT ?? 200);
+const WARMUP = 10;
+const ACCOUNTS = Number(process.env.BENCH_EXEC_ACCOUNTS ?? 50);
+const LOAD_SECONDS = Number(process.env.BENCH_EXEC_SECONDS ?? 10);
+const LOAD_WARMUP_SECONDS = 2;
+const TRUE = { command: ['true'] };
+
+export const execBenchmark: Benchmark = {
+  name: 'exec',
+  summary:
+    `exec of \`true\`: POST /v1/sandboxes/{id}/exec against the raw local runtime's exec in the same sandbox, ${COUNT} sequential each, ` +
+    `interleaved (goal: API p50 ≤ ${GOAL_RATIO}× raw p50); then ${ACCOUNTS} accounts looping exec for ${LOAD_SECONDS} s`,
+  async run(ctx) {
+    const stack = await startStack(ctx, 'exec');
+    const runtime = localRuntimeOn(stack.dataDir);
+    try {
+      const key = await mintApiKey(stack.url);
+      const sandbox = await createRunningSandbox(stack.url, key);
+      const api: number[] = [];
+      const raw: number[] = [];
+      for (let i = 0; i < WARMUP + COUNT; i++) {
+        const answer = await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, TRUE);
+        if ((answer.body as { exitCode: number }).exitCode !== 0) throw new Error(`exec answered ${JSON.stringify(answer.body)}`);
+        const started = performance.now();
+        const result = await runtime.exec(sandbox.id, { argv: ['true'], timeoutMs: 60_000 });
+        const rawMs = performance.now() - started;
+        if (result.exitCode !== 0) throw new Error(`raw exec: ${JSON.stringify(result)}`);
+        if (i < WARMUP) continue;
+        api.push(answer.ms);
+        raw.push(rawMs);
+      }
+      const ratio = percentile(api, 50) / percentile(raw, 50);
+      ctx.log(`  sequential: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms (×${ratio.toFixed(2)})`);
+
+      ctx.log(`  ${ACCOUNTS} accounts, a sandbox each…`);
+      const keys = await inBatches(Array.from({ length: ACCOUNTS }), 5, () => mintApiKey(stack.url));
+      const sandboxes = await inBatches(keys, 10, (k) => createRunningSandbox(stack.url, k));
+      const latencies: number[] = [];
+      let failed = 0;
+      const statuses: Record<string, number> = {};
+      const loadStart = performance.now();
+      const measureFrom = loadStart + LOAD_WARMUP_SECONDS * 1000;
+      const end = measureFrom + LOAD_SECONDS * 1000;
+      await Promise.all(
+        sandboxes.map(async (s, i) => {
+          while (performance.now() < end) {
+            const sent = performance.now();
+            const answer = await call(stack.url, keys[i]!, 'POST', `/v1/sandboxes/${s.id}/exec`, TRUE).catch(() => undefined);
+            if (sent < measureFrom) continue;
+            const status = String(answer?.status ?? 'error');
+            statuses[status] = (statuses[status] ?? 0) + 1;
+            if (!answer || answer.status !== 200) failed++;
+            else latencies.push(answer.ms);
+          }
+        }),
+      );
+      const measuredSeconds = (performance.now() - measureFrom) / 1000;
+      if (failed > 0) ctx.warn(`exec under load: ${failed} failed calls (${JSON.stringify(statuses)})`);
+      const rows: BenchRow[] = [
+        {
+          subject: 'raw runtime.exec(true), same sandbox',
+          figures: { n: raw.length, 'p50 ms': percentile(raw, 50), 'p99 ms': percentile(raw, 99) },
+          detail: { samples: raw.map((v) => round(v)) },
+        },
+        {
+          subject: 'API POST /exec true, sequential',
+          figures: { n: api.length, 'p50 ms': percentile(api, 50), 'p99 ms': percentile(api, 99), 'API / raw p50': `×${ratio.toFixed(2)}` },
+          goal: { text: `API p50 ≤ ${GOAL_RATIO}× raw p50`, met: ratio <= GOAL_RATIO },
+          detail: { samples: api.map((v) => round(v)) },
+        },
+        {
+          subject: `API POST /exec true, ${ACCOUNTS} accounts in parallel, ${LOAD_SECONDS} s`,
+          figures: {
+            n: latencies.length,
+            'p50 ms': percentile(latencies, 50),
+            'p99 ms': percentile(latencies, 99),
+            'execs/s': round(latencies.length / measuredSeconds),
+            failed,
+          },
+          detail: { statuses },
+        },
+      ];
+      return rows;
+    } finally {
+      await runtime.close();
+      await stack.stop();
+    }
+  },
+};

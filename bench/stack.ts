@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLocalRuntime } from '../shared/runtime/local/index.ts';
+import type { SandboxRuntime } from '../shared/runtime/types.ts';
+import { logFile, startLoggingProcess } from './processes.ts';
+import { sharedSecrets, startPaddock } from './targets.ts';
+import type { BenchContext } from './types.ts';
+
+// Paddock as a deployment runs it with the `local` runtime: one `web` and one `worker` process,
+// sharing PostgreSQL, Redis (under a prefix of their own) and a sandbox data directory.
+
+export interface Stack {
+  url: string;
+  webPid: number;
+  workerPid: number;
+  /** PADDOCK_DATA_DIR of both processes. */
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** Limits high enough that no rate bucket or quota shapes what a benchmark measures. */
+export const UNLIMITED: NodeJS.ProcessEnv = {
+  PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '10000000',
+  PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: '10000000',
+  PADDOCK_RATE_AUTH_PER_MIN: '10000000',
+  PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '10000',
+  PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS: '10000000',
+};
+
+/** A data directory for sandboxes: sandboxes run as unprivileged host users, who must traverse it. */
+export function sandboxDataDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `paddock-bench-${prefix}-`));
+  chmodSync(dir, 0o711);
+  return dir;
+}
+
+export function localRuntimeOn(dataDir: string): SandboxRuntime {
+  return createLocalRuntime({ dataDir, network: false, memoryMb: 1024, pidsMax: 512 });
+}
+
+export async function startStack(ctx: BenchContext, name: string, env: NodeJS.ProcessEnv = {}): Promise<Stack> {
+  const dataDir = sandboxDataDir(name);
+  const shared: NodeJS.ProcessEnv = {
+    PADDOCK_REDIS_PREFIX: `bench-${name}-${randomBytes(4).toString('hex')}`,
+    PADDOCK_DATA_DIR: dataDir,
+    PADDOCK_RUNTIME: 'local',
+    ...UNLIMITED,
+    ...env,
+  };
+  const web = await startPaddock(ctx, 'info', { name: `${name}-web`, env: shared });
+  let worker;
+  try {
+    worker = await startLoggingProcess({
+      name: `${name}-worker`,
+      script: 'workers/main.ts',
+      env: {
+        ...process.env,
+        ...sharedSecrets(),
+        NODE_ENV: 'production',
+        DATABASE_URL: ctx.databaseUrl,
+        REDIS_URL: ctx.redisUrl,
+        PADDOCK_DB_POOL_MAX: process.env.PADDOCK_DB_POOL_MAX ?? '10',
+        PADDOCK_LOG_LEVEL: 'info',
+        PADDOCK_WORKER_METRICS_PORT: '0',
+        ...shared,
+      },
+      logFile: logFile(ctx.dir, `${name}-worker`),
+      readyText: 'worker started',
+      ...(ctx.profile ? { profileDir: join(ctx.dir, 'profiles') } : {}),
+    });
+  } catch (err) {
+    await web.stop();
+    throw err;
+  }
+  return {
+    url: web.url,
+    webPid: web.pid,
+    workerPid: worker.pid,
+    dataDir,
+    async stop() {
+      await web.stop();
+      await worker.stop();
+      await removeDataDir(dataDir);
+    },
+  };
+}
+
+/** Destroys whatever sandboxes are left in a data directory, then removes it. */
+export async function removeDataDir(dataDir: string): Promise<void> {
+  const runtime = localRuntimeOn(dataDir);
+  try {
+    const left = await runtime.list();
+    for (let i = 0; i < left.length; i += 20) {
+      await Promise.all(left.slice(i, i + 20).map((s) => runtime.destroy(s.id).catch(() => undefined)));
+    }
+  } finally {
+    await runtime.close();
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+}
+
+export interface ApiAnswer {
+  status: number;
+  body: unknown;
+  ms: number;
+}
+
+/** One call to the public API with an API key, timed from the request to the parsed answer. */
+export async function call(baseUrl: string, key: string, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+  const started = performance.now();
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  const ms = performance.now() - started;
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined, ms };
+}
+
+/** As call, but a non-2xx answer is an error. */
+export async function callOk(baseUrl: string, key: string, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+  const answer = await call(baseUrl, key, method, path, body);
+  if (answer.status >= 300) throw new Error(`${method} ${path} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+  return answer;
+}
+
+export interface SandboxObject {
+  id: string;
+  status: string;
+  state: string;
+  createdAt: string;
+  readyAt: string | null;
+  expiresAt: string;
+  destroyedAt: string | null;
+  destroyReason: string | null;
+}
+
+export async function createRunningSandbox(baseUrl: string, key: string): Promise<SandboxObject> {
+  const sandbox = (await callOk(baseUrl, key, 'POST', '/v1/sandboxes', {})).body as SandboxObject;
+  if (sandbox.status !== 'running') throw new Error(`sandbox ${sandbox.id} is ${sandbox.status}, not running`);
+  return sandbox;
+}
+
+/** Nearest-rank percentile of samples in ms, rounded to 0.1 ms. */
+export function percentile(samples: number[], p: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return round(sorted[rank]!);
+}
+
+export function round(ms: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(ms * f) / f;
+}
+
+/** Runs fn over items with at most `limit` at a time. */
+export async function inBatches<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!, i);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
