@@ -202,10 +202,53 @@ export async function waitForJob(
 export const createJobId = (sandboxId: string) => jobCatalogue.create.jobId({ sandboxId });
 export const destroyJobId = (sandboxId: string) => jobCatalogue.destroy.jobId({ sandboxId });
 
+// A named statement on the driver's pool: every sandbox route reads its sandbox first, so this
+// read skips the ORM (the row is only presented or inspected, never flushed back).
+const OWN_SANDBOX = {
+  name: 'paddock-own-sandbox',
+  text: `select id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at,
+                destroyed_at, destroy_reason, failure_message
+           from sandboxes where id = $1 and account_id = $2`,
+};
+
+interface SandboxRow {
+  id: string;
+  account_id: string;
+  state: Sandbox['state'];
+  status: Sandbox['status'];
+  image: string;
+  metadata: Record<string, string>;
+  env: Record<string, string>;
+  // The ORM's pool leaves timestamps as strings.
+  created_at: string;
+  ready_at: string | null;
+  expires_at: string;
+  destroyed_at: string | null;
+  destroy_reason: Sandbox['destroyReason'];
+  failure_message: string | null;
+}
+
 /** The caller's sandbox, or 404 exactly as for one that does not exist. */
 export async function findOwnSandbox(em: EntityManager, accountId: string, id: string): Promise<Sandbox> {
   // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
-  const sandbox = isId('sbx', id) ? await em.findOne(Sandbox, { id, accountId }, { disableIdentityMap: true }) : null;
-  if (!sandbox) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
-  return sandbox;
+  if (!isId('sbx', id)) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+  const pool = await em.getConnection().getNativeClient();
+  const row = (await pool.query<SandboxRow>({ ...OWN_SANDBOX, values: [id, accountId] })).rows[0];
+  if (!row) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+  const sandbox = {
+    id: row.id,
+    accountId: row.account_id,
+    state: row.state,
+    status: row.status,
+    image: row.image,
+    metadata: row.metadata,
+    env: row.env,
+    createdAt: new Date(row.created_at),
+    readyAt: row.ready_at === null ? null : new Date(row.ready_at),
+    expiresAt: new Date(row.expires_at),
+    destroyedAt: row.destroyed_at === null ? null : new Date(row.destroyed_at),
+    destroyReason: row.destroy_reason,
+    failureMessage: row.failure_message,
+  };
+  return sandbox as Sandbox;
 }
