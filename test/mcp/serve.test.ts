@@ -111,7 +111,7 @@ describe('paddock mcp serve, configured', () => {
     // A failing command is a result, with stdout and stderr apart; streamed when progress is asked for.
     const progress: unknown[] = [];
     const streamed = await client.callTool(
-      { name: 'exec', arguments: { command: 'echo out; echo err >&2; exit 3', sandboxId: id } },
+      { name: 'exec', arguments: { command: 'echo out; sleep 0.3; echo err >&2; sleep 0.3; exit 3', sandboxId: id } },
       undefined,
       { onprogress: (p) => progress.push(p) },
     );
