@@ -2,7 +2,8 @@ import { ApiError } from '../../../shared/errors.ts';
 import { presentSecret } from '../../presenters/secret.ts';
 import { checkScope, deleteSecret, listSecrets, putSecret } from '../../services/secrets.ts';
 import { accountIdOf, route } from '../route.ts';
-import { CreateSecretBody, SecretList, SecretName, SecretParams, SecretScopeQuery, SecretSummary } from './schema.ts';
+import { ENV_NAME } from '../../../shared/exec/env-names.ts';
+import { CreateSecretBody, SecretList, SecretParams, SecretScopeQuery, SecretSummary } from './schema.ts';
 
 const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
 
@@ -63,7 +64,7 @@ export const deleteSecretRoute = route(
     const accountId = accountIdOf(ctx);
     await checkScope(ctx.state.em, accountId, query.sandboxId, false);
     // A name no secret can have is unknown without a query (PostgreSQL refuses some strings, such as NUL).
-    const found = SecretName.safeParse(params.name).success && (await deleteSecret(ctx.state.em, accountId, params.name, query.sandboxId));
+    const found = ENV_NAME.test(params.name) && (await deleteSecret(ctx.state.em, accountId, params.name, query.sandboxId));
     if (!found) {
       throw new ApiError('secret_not_found', `No secret ${params.name}${query.sandboxId ? ` for sandbox ${query.sandboxId}` : ''}.`);
     }

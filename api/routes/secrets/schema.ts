@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listOf, timestamp } from '../common-schemas.ts';
-import { ENV_NAME } from '../../../shared/exec/env-names.ts';
+import { ENV_NAME, isReservedKey } from '../../../shared/exec/env-names.ts';
 import { isProtectedVariable } from '../../../shared/allowlist/index.ts';
 
 export const SecretName = z
@@ -8,7 +8,8 @@ export const SecretName = z
   .min(1)
   .max(128)
   .regex(ENV_NAME, { error: 'must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)' })
-  .refine((n) => !isProtectedVariable(n), { error: 'is reserved: it can change which program or code runs' });
+  .refine((n) => !isProtectedVariable(n), { error: 'is reserved: it can change which program or code runs' })
+  .refine((n) => !isReservedKey(n), { error: 'must not be __proto__' });
 
 const SandboxIdField = z.string().max(100);
 

@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict';
+import { allRoutes } from '../../api/routes/index.ts';
+import type { Route } from '../../api/routes/route.ts';
+import { call, type JsonResponse } from '../helpers/http.ts';
+import type { TestAccount } from '../helpers/accounts.ts';
+import { uniqueEmail } from '../helpers/config.ts';
+
+// Shared by the OWASP API Security Top 10 suites: one valid request for every route in
+// api/routes/index.ts, so that each suite can sweep the whole route list. A route added to the
+// list without an entry here fails `validRequestFor` (and the suites' coverage tests) at once.
+
+export const routeKey = (route: Route) => `${route.spec.method.toUpperCase()} ${route.spec.path}`;
+
+/** The contract's security headers (api/middleware/security-headers.ts), as every answer must carry them. */
+export const SECURITY_HEADERS: Record<string, string | RegExp> = {
+  'cache-control': 'no-store',
+  'content-security-policy': /default-src 'none'/,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'strict-transport-security': /max-age=\d+/,
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+export function securityHeaderProblems(headers: Headers): string[] {
+  const problems: string[] = [];
+  for (const [name, expected] of Object.entries(SECURITY_HEADERS)) {
+    const value = headers.get(name);
+    if (value === null) problems.push(`no ${name}`);
+    else if (typeof expected === 'string' ? value !== expected : !expected.test(value)) problems.push(`${name}: ${value}`);
+  }
+  for (const name of ['x-powered-by', 'server', 'set-cookie']) if (headers.get(name) !== null) problems.push(`${name}: ${headers.get(name)}`);
+  if (!headers.get('x-request-id')) problems.push('no x-request-id');
+  const acao = headers.get('access-control-allow-origin');
+  if (acao !== null) problems.push(`access-control-allow-origin: ${acao}`);
+  return problems;
+}
+
+export const NOTES = 'hello\nworld\n';
+
+/** An account's resources the valid requests act on, made on first use. */
+export class Workspace {
+  readonly url: string;
+  readonly owner: TestAccount;
+  private sandbox?: Promise<string>;
+  private victimSandbox?: string;
+  private victimKey?: { id: string; key: string };
+
+  constructor(url: string, owner: TestAccount) {
+    this.url = url;
+    this.owner = owner;
+  }
+
+  /** A running sandbox of the owner, holding /workspace/notes.txt. */
+  sandboxId(): Promise<string> {
+    this.sandbox ??= (async () => {
+      const res = await call(this.url, 'POST', '/v1/sandboxes', { token: this.owner.key, body: {} });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      assert.equal(res.body.status, 'running', JSON.stringify(res.body));
+      await this.resetNotes(res.body.id);
+      return res.body.id as string;
+    })();
+    return this.sandbox;
+  }
+
+  async resetNotes(id?: string): Promise<void> {
+    const sandbox = id ?? (await this.sandboxId());
+    const res = await call(this.url, 'PUT', `/v1/sandboxes/${sandbox}/files?path=notes.txt`, { token: this.owner.key, body: { content: NOTES } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+  }
+
+  /** A sandbox that may be destroyed: the same one until it is. */
+  async victimSandboxId(): Promise<string> {
+    if (this.victimSandbox) {
+      const res = await call(this.url, 'GET', `/v1/sandboxes/${this.victimSandbox}`, { token: this.owner.key });
+      if (res.body.state === 'active') return this.victimSandbox;
+    }
+    const res = await call(this.url, 'POST', '/v1/sandboxes?wait=false', { token: this.owner.key, body: {} });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    this.victimSandbox = res.body.id as string;
+    return this.victimSandbox;
+  }
+
+  /** An API key that may be revoked: the same one until it is. */
+  async victimKeyId(): Promise<string> {
+    if (this.victimKey) {
+      const res = await call(this.url, 'GET', '/v1/account', { token: this.victimKey.key });
+      if (res.status === 200) return this.victimKey.id;
+    }
+    const res = await call(this.url, 'POST', '/v1/api-keys', { token: this.owner.token, body: { name: 'victim' } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    this.victimKey = { id: res.body.id, key: res.body.key };
+    return this.victimKey.id;
+  }
+
+  /** An account-wide secret of the owner (created, or replaced, on every call). */
+  async secretName(name = 'SECURITY_SUITE'): Promise<string> {
+    const res = await call(this.url, 'POST', '/v1/secrets', { token: this.owner.key, body: { name, value: 'suite-secret-value' } });
+    assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
+    return name;
+  }
+}
+
+export interface ValidRequest {
+  method: string;
+  /** Path and query. */
+  path: string;
+  body?: unknown;
+  /** What the owner's credential answers. */
+  ok: number[];
+}
+
+type Maker = (w: Workspace) => Promise<Omit<ValidRequest, 'method'>>;
+
+const sbx = (w: Workspace, sub = '') => w.sandboxId().then((id) => `/v1/sandboxes/${id}${sub}`);
+
+// One valid request per route: `ok` what it answers to the workspace's owner.
+const VALID: Record<string, Maker> = {
+  'POST /v1/auth/signup': async () => ({ path: '/v1/auth/signup', body: { email: uniqueEmail('sec'), password: 'correct horse battery staple' }, ok: [201] }),
+  'POST /v1/auth/login': async (w) => ({ path: '/v1/auth/login', body: { email: w.owner.email, password: w.owner.password }, ok: [200] }),
+  'POST /v1/api-keys': async () => ({ path: '/v1/api-keys', body: { name: 'suite' }, ok: [201] }),
+  'GET /v1/api-keys': async () => ({ path: '/v1/api-keys', ok: [200] }),
+  'DELETE /v1/api-keys/:keyId': async (w) => ({ path: `/v1/api-keys/${await w.victimKeyId()}`, ok: [204] }),
+  'GET /v1/account': async () => ({ path: '/v1/account', ok: [200] }),
+  'POST /v1/sandboxes': async () => ({ path: '/v1/sandboxes?wait=false', body: {}, ok: [201] }),
+  'GET /v1/sandboxes': async () => ({ path: '/v1/sandboxes?state=all', ok: [200] }),
+  'GET /v1/sandboxes/:id': async (w) => ({ path: await sbx(w), ok: [200] }),
+  'DELETE /v1/sandboxes/:id': async (w) => ({ path: `/v1/sandboxes/${await w.victimSandboxId()}?wait=false`, ok: [200] }),
+  'POST /v1/sandboxes/:id/exec': async (w) => ({ path: await sbx(w, '/exec'), body: { command: ['true'] }, ok: [200] }),
+  'GET /v1/sandboxes/:id/files': async (w) => ({ path: await sbx(w, '/files?path=notes.txt'), ok: [200] }),
+  'PUT /v1/sandboxes/:id/files': async (w) => ({ path: await sbx(w, '/files?path=notes.txt'), body: { content: NOTES }, ok: [201] }),
+  'PATCH /v1/sandboxes/:id/files': async (w) => ({ path: await sbx(w, '/files?path=notes.txt'), body: { oldText: 'hello', newText: 'hello' }, ok: [200] }),
+  'GET /v1/sandboxes/:id/files/ls': async (w) => ({ path: await sbx(w, '/files/ls'), ok: [200] }),
+  'GET /v1/sandboxes/:id/files/glob': async (w) => ({ path: await sbx(w, '/files/glob?pattern=*.txt'), ok: [200] }),
+  'GET /v1/sandboxes/:id/files/grep': async (w) => ({ path: await sbx(w, '/files/grep?pattern=hello'), ok: [200] }),
+  'GET /v1/allowlist': async () => ({ path: '/v1/allowlist', ok: [200] }),
+  'PUT /v1/allowlist': async () => ({ path: '/v1/allowlist', body: { commands: [] }, ok: [200] }),
+  'DELETE /v1/allowlist': async () => ({ path: '/v1/allowlist', ok: [204] }),
+  'POST /v1/secrets': async (w) => ({ path: '/v1/secrets', body: { name: 'SUITE_TOKEN', value: 'suite-value', sandboxId: await w.sandboxId() }, ok: [200, 201] }),
+  'GET /v1/secrets': async () => ({ path: '/v1/secrets', ok: [200] }),
+  'DELETE /v1/secrets/:name': async (w) => ({ path: `/v1/secrets/${await w.secretName()}`, ok: [204] }),
+  'GET /v1/mcp/config': async () => ({ path: '/v1/mcp/config?target=cursor', ok: [200] }),
+};
+
+/** A valid request for the route, as the workspace's owner would send it. */
+export async function validRequestFor(route: Route, w: Workspace): Promise<ValidRequest> {
+  const make = VALID[routeKey(route)];
+  assert.ok(make, `no valid request for ${routeKey(route)} in test/security/fixtures.ts: add one`);
+  return { method: route.spec.method.toUpperCase(), ...(await make(w)) };
+}
+
+/** The owner's credential for the route. */
+export function credentialFor(route: Route, account: TestAccount): string | undefined {
+  if (route.spec.auth === 'none') return undefined;
+  return route.spec.auth === 'apiKey' ? account.key : account.token;
+}
+
+/** Sends the route's valid request with the owner's credential (or another account's). */
+export async function sendValid(route: Route, w: Workspace, as: TestAccount = w.owner): Promise<JsonResponse> {
+  const req = await validRequestFor(route, w);
+  return call(w.url, req.method, req.path, { token: credentialFor(route, as), body: req.body });
+}
+
+export function routesWhere(filter: (route: Route) => boolean): Route[] {
+  return allRoutes.filter(filter);
+}
+
+/** Routes whose path names a resource by id: `:id`, `:keyId`, `:name`. */
+export const routesWithPathIds = () => routesWhere((r) => /:\w+/.test(r.spec.path));
+
+/** The OpenAPI-style path parameters of a route. */
+export const pathParams = (route: Route) => [...route.spec.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
