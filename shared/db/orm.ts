@@ -13,8 +13,8 @@ export function ormOptions(databaseUrl: string, poolMax = 10): Options {
     extensions: [Migrator],
     discovery: { warnWhenNoEntities: false },
     pool: { min: 0, max: poolMax },
-    // Queries fail instead of waiting forever when the database is unreachable.
-    driverOptions: { connectionTimeoutMillis: 3000 },
+    // Queries fail instead of waiting forever when the database is unreachable or stuck.
+    driverOptions: { connectionTimeoutMillis: 3000, statement_timeout: 30_000, query_timeout: 35_000 },
     migrations: {
       migrationsList,
       tableName: 'paddock_migrations',

@@ -18,7 +18,8 @@ export async function call<T = any>(
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(new URL(path, baseUrl), { method, headers, body });
+  // A hung request fails the test with its own message, well before the runner's test timeout.
+  const res = await fetch(new URL(path, baseUrl), { method, headers, body, signal: AbortSignal.timeout(90_000) });
   const text = await res.text();
   let parsed: unknown = text;
   if (text && /json/.test(res.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
