@@ -28,7 +28,7 @@ import { mountOperationalRoutes } from './routes/operational/index.ts';
 export interface AppParts {
   config: Config;
   orm: MikroORM;
-  pg: () => Promise<Pool>;
+  pg: Pool;
   redis: Redis;
   log: Logger;
   queue: Queue;

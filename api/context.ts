@@ -18,7 +18,7 @@ export interface AppDeps {
   config: Config;
   orm: MikroORM;
   /** The driver's pool under the ORM, for the few hot reads that skip the ORM. */
-  pg: () => Promise<Pool>;
+  pg: Pool;
   redis: Redis;
   log: Logger;
   buckets: TokenBuckets;

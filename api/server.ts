@@ -5,7 +5,7 @@ import { errorCatalogue, problemType } from '../shared/errors.ts';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
-import { openOrm } from '../shared/db/orm.ts';
+import { openOrm, openReadPool } from '../shared/db/orm.ts';
 import { QueueEvents } from 'bullmq';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createRuntime } from '../shared/runtime/index.ts';
@@ -47,8 +47,9 @@ export async function startApi(
   queueEvents.setMaxListeners(0); // one listener per waiting request
   queueEvents.on('error', (err) => log.warn({ err: err.message }, 'queue events error'));
   const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
-  // Asked for per use: the ORM connects lazily, and the API must start while PostgreSQL is down.
-  const pg = () => orm.em.getConnection().getNativeClient();
+  // Connects lazily: the API starts, and answers 503, while PostgreSQL is down.
+  const pg = openReadPool(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
+  pg.on('error', (err: Error) => log.warn({ err: err.message }, 'database connection error'));
   const deps = createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime });
   const app = createApp(deps, options.extraRoutes);
   const server = createServer(app.callback());
@@ -74,6 +75,7 @@ export async function startApi(
       await queueEvents.close();
       await queue.close();
       await orm.close(true);
+      await pg.end();
       redis.disconnect();
       eventsRedis.disconnect();
     })());

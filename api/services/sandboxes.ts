@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Pool } from 'pg';
 import { ApiError } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import { Sandbox } from '../../shared/db/entities.ts';
@@ -219,20 +220,18 @@ interface SandboxRow {
   image: string;
   metadata: Record<string, string>;
   env: Record<string, string>;
-  // The ORM's pool leaves timestamps as strings.
-  created_at: string;
-  ready_at: string | null;
-  expires_at: string;
-  destroyed_at: string | null;
+  created_at: Date;
+  ready_at: Date | null;
+  expires_at: Date;
+  destroyed_at: Date | null;
   destroy_reason: Sandbox['destroyReason'];
   failure_message: string | null;
 }
 
 /** The caller's sandbox, or 404 exactly as for one that does not exist. */
-export async function findOwnSandbox(em: EntityManager, accountId: string, id: string): Promise<Sandbox> {
+export async function findOwnSandbox(pool: Pool, accountId: string, id: string): Promise<Sandbox> {
   // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
   if (!isId('sbx', id)) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
-  const pool = await em.getConnection().getNativeClient();
   const row = (await pool.query<SandboxRow>({ ...OWN_SANDBOX, values: [id, accountId] })).rows[0];
   if (!row) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
   const sandbox = {
@@ -243,10 +242,10 @@ export async function findOwnSandbox(em: EntityManager, accountId: string, id: s
     image: row.image,
     metadata: row.metadata,
     env: row.env,
-    createdAt: new Date(row.created_at),
-    readyAt: row.ready_at === null ? null : new Date(row.ready_at),
-    expiresAt: new Date(row.expires_at),
-    destroyedAt: row.destroyed_at === null ? null : new Date(row.destroyed_at),
+    createdAt: row.created_at,
+    readyAt: row.ready_at,
+    expiresAt: row.expires_at,
+    destroyedAt: row.destroyed_at,
     destroyReason: row.destroy_reason,
     failureMessage: row.failure_message,
   };

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Pool } from 'pg';
 import { ApiError } from '../../shared/errors.ts';
 import type { SecretCipher} from '../../shared/secrets/cipher.ts';
 import { secretContext } from '../../shared/secrets/cipher.ts';
@@ -19,9 +20,9 @@ export function cipherOf(deps: AppDeps): SecretCipher {
 }
 
 /** A sandbox scope must be one of the caller's sandboxes, and still active to take new secrets. */
-export async function checkScope(em: EntityManager, accountId: string, sandboxId: string | undefined, forWrite: boolean): Promise<void> {
+export async function checkScope(pool: Pool, accountId: string, sandboxId: string | undefined, forWrite: boolean): Promise<void> {
   if (sandboxId === undefined) return;
-  const sandbox = await findOwnSandbox(em, accountId, sandboxId);
+  const sandbox = await findOwnSandbox(pool, accountId, sandboxId);
   if (forWrite && sandbox.state !== 'active') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is destroyed.`);
 }
 

@@ -27,6 +27,21 @@ export function ormOptions(databaseUrl: string, poolMax = 10): Options {
   };
 }
 
+/**
+ * A small pool of our own for the few hot reads that skip the ORM (prepared statements on
+ * GET /v1/account and every sandbox route's first read). It is not the ORM's pool, whose
+ * connections the ORM manages for its own session handling.
+ */
+export function openReadPool(databaseUrl: string, max = 10): pg.Pool {
+  return new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    connectionTimeoutMillis: 3000,
+    statement_timeout: 30_000,
+    query_timeout: 35_000,
+  });
+}
+
 export async function openOrm(databaseUrl: string, poolMax?: number): Promise<MikroORM> {
   return MikroORM.init(ormOptions(databaseUrl, poolMax));
 }

@@ -15,7 +15,7 @@ export const getAccount = route(
     errors: ['missing_credential', 'invalid_credential', 'wrong_credential_type', 'invalid_request'],
   },
   async (ctx, _input, deps) => {
-    const found = await accountWithUsage(await deps.pg(), accountIdOf(ctx), deps.config);
+    const found = await accountWithUsage(deps.pg, accountIdOf(ctx), deps.config);
     if (!found) throw new ApiError('invalid_credential');
     ctx.body = presentAccount(found, found.usage);
   },

@@ -41,7 +41,7 @@ export const execRoute = route(
     ],
   },
   async (ctx, { params, body }, deps) => {
-    const sandbox = await findOwnSandbox(ctx.state.em, accountIdOf(ctx), params.id);
+    const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
     const prepared = await prepareExec(deps, ctx.state.em, sandbox, body);
     const abort = abortOnDisconnect(ctx);
     if (ctx.accepts('application/json', NDJSON) === NDJSON) {

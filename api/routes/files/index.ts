@@ -61,7 +61,7 @@ export const viewFileRoute = route(
     errors: [...COMMON_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'file_too_large'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(ctx.state.em, accountIdOf(ctx), params.id);
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
     ctx.body = presentFileView(await viewFile(deps, sandboxId, query));
   },
 );
@@ -82,7 +82,7 @@ export const createFileRoute = route(
     errors: [...COMMON_ERRORS, ...WRITE_ERRORS, 'file_exists', 'is_a_directory', 'not_a_directory'],
   },
   async (ctx, { params, query, body }, deps) => {
-    const sandboxId = await runningSandboxId(ctx.state.em, accountIdOf(ctx), params.id);
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
     const bytes = body.content !== undefined ? Buffer.from(body.content, 'utf8') : Buffer.from(body.contentBase64 ?? '', 'base64');
     ctx.status = 201;
     ctx.body = presentWrittenFile(await writeFileBytes(deps, sandboxId, query.path, bytes, query.overwrite));
@@ -113,7 +113,7 @@ export const editFileRoute = route(
     ],
   },
   async (ctx, { params, query, body }, deps) => {
-    const sandboxId = await runningSandboxId(ctx.state.em, accountIdOf(ctx), params.id);
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
     ctx.body = presentEdit(await editFile(deps, sandboxId, { path: query.path, ...body }));
   },
 );
@@ -132,7 +132,7 @@ export const listFilesRoute = route(
     errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(ctx.state.em, accountIdOf(ctx), params.id);
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
     ctx.body = presentListing(await listDirectory(deps, sandboxId, query.path));
   },
 );
@@ -151,7 +151,7 @@ export const globRoute = route(
     errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(ctx.state.em, accountIdOf(ctx), params.id);
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
     ctx.body = presentGlob(await globFiles(deps, sandboxId, query));
   },
 );
@@ -170,7 +170,7 @@ export const grepRoute = route(
     errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(ctx.state.em, accountIdOf(ctx), params.id);
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
     ctx.body = presentGrep(await grepFiles(deps, sandboxId, query));
   },
 );

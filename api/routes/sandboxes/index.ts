@@ -97,8 +97,8 @@ export const getSandbox = route(
     responses: { 200: { description: 'The sandbox', schema: SandboxObject } },
     errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
   },
-  async (ctx, { params }) => {
-    ctx.body = presentSandbox(await findOwnSandbox(ctx.state.em, accountIdOf(ctx), params.id));
+  async (ctx, { params }, deps) => {
+    ctx.body = presentSandbox(await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id));
   },
 );
 
@@ -117,12 +117,12 @@ export const destroySandboxRoute = route(
   },
   async (ctx, { params, query }, deps) => {
     const em = ctx.state.em;
-    let sandbox = await findOwnSandbox(em, accountIdOf(ctx), params.id);
+    let sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
     await requestDestroy(deps, em, sandbox);
     if (query.wait && sandbox.state === 'active') {
       sandbox = await waitForJob(deps, em, sandbox.id, destroyJobId(sandbox.id), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
     } else {
-      sandbox = await findOwnSandbox(em, accountIdOf(ctx), params.id);
+      sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
     }
     ctx.body = presentSandbox(sandbox);
   },

@@ -23,7 +23,7 @@ export const createSecret = route(
   },
   async (ctx, { body }, deps) => {
     const accountId = accountIdOf(ctx);
-    await checkScope(ctx.state.em, accountId, body.sandboxId, true);
+    await checkScope(deps.pg, accountId, body.sandboxId, true);
     const { row, replaced } = await putSecret(deps, ctx.state.em, accountId, body);
     ctx.status = replaced ? 200 : 201;
     ctx.body = presentSecret(row);
@@ -41,9 +41,9 @@ export const listSecretsRoute = route(
     responses: { 200: { description: 'Secrets', schema: SecretList } },
     errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
   },
-  async (ctx, { query }) => {
+  async (ctx, { query }, deps) => {
     const accountId = accountIdOf(ctx);
-    await checkScope(ctx.state.em, accountId, query.sandboxId, false);
+    await checkScope(deps.pg, accountId, query.sandboxId, false);
     ctx.body = { data: (await listSecrets(ctx.state.em, accountId, query.sandboxId)).map(presentSecret) };
   },
 );
@@ -60,9 +60,9 @@ export const deleteSecretRoute = route(
     responses: { 204: { description: 'Removed' } },
     errors: [...AUTH_ERRORS, 'invalid_request', 'secret_not_found', 'sandbox_not_found'],
   },
-  async (ctx, { params, query }) => {
+  async (ctx, { params, query }, deps) => {
     const accountId = accountIdOf(ctx);
-    await checkScope(ctx.state.em, accountId, query.sandboxId, false);
+    await checkScope(deps.pg, accountId, query.sandboxId, false);
     // A name no secret can have is unknown without a query (PostgreSQL refuses some strings, such as NUL).
     const found = ENV_NAME.test(params.name) && (await deleteSecret(ctx.state.em, accountId, params.name, query.sandboxId));
     if (!found) {
