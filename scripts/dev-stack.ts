@@ -89,7 +89,9 @@ async function stopAll(code: number): Promise<never> {
           new Promise<void>((done) => {
             if (child.exitCode !== null || child.signalCode !== null) return done();
             child.once('exit', () => done());
-            child.kill('SIGTERM');
+            // Ctrl-C in a terminal reaches the children too and they drain on their own; a
+            // second signal would make them exit at once, so SIGTERM only the ones still up later.
+            setTimeout(() => child.kill('SIGTERM'), 10_000).unref();
           }),
       ),
     );
