@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { SandboxRuntime } from './types.ts';
 import { createLocalRuntime } from './local/index.ts';
-import { createKubernetesRuntime } from './kubernetes/index.ts';
+import { createKubernetesRuntime, type KubernetesRuntimeOptions } from './kubernetes/index.ts';
 
 export * from './types.ts';
 
@@ -16,21 +16,7 @@ export function createRuntime(config: Config, log: Logger, options: { kubeConfig
       kubeConfig = new KubeConfig();
       kubeConfig.loadFromDefault(); // KUBECONFIG, ~/.kube/config, or the in-cluster service account
     }
-    return createKubernetesRuntime({
-      kubeConfig,
-      namespace: config.PADDOCK_KUBE_NAMESPACE,
-      defaultImage: config.PADDOCK_KUBE_DEFAULT_IMAGE,
-      allowedImages: allowedImages(config),
-      runtimeClassName: config.PADDOCK_KUBE_RUNTIME_CLASS,
-      resources: {
-        cpuRequest: config.PADDOCK_KUBE_CPU_REQUEST,
-        cpuLimit: config.PADDOCK_KUBE_CPU_LIMIT,
-        memoryRequest: config.PADDOCK_KUBE_MEMORY_REQUEST,
-        memoryLimit: config.PADDOCK_KUBE_MEMORY_LIMIT,
-      },
-      deadlineGraceSeconds: config.PADDOCK_KUBE_DEADLINE_GRACE_SECONDS,
-      log,
-    });
+    return createKubernetesRuntime(kubernetesOptions(config, kubeConfig, log));
   }
   return createLocalRuntime({
     dataDir: resolve(config.PADDOCK_DATA_DIR),
@@ -39,6 +25,25 @@ export function createRuntime(config: Config, log: Logger, options: { kubeConfig
     pidsMax: config.PADDOCK_LOCAL_PIDS_MAX,
     log,
   });
+}
+
+/** The Kubernetes runtime's options as the configuration gives them (the deploy tests use it too). */
+export function kubernetesOptions(config: Config, kubeConfig: KubeConfig, log?: Logger): KubernetesRuntimeOptions {
+  return {
+    kubeConfig,
+    namespace: config.PADDOCK_KUBE_NAMESPACE,
+    defaultImage: config.PADDOCK_KUBE_DEFAULT_IMAGE,
+    allowedImages: allowedImages(config),
+    runtimeClassName: config.PADDOCK_KUBE_RUNTIME_CLASS,
+    resources: {
+      cpuRequest: config.PADDOCK_KUBE_CPU_REQUEST,
+      cpuLimit: config.PADDOCK_KUBE_CPU_LIMIT,
+      memoryRequest: config.PADDOCK_KUBE_MEMORY_REQUEST,
+      memoryLimit: config.PADDOCK_KUBE_MEMORY_LIMIT,
+    },
+    deadlineGraceSeconds: config.PADDOCK_KUBE_DEADLINE_GRACE_SECONDS,
+    log,
+  };
 }
 
 export function allowedImages(config: Config): string[] {

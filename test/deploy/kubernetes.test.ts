@@ -24,7 +24,7 @@ import {
   type V1Service,
 } from '@kubernetes/client-node';
 import { parseConfig, unknownPaddockVariables, type Role } from '../../shared/config.ts';
-import { allowedImages } from '../../shared/runtime/index.ts';
+import { kubernetesOptions } from '../../shared/runtime/index.ts';
 import { sandboxPodManifest } from '../../shared/runtime/kubernetes/index.ts';
 import { describeViolations, restrictedViolations } from './pod-security.ts';
 import {
@@ -249,20 +249,7 @@ function sandboxPod(env: Record<string, string>) {
   const config = parseConfig(env, 'worker');
   return sandboxPodManifest(
     { id: 'sbx_0123456789abcdefghijklmn', accountId: 'acct_0123456789abcdefghijklmn', capSeconds: config.PADDOCK_SESSION_CAP_SECONDS },
-    {
-      kubeConfig: new KubeConfig(),
-      namespace: config.PADDOCK_KUBE_NAMESPACE,
-      defaultImage: config.PADDOCK_KUBE_DEFAULT_IMAGE,
-      allowedImages: allowedImages(config),
-      runtimeClassName: config.PADDOCK_KUBE_RUNTIME_CLASS,
-      resources: {
-        cpuRequest: config.PADDOCK_KUBE_CPU_REQUEST,
-        cpuLimit: config.PADDOCK_KUBE_CPU_LIMIT,
-        memoryRequest: config.PADDOCK_KUBE_MEMORY_REQUEST,
-        memoryLimit: config.PADDOCK_KUBE_MEMORY_LIMIT,
-      },
-      deadlineGraceSeconds: config.PADDOCK_KUBE_DEADLINE_GRACE_SECONDS,
-    },
+    kubernetesOptions(config, new KubeConfig()),
   );
 }
 

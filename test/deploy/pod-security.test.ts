@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { parseConfig } from '../../shared/config.ts';
-import { allowedImages } from '../../shared/runtime/index.ts';
+import { kubernetesOptions } from '../../shared/runtime/index.ts';
 import { sandboxPodManifest, type KubernetesRuntimeOptions } from '../../shared/runtime/kubernetes/index.ts';
 import { CHECKS, describeViolations, restrictedViolations, type PodLike } from './pod-security.ts';
 
@@ -148,20 +148,7 @@ describe('the Pod Security "restricted" evaluator', () => {
 /** The runtime's options exactly as createRuntime builds them from the configuration. */
 function runtimeOptionsFromConfig(env: Record<string, string> = {}): KubernetesRuntimeOptions {
   const config = parseConfig({ DATABASE_URL: 'postgres://u:p@db:5432/paddock', REDIS_URL: 'redis://redis:6379', ...env }, 'worker');
-  return {
-    kubeConfig: new KubeConfig(),
-    namespace: config.PADDOCK_KUBE_NAMESPACE,
-    defaultImage: config.PADDOCK_KUBE_DEFAULT_IMAGE,
-    allowedImages: allowedImages(config),
-    runtimeClassName: config.PADDOCK_KUBE_RUNTIME_CLASS,
-    resources: {
-      cpuRequest: config.PADDOCK_KUBE_CPU_REQUEST,
-      cpuLimit: config.PADDOCK_KUBE_CPU_LIMIT,
-      memoryRequest: config.PADDOCK_KUBE_MEMORY_REQUEST,
-      memoryLimit: config.PADDOCK_KUBE_MEMORY_LIMIT,
-    },
-    deadlineGraceSeconds: config.PADDOCK_KUBE_DEADLINE_GRACE_SECONDS,
-  };
+  return kubernetesOptions(config, new KubeConfig());
 }
 
 const SANDBOX = { id: 'sbx_0123456789abcdefghijklmn', accountId: 'acct_0123456789abcdefghijklmn', capSeconds: 1800 };
