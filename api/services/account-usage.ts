@@ -34,13 +34,13 @@ export function currentPeriod(now = new Date()): { start: Date; end: Date } {
 
 // Wall-clock sandbox time inside the period, from when each sandbox became ready (a sandbox that
 // never ran bills nothing) to when it was destroyed, or to now while it runs; a sandbox that
-// spans two months counts in each only for its part. The first parameter is the period start,
-// the second the account id.
-const SECONDS_USED = `
-  select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, ?::timestamptz)))), 0)
+// spans two months counts in each only for its part. The arguments are fixed SQL (a placeholder
+// or a column), never data, so both statements below share the one billing rule.
+const secondsUsed = (periodStart: string, account: string) => `
+  select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, ${periodStart}::timestamptz)))), 0)
     from sandboxes
-   where account_id = ? and ready_at is not null and coalesce(destroyed_at, now()) > ?::timestamptz`;
-const ACTIVE = `select count(*) from sandboxes where account_id = ? and state = 'active'`;
+   where account_id = ${account} and ready_at is not null and coalesce(destroyed_at, now()) > ${periodStart}::timestamptz`;
+const activeCount = (account: string) => `select count(*) from sandboxes where account_id = ${account} and state = 'active'`;
 
 interface UsageRow {
   active: string | number;
@@ -49,7 +49,7 @@ interface UsageRow {
 
 /** Both usage figures of an account in one statement (one round trip). */
 export async function currentUsage(em: EntityManager, accountId: string, periodStart: Date): Promise<{ active: number; hours: number }> {
-  const [row] = await em.execute<UsageRow[]>(`select (${ACTIVE}) as active, (${SECONDS_USED}) as seconds`, [
+  const [row] = await em.execute<UsageRow[]>(`select (${activeCount('?')}) as active, (${secondsUsed('?', '?')}) as seconds`, [
     accountId,
     periodStart,
     accountId,
@@ -69,10 +69,8 @@ interface AccountUsageRow extends UsageRow {
 const ACCOUNT_WITH_USAGE = {
   name: 'paddock-account-with-usage',
   text: `select a.id, a.email, a.concurrent_sandboxes_limit, a.monthly_sandbox_hours_limit,
-                (select count(*) from sandboxes where account_id = a.id and state = 'active') as active,
-                (select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, $1::timestamptz)))), 0)
-                   from sandboxes
-                  where account_id = a.id and ready_at is not null and coalesce(destroyed_at, now()) > $1::timestamptz) as seconds
+                (${activeCount('a.id')}) as active,
+                (${secondsUsed('$1', 'a.id')}) as seconds
            from accounts a where a.id = $2`,
 };
 
