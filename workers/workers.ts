@@ -7,7 +7,6 @@ import { createQueueRedis, createRequestRedis } from '../shared/redis.ts';
 import { isDependencyUnavailable } from '../shared/unavailable.ts';
 import { SANDBOX_QUEUE, createSandboxQueue, type JobName } from '../shared/jobs/catalogue.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
-import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import type { WorkerDeps } from './context.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { createSandbox } from './processors/create-sandbox.ts';
@@ -31,7 +30,7 @@ export interface RunningWorkers {
 export async function startWorkers(
   config: Config,
   log: Logger,
-  options: { kubeConfig?: KubeConfig; runtime?: SandboxRuntime; reaper?: boolean } = {},
+  options: { kubeConfig?: KubeConfig; reaper?: boolean } = {},
 ): Promise<RunningWorkers> {
   const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
   // The queue handle (removing expiry jobs, metrics) fails fast while Redis is down, so the
@@ -39,7 +38,7 @@ export async function startWorkers(
   const queueRedis = createRequestRedis(config.REDIS_URL);
   const workerRedis = createQueueRedis(config.REDIS_URL);
   for (const r of [queueRedis, workerRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
-  const runtime = options.runtime ?? createRuntime(config, log, { kubeConfig: options.kubeConfig });
+  const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
   const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
   // Without a listener BullMQ prints its errors raw on stderr; connection errors are logged above.
   queue.on('error', (err: Error) => {
