@@ -4,6 +4,8 @@ import { jobCatalogue, parsePayload } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
 import type { WorkerDeps } from '../context.ts';
 
+const HOUSEKEEPING_TIMEOUT_MS = 2000;
+
 export async function destroySandboxJob(job: Job, deps: WorkerDeps): Promise<string> {
   const { sandboxId, reason } = parsePayload('destroy', job.data);
   return destroySandbox(deps, sandboxId, reason, 'destroy-job');
@@ -36,9 +38,18 @@ export async function destroySandbox(
     deps.metrics.sandboxesDestroyed.inc({ reason: finalReason });
     if (finalReason === 'expired') deps.metrics.reaperLag.observe({ source }, Math.max(0, (Date.now() - row.expiresAt.getTime()) / 1000));
     // The expiry job has nothing left to do; drop it so Redis does not keep it until the cap.
+    // Housekeeping, bounded: a Redis that is down (or never reached since this process started,
+    // when BullMQ waits for it without limit) must not hold up the destroy, nor the sweep.
     if (source !== 'expire-job') {
-      await deps.queue.remove(jobCatalogue.expire.jobId({ sandboxId })).catch(() => undefined);
+      await settleWithin(deps.queue.remove(jobCatalogue.expire.jobId({ sandboxId })), HOUSEKEEPING_TIMEOUT_MS);
     }
   }
   return destroyed ? 'destroyed' : 'already-destroyed';
+}
+
+/** Waits for `work` (its failure ignored) at most `ms`. */
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
