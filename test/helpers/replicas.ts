@@ -1,22 +1,18 @@
 import { after } from 'node:test';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, request as httpRequest, Agent, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { createRuntime } from '../../shared/runtime/index.ts';
-import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import type { SandboxRuntime } from '../../shared/runtime/types.ts';
 import { freePort } from '../../scripts/services.ts';
-import { startKubeStandin } from '../k8s-standin/index.ts';
-import { testConfig } from './config.ts';
 import { envOf, exited, startRole } from './processes.ts';
-import { testRuntime } from './sandbox-stack.ts';
+import { runtimeTestConfig, startStandinCluster } from './sandbox-stack.ts';
 
 // Paddock as production runs it: the Procfile roles as real processes, several of each, on one
 // PostgreSQL and one Redis, behind one base URL (a round-robin proxy standing in for the load
@@ -72,16 +68,7 @@ export interface ReplicaOptions {
 const DEFAULT_READY_TIMEOUT_MS = 90_000;
 
 export async function startReplicas(options: ReplicaOptions = {}): Promise<Replicas> {
-  const runtimeName = testRuntime();
-  const dir = mkdtempSync(join(tmpdir(), 'paddock-replicas-'));
-  chmodSync(dir, 0o711); // sandboxes run as unprivileged users, who must reach their folders
-  const config = testConfig({
-    PADDOCK_RUNTIME: runtimeName,
-    PADDOCK_DATA_DIR: join(dir, 'paddock'),
-    PADDOCK_LOCAL_MEMORY_MB: '256',
-    PADDOCK_LOCAL_PIDS_MAX: '128',
-    PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: '1000',
-    PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '10000',
+  const { dir, config } = runtimeTestConfig('paddock-replicas-', {
     PADDOCK_SHUTDOWN_TIMEOUT_SECONDS: '20',
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
@@ -90,15 +77,8 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
   const readyTimeoutMs = options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
   const log = createLogger('silent', 'test');
 
-  let standin: { close(): Promise<void> } | undefined;
-  let backend: SandboxRuntime | undefined;
-  let kubeConfig: KubeConfig | undefined;
-  if (runtimeName === 'kubernetes') {
-    backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax: 128 });
-    const started = await startKubeStandin({ backend });
-    standin = started;
-    kubeConfig = started.kubeConfig;
-  }
+  const cluster = await startStandinCluster(dir);
+  const kubeConfig = cluster?.kubeConfig;
   const runtime = createRuntime(config, log, { kubeConfig });
   const db = new pg.Pool({ connectionString: config.DATABASE_URL, max: 4, connectionTimeoutMillis: 3000 });
   db.on('error', () => undefined); // idle clients cut by a PostgreSQL restart: the next query reconnects
@@ -204,11 +184,11 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
           }),
         );
       }
-      const held = backend ?? runtime;
+      const held = cluster?.backend ?? runtime;
       for (const s of await held.list().catch(() => [])) await held.destroy(s.id).catch(() => undefined);
       await runtime.close();
-      await standin?.close();
-      await backend?.close();
+      await cluster?.standin.close();
+      await cluster?.backend.close();
       await db.end().catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
       if (baseEnv.KUBECONFIG) rmSync(dirname(baseEnv.KUBECONFIG), { recursive: true, force: true });

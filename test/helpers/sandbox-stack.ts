@@ -9,7 +9,7 @@ import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import { startWorkers, type RunningWorkers } from '../../workers/workers.ts';
 import { startApi, type RunningApi } from '../../api/server.ts';
 import type { SandboxRuntime } from '../../shared/runtime/types.ts';
-import { startKubeStandin } from '../k8s-standin/index.ts';
+import { startKubeStandin, type KubeStandin } from '../k8s-standin/index.ts';
 import { testConfig } from './config.ts';
 
 export type TestRuntime = 'local' | 'kubernetes';
@@ -17,6 +17,46 @@ export type TestRuntime = 'local' | 'kubernetes';
 /** The runtime this run of the suite exercises: `npm test` runs the suite once for each. */
 export function testRuntime(): TestRuntime {
   return process.env.PADDOCK_TEST_RUNTIME === 'kubernetes' ? 'kubernetes' : 'local';
+}
+
+/**
+ * A data folder of the test's own, and a config for the runtime under test on it: small sandbox
+ * limits for a shared machine, and rate limits that only a test meaning to will reach.
+ */
+export function runtimeTestConfig(prefix: string, overrides: Record<string, string> = {}): { dir: string; config: Config } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o711); // sandboxes run as unprivileged users, who must reach their folders
+  const config = testConfig({
+    PADDOCK_RUNTIME: testRuntime(),
+    PADDOCK_DATA_DIR: join(dir, 'paddock'),
+    PADDOCK_LOCAL_MEMORY_MB: '256',
+    PADDOCK_LOCAL_PIDS_MAX: '128',
+    PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: '1000',
+    PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '10000',
+    ...overrides,
+  });
+  return { dir, config };
+}
+
+export interface StandinCluster {
+  /** The local runtime whose sandboxes stand behind the stand-in's pods. */
+  backend: SandboxRuntime;
+  standin: KubeStandin;
+  kubeConfig: KubeConfig;
+}
+
+/**
+ * Under the kubernetes runtime, the Kubernetes API stand-in, its pods local sandboxes in
+ * `dir`/cluster, as there is no cluster to test against; nothing under the local runtime.
+ */
+export async function startStandinCluster(dir: string): Promise<StandinCluster | undefined> {
+  if (testRuntime() !== 'kubernetes') return undefined;
+  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax: 128 });
+  const standin = await startKubeStandin({ backend }).catch(async (err: unknown) => {
+    await backend.close();
+    throw err;
+  });
+  return { backend, standin, kubeConfig: standin.kubeConfig };
 }
 
 export interface SandboxStack {
@@ -38,42 +78,27 @@ export interface SandboxStack {
 export async function startSandboxStack(
   options: { overrides?: Record<string, string>; apis?: number; workers?: number; reaper?: boolean; logLines?: string[] } = {},
 ): Promise<SandboxStack> {
-  const runtime = testRuntime();
-  const dataDir = mkdtempSync(join(tmpdir(), 'paddock-test-'));
-  chmodSync(dataDir, 0o711); // sandboxes run as unprivileged users, who must reach their folders
-  const config = testConfig({
-    PADDOCK_RUNTIME: runtime,
-    PADDOCK_DATA_DIR: join(dataDir, 'paddock'),
-    PADDOCK_LOCAL_MEMORY_MB: '256',
-    PADDOCK_LOCAL_PIDS_MAX: '128',
+  const { dir: dataDir, config } = runtimeTestConfig('paddock-test-', {
     PADDOCK_KUBE_ALLOWED_IMAGES: 'docker.io/library/python:3.12-slim,registry.example/does-not-exist:1',
-    PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: '1000',
-    PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '10000',
     ...options.overrides,
   });
 
   // One teardown, in order: APIs, then workers (finishing their jobs), then what the runtime holds.
   const apis: RunningApi[] = [];
   const workers: RunningWorkers[] = [];
-  let backend: SandboxRuntime | undefined;
-  let standin: { close(): Promise<void> } | undefined;
+  let cluster: StandinCluster | undefined;
   after(async () => {
     for (const api of apis) await api.close();
     for (const w of workers) await w.close();
-    await standin?.close();
-    const held = backend ?? localRuntimeOf(config);
+    await cluster?.standin.close();
+    const held = cluster?.backend ?? localRuntimeOf(config);
     for (const s of await held.list()) await held.destroy(s.id).catch(() => undefined);
     await held.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  let kubeConfig: KubeConfig | undefined;
-  if (runtime === 'kubernetes') {
-    backend = createLocalRuntime({ dataDir: join(dataDir, 'cluster'), network: false, memoryMb: 256, pidsMax: 128 });
-    const started = await startKubeStandin({ backend });
-    standin = started;
-    kubeConfig = started.kubeConfig;
-  }
+  cluster = await startStandinCluster(dataDir);
+  const kubeConfig = cluster?.kubeConfig;
 
   // With logLines, every process logs at debug level into that array, for tests that read the logs.
   const capture = options.logLines && { write: (line: string) => void options.logLines!.push(line) };

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newId } from '../../shared/ids.ts';
-import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
 import type { ExecRequest, SandboxRuntime } from '../../shared/runtime/types.ts';
+import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // What a sandbox must not reach, and what it must not be able to do to the host, tried for real.
 
@@ -16,45 +16,6 @@ const asRoot = process.getuid?.() === 0;
 const cgroups =
   asRoot && existsSync('/sys/fs/cgroup/memory/cgroup.procs') && existsSync('/sys/fs/cgroup/pids/cgroup.procs');
 const needsCgroups = { skip: !cgroups && 'needs root and cgroup v1' };
-
-interface Setup {
-  runtime: SandboxRuntime;
-  options: LocalRuntimeOptions;
-  sandbox(): Promise<string>;
-}
-
-async function setup(t: TestContext, overrides: Partial<LocalRuntimeOptions> = {}): Promise<Setup> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'paddock-isolation-'));
-  const options: LocalRuntimeOptions = { dataDir, network: false, memoryMb: 256, pidsMax: 128, ...overrides };
-  const runtime = createLocalRuntime(options);
-  t.after(async () => {
-    for (const sandbox of await runtime.list()) await runtime.destroy(sandbox.id);
-    await runtime.close();
-    await rm(dataDir, { recursive: true, force: true });
-  });
-  return {
-    runtime,
-    options,
-    async sandbox() {
-      const id = newId('sbx');
-      await runtime.create({ id, accountId: 'acct_test', capSeconds: 600 });
-      return id;
-    },
-  };
-}
-
-async function run(runtime: SandboxRuntime, id: string, argv: string[], request: Partial<ExecRequest> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const result = await runtime.exec(id, {
-    argv,
-    timeoutMs: 10_000,
-    onStdout: (chunk) => (stdout += Buffer.from(chunk).toString()),
-    onStderr: (chunk) => (stderr += Buffer.from(chunk).toString()),
-    ...request,
-  });
-  return { ...result, stdout, stderr };
-}
 
 const sh = (runtime: SandboxRuntime, id: string, script: string, request: Partial<ExecRequest> = {}) =>
   run(runtime, id, ['sh', '-c', script], request);
@@ -77,7 +38,7 @@ async function processesOf(uid: number): Promise<number[]> {
 }
 
 test('commands run as the sandbox user, and its files belong to an unprivileged host uid', async (t) => {
-  const { runtime, options, sandbox } = await setup(t);
+  const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const [a, b] = [await sandbox(), await sandbox()];
   assert.equal((await run(runtime, a, ['id'])).stdout, 'uid=1000(sandbox) gid=1000(sandbox) groups=1000(sandbox)\n');
   // No supplementary groups left over from the root process that entered, and no capabilities.
@@ -97,7 +58,7 @@ test('commands run as the sandbox user, and its files belong to an unprivileged 
 });
 
 test('the host file system is out of reach: no /root, /home, project tree, host /etc or host /tmp', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const hostMarker = join(tmpdir(), `paddock-host-marker-${newId('sbx')}`);
   await writeFile(hostMarker, 'host only');
@@ -121,7 +82,7 @@ test('the host file system is out of reach: no /root, /home, project tree, host 
 });
 
 test('a sandbox sees only its own processes', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const pids = (await run(runtime, id, ['ps', '-eo', 'pid='])).stdout.trim().split(/\s+/).map(Number);
   assert.ok(pids.includes(1));
@@ -134,7 +95,7 @@ test('a sandbox sees only its own processes', async (t) => {
 });
 
 test('no network by default: not even the host loopback', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const port = await listening(t);
   for (const target of [`127.0.0.1/${port}`, '127.0.0.1/6379', '127.0.0.1/5432']) {
@@ -148,7 +109,7 @@ test('no network by default: not even the host loopback', async (t) => {
 });
 
 test('with network, a sandbox reaches the host (so the test above can fail)', async (t) => {
-  const { runtime, sandbox } = await setup(t, { network: true });
+  const { runtime, sandbox } = await setupLocalRuntime(t, { network: true });
   const id = await sandbox();
   const port = await listening(t);
   const result = await run(runtime, id, ['bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3`], { timeoutMs: 5000 });
@@ -157,7 +118,7 @@ test('with network, a sandbox reaches the host (so the test above can fail)', as
 });
 
 test('a sandbox cannot see another sandbox\'s files', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const [a, b] = [await sandbox(), await sandbox()];
   await sh(runtime, a, 'echo mine > /workspace/secret-a; echo mine > /tmp/secret-a');
   assert.equal((await run(runtime, a, ['cat', '/workspace/secret-a'])).stdout, 'mine\n');
@@ -174,7 +135,7 @@ test('a sandbox cannot see another sandbox\'s files', async (t) => {
 test('the host process environment does not reach the sandbox init either', async (t) => {
   process.env.PADDOCK_TEST_INIT_SECRET = 'init-secret-value';
   t.after(() => delete process.env.PADDOCK_TEST_INIT_SECRET);
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const environ = (await sh(runtime, id, 'tr "\\0" "\\n" < /proc/1/environ')).stdout;
   assert.match(environ, /^PATH=/m);
@@ -182,7 +143,7 @@ test('the host process environment does not reach the sandbox init either', asyn
 });
 
 test('a fork bomb is bounded by pidsMax and the host stays fine', needsCgroups, async (t) => {
-  const { runtime, sandbox } = await setup(t, { pidsMax: 64 });
+  const { runtime, sandbox } = await setupLocalRuntime(t, { pidsMax: 64 });
   const id = await sandbox();
   const bomb = await run(runtime, id, ['bash', '-c', ':(){ :|:& };:; sleep 30'], { timeoutMs: 3000 });
   assert.equal(bomb.timedOut, true);
@@ -195,7 +156,7 @@ test('a fork bomb is bounded by pidsMax and the host stays fine', needsCgroups, 
 });
 
 test('a memory hog is killed inside its limit and the sandbox and host stay fine', needsCgroups, async (t) => {
-  const { runtime, sandbox } = await setup(t, { memoryMb: 64 });
+  const { runtime, sandbox } = await setupLocalRuntime(t, { memoryMb: 64 });
   const id = await sandbox();
   // tail keeps the whole (newline-free) last line in memory: 400 MB of it.
   const hog = await run(runtime, id, ['bash', '-c', 'set -o pipefail; head -c 400000000 /dev/zero | tail -n 1 | wc -c'], {
@@ -212,7 +173,7 @@ test('a memory hog is killed inside its limit and the sandbox and host stay fine
 });
 
 test('destroy kills every process of the sandbox and removes its files and cgroups', async (t) => {
-  const { runtime, options, sandbox } = await setup(t);
+  const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   await sh(runtime, id, 'sleep 1000 & nohup sleep 2000 >/dev/null 2>&1 & setsid sleep 3000 >/dev/null 2>&1 & echo data > file');
   const hostUid = (await stat(join(options.dataDir, 'sandboxes', id, 'workspace'))).uid;

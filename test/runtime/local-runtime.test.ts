@@ -1,58 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { newId } from '../../shared/ids.ts';
 import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
-import { PermanentRuntimeError, SandboxGoneError, type ExecRequest, type SandboxRuntime } from '../../shared/runtime/types.ts';
+import { PermanentRuntimeError, SandboxGoneError } from '../../shared/runtime/types.ts';
+import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // The local runtime against real bubblewrap: every test has a dataDir and sandboxes of its own.
 
 const RUNTIME_MODULE = new URL('../../shared/runtime/local/index.ts', import.meta.url).href;
-
-interface Setup {
-  runtime: SandboxRuntime;
-  options: LocalRuntimeOptions;
-  /** A new running sandbox's id. */
-  sandbox(): Promise<string>;
-}
-
-async function setup(t: TestContext, overrides: Partial<LocalRuntimeOptions> = {}): Promise<Setup> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'paddock-local-'));
-  const options: LocalRuntimeOptions = { dataDir, network: false, memoryMb: 256, pidsMax: 128, ...overrides };
-  const runtime = createLocalRuntime(options);
-  t.after(async () => {
-    for (const sandbox of await runtime.list()) await runtime.destroy(sandbox.id);
-    await runtime.close();
-    await rm(dataDir, { recursive: true, force: true });
-  });
-  return {
-    runtime,
-    options,
-    async sandbox() {
-      const id = newId('sbx');
-      await runtime.create({ id, accountId: 'acct_test', capSeconds: 600 });
-      return id;
-    },
-  };
-}
-
-async function run(runtime: SandboxRuntime, id: string, argv: string[], request: Partial<ExecRequest> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const result = await runtime.exec(id, {
-    argv,
-    timeoutMs: 10_000,
-    onStdout: (chunk) => (stdout += Buffer.from(chunk).toString()),
-    onStderr: (chunk) => (stderr += Buffer.from(chunk).toString()),
-    ...request,
-  });
-  return { ...result, stdout, stderr };
-}
 
 async function readState(dataDir: string, id: string): Promise<{ pid: number; startTime: string }> {
   return JSON.parse(await readFile(join(dataDir, 'sandboxes', id, 'state.json'), 'utf8')) as { pid: number; startTime: string };
@@ -69,7 +29,7 @@ async function initsOf(id: string): Promise<number[]> {
 }
 
 test('create starts a running sandbox that get and list report', async (t) => {
-  const { runtime } = await setup(t);
+  const { runtime } = await setupLocalRuntime(t);
   const id = newId('sbx');
   const created = await runtime.create({ id, accountId: 'acct_one', capSeconds: 600 });
   assert.deepEqual(created, { id, accountId: 'acct_one', status: 'running' });
@@ -80,7 +40,7 @@ test('create starts a running sandbox that get and list report', async (t) => {
 });
 
 test('create is idempotent: the existing sandbox is returned, not duplicated', async (t) => {
-  const { runtime, options, sandbox } = await setup(t);
+  const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   await run(runtime, id, ['touch', 'marker']);
   const before = await readState(options.dataDir, id);
@@ -106,7 +66,7 @@ async function createElsewhere(options: LocalRuntimeOptions, id: string): Promis
 }
 
 test('a sandbox outlives the process that created it', async (t) => {
-  const { runtime, options } = await setup(t);
+  const { runtime, options } = await setupLocalRuntime(t);
   const id = newId('sbx');
   assert.equal(await createElsewhere(options, id), 'running');
   assert.deepEqual(await runtime.get(id), { id, accountId: 'acct_test', status: 'running' });
@@ -114,7 +74,7 @@ test('a sandbox outlives the process that created it', async (t) => {
 });
 
 test('concurrent creates of one id from two processes end with one sandbox', async (t) => {
-  const { runtime, options } = await setup(t);
+  const { runtime, options } = await setupLocalRuntime(t);
   const id = newId('sbx');
   const [mine, theirs] = await Promise.all([
     runtime.create({ id, accountId: 'acct_test', capSeconds: 600 }),
@@ -128,7 +88,7 @@ test('concurrent creates of one id from two processes end with one sandbox', asy
 });
 
 test('a creation its creator did not finish is reported failed, and a later create starts afresh', async (t) => {
-  const { runtime, options } = await setup(t);
+  const { runtime, options } = await setupLocalRuntime(t);
   await runtime.list(); // lays out the dataDir
   const id = newId('sbx');
   // What a creator killed mid-way leaves: the directory, no state, and an init nobody recorded.
@@ -144,7 +104,7 @@ test('a creation its creator did not finish is reported failed, and a later crea
 });
 
 test('destroy removes the sandbox; destroying it again, or an unknown id, resolves', async (t) => {
-  const { runtime, options, sandbox } = await setup(t);
+  const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const { pid } = await readState(options.dataDir, id);
   await runtime.destroy(id);
@@ -158,7 +118,7 @@ test('destroy removes the sandbox; destroying it again, or an unknown id, resolv
 });
 
 test('exec reports the exit code and keeps stderr apart from stdout', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const result = await run(runtime, id, ['sh', '-c', 'echo out; echo err >&2; exit 3']);
   assert.equal(result.exitCode, 3);
@@ -171,7 +131,7 @@ test('exec reports the exit code and keeps stderr apart from stdout', async (t) 
 });
 
 test('exec feeds stdin, then closes it', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   assert.equal((await run(runtime, id, ['cat'], { stdin: new TextEncoder().encode('from stdin') })).stdout, 'from stdin');
   // Without input, stdin is at its end at once: a reader does not hang.
@@ -179,7 +139,7 @@ test('exec feeds stdin, then closes it', async (t) => {
 });
 
 test('exec runs in /workspace by default, or in the cwd asked for', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   assert.equal((await run(runtime, id, ['pwd'])).stdout, '/workspace\n');
   await run(runtime, id, ['mkdir', 'sub']);
@@ -191,7 +151,7 @@ test('exec runs in /workspace by default, or in the cwd asked for', async (t) =>
 });
 
 test('exec gives a clean sandbox environment plus the env asked for, never the host process\'s', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   process.env.PADDOCK_TEST_HOST_SECRET = 'host-secret-value';
   t.after(() => delete process.env.PADDOCK_TEST_HOST_SECRET);
@@ -209,7 +169,7 @@ test('exec gives a clean sandbox environment plus the env asked for, never the h
 });
 
 test('a program that does not exist exits 127 with a message, like a shell', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const result = await run(runtime, id, ['no-such-program', 'arg']);
   assert.equal(result.exitCode, 127);
@@ -220,7 +180,7 @@ test('a program that does not exist exits 127 with a message, like a shell', asy
 });
 
 test('a command ended by a signal reports the signal and no exit code', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const result = await run(runtime, id, ['sh', '-c', 'kill -TERM $$']);
   assert.equal(result.exitCode, null);
@@ -229,7 +189,7 @@ test('a command ended by a signal reports the signal and no exit code', async (t
 });
 
 test('a timeout kills the whole process tree and keeps the output so far', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const started = performance.now();
   const result = await run(runtime, id, ['sh', '-c', 'sleep 300 & echo $! > /tmp/child; echo started; sleep 300'], {
@@ -247,7 +207,7 @@ test('a timeout kills the whole process tree and keeps the output so far', async
 });
 
 test('aborting kills the process tree as a timeout does', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const controller = new AbortController();
   setTimeout(() => controller.abort(), 300);
@@ -258,7 +218,7 @@ test('aborting kills the process tree as a timeout does', async (t) => {
 });
 
 test('an already aborted request runs nothing', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const controller = new AbortController();
   controller.abort();
@@ -269,7 +229,7 @@ test('an already aborted request runs nothing', async (t) => {
 });
 
 test('argv and env values pass through verbatim, however large or odd', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const odd = ['with space', '"quotes"', "it's", '$HOME', '*', '-n', 'new\nline', 'é', 'A=B', ''];
   assert.equal((await run(runtime, id, ['printf', '[%s]', ...odd])).stdout, odd.map((a) => `[${a}]`).join(''));
@@ -282,7 +242,7 @@ test('argv and env values pass through verbatim, however large or odd', async (t
 });
 
 test('large output arrives whole, even while a background process holds the pipes', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const expected = Array.from({ length: 200_000 }, (_, i) => `${i + 1}\n`).join('');
   assert.equal((await run(runtime, id, ['seq', '200000'])).stdout, expected);
@@ -293,7 +253,7 @@ test('large output arrives whole, even while a background process holds the pipe
 });
 
 test('output is streamed as the command produces it', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const started = performance.now();
   let firstChunkAt = 0;
@@ -308,7 +268,7 @@ test('output is streamed as the command produces it', async (t) => {
 });
 
 test('processes an exec leaves in the background keep running until the sandbox is destroyed', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const started = performance.now();
   // The background sleep inherits the exec's stdout: the exec must end anyway.
@@ -323,7 +283,7 @@ test('processes an exec leaves in the background keep running until the sandbox 
 });
 
 test('exec on an unknown or destroyed sandbox rejects with SandboxGoneError', async (t) => {
-  const { runtime, sandbox } = await setup(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t);
   await assert.rejects(run(runtime, newId('sbx'), ['true']), SandboxGoneError);
   await assert.rejects(run(runtime, '../etc', ['true']), SandboxGoneError);
   const id = await sandbox();
@@ -332,7 +292,7 @@ test('exec on an unknown or destroyed sandbox rejects with SandboxGoneError', as
 });
 
 test('a second runtime on the same dataDir sees the sandbox, execs in it and destroys it', async (t) => {
-  const { runtime, options, sandbox } = await setup(t);
+  const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   await run(runtime, id, ['sh', '-c', 'echo first > note']);
   const second = createLocalRuntime(options);
@@ -346,7 +306,7 @@ test('a second runtime on the same dataDir sees the sandbox, execs in it and des
 });
 
 test('a sandbox whose init died is reported failed, never running, until destroyed', async (t) => {
-  const { runtime, options, sandbox } = await setup(t);
+  const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   await run(runtime, id, ['true']); // caches its state in this runtime
   const { pid } = await readState(options.dataDir, id);

@@ -1,0 +1,52 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { newId } from '../../shared/ids.ts';
+import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
+import type { ExecRequest, SandboxRuntime } from '../../shared/runtime/types.ts';
+
+// The local runtime straight, with no API in front: for the tests that try it against real
+// bubblewrap.
+
+export interface LocalRuntimeSetup {
+  runtime: SandboxRuntime;
+  options: LocalRuntimeOptions;
+  /** A new running sandbox's id. */
+  sandbox(): Promise<string>;
+}
+
+/** A local runtime on a dataDir of the test's own; whatever it still holds goes when the test ends. */
+export async function setupLocalRuntime(t: TestContext, overrides: Partial<LocalRuntimeOptions> = {}): Promise<LocalRuntimeSetup> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'paddock-local-'));
+  const options: LocalRuntimeOptions = { dataDir, network: false, memoryMb: 256, pidsMax: 128, ...overrides };
+  const runtime = createLocalRuntime(options);
+  t.after(async () => {
+    for (const sandbox of await runtime.list()) await runtime.destroy(sandbox.id);
+    await runtime.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  return {
+    runtime,
+    options,
+    async sandbox() {
+      const id = newId('sbx');
+      await runtime.create({ id, accountId: 'acct_test', capSeconds: 600 });
+      return id;
+    },
+  };
+}
+
+/** Execs `argv` in the sandbox and collects its output as text. */
+export async function run(runtime: SandboxRuntime, id: string, argv: string[], request: Partial<ExecRequest> = {}) {
+  let stdout = '';
+  let stderr = '';
+  const result = await runtime.exec(id, {
+    argv,
+    timeoutMs: 10_000,
+    onStdout: (chunk) => (stdout += Buffer.from(chunk).toString()),
+    onStderr: (chunk) => (stderr += Buffer.from(chunk).toString()),
+    ...request,
+  });
+  return { ...result, stdout, stderr };
+}
