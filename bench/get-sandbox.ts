@@ -1,12 +1,8 @@
 import type { Benchmark } from './types.ts';
-import { checkAnswers, rows, type Subject } from './account.ts';
-import { measure } from './load.ts';
+import { compareWithFloor, GOAL, type Subject } from './compare.ts';
 import type { NodeProcess } from './processes.ts';
 import { createRunningSandbox, startStack, type Stack } from './stack.ts';
 import { mintApiKey, startFloor } from './targets.ts';
-
-// The goal (≥ 70% of the floor) is the account benchmark's, applied by its rows().
-const GOAL = 0.7;
 
 export const getSandboxBenchmark: Benchmark = {
   name: 'get-sandbox',
@@ -27,17 +23,7 @@ export const getSandboxBenchmark: Benchmark = {
           rounds: [],
         },
       ];
-      await checkAnswers(subjects);
-      for (let round = 1; round <= ctx.load.rounds; round++) {
-        for (const subject of subjects) {
-          ctx.log(`round ${round}/${ctx.load.rounds}: ${subject.name}`);
-          const figures = await measure(subject.target, ctx.load);
-          const cpu = figures.cpuUsPerRequest === undefined ? '' : `, server CPU ${figures.cpuUsPerRequest.toFixed(0)} µs/req`;
-          ctx.log(`  ${figures.requestsPerSecond.toFixed(0)} req/s, p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms${cpu}`);
-          subject.rounds.push(figures);
-        }
-      }
-      return rows(ctx, subjects);
+      return await compareWithFloor(ctx, subjects);
     } finally {
       await stack?.stop();
       await floor?.stop();

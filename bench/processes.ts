@@ -46,13 +46,7 @@ export async function startNodeProcess(options: NodeProcessOptions): Promise<Nod
   return {
     url,
     pid: child.pid!,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stop(child, exited),
   };
 }
 
@@ -85,14 +79,17 @@ export async function startLoggingProcess(
   }
   return {
     pid: child.pid!,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stop(child, exited),
   };
+}
+
+// SIGKILL after 30 s, so a process stuck while draining cannot hold up the rest of the run.
+async function stop(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 async function waitUntilReady(readyUrl: string, exited: Promise<void>, timeoutMs = 30_000): Promise<void> {
