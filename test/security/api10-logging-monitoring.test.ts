@@ -7,6 +7,7 @@ import { waitForSandbox } from '../helpers/sandboxes.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
+import { metricValue, parseMetrics, type MetricSample } from '../../scripts/prometheus-text.ts';
 
 // Insufficient Logging & Monitoring (API10 of the 2019 OWASP API Security Top 10): an operator
 // sees, in Prometheus, the very figures the other suites check, and can trace each refusal in the
@@ -34,41 +35,17 @@ const stack = await startSandboxStack({
 });
 const worker = stack.workers[0]!;
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parse(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const [, k, v] of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
-    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return samples;
-}
-
-/** The sum of the samples of `name` whose labels include `labels`; undefined when there is none. */
-function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  const matching = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  return matching.length ? matching.reduce((sum, s) => sum + s.value, 0) : undefined;
-}
-
-async function apiMetrics(): Promise<Sample[]> {
+async function apiMetrics(): Promise<MetricSample[]> {
   const res = await call(stack.url, 'GET', '/metrics');
   assert.equal(res.status, 200);
-  return parse(res.body as string);
+  return parseMetrics(res.body as string);
 }
 
-async function workerMetrics(): Promise<Sample[]> {
+async function workerMetrics(): Promise<MetricSample[]> {
   const res = await fetch(`http://127.0.0.1:${worker.metricsPort}/metrics`);
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
-  return parse(await res.text());
+  return parseMetrics(await res.text());
 }
 
 const refusals: JsonResponse[] = [];
@@ -82,12 +59,12 @@ test('a create is measured: job latency and duration per job type, queue depth, 
   sandbox = created.body;
 
   const m = await workerMetrics();
-  assert.ok((value(m, 'paddock_job_latency_seconds_count', { job: 'create' }) ?? 0) >= 1, 'create job latency');
-  assert.ok((value(m, 'paddock_job_duration_seconds_count', { job: 'create', outcome: 'ok' }) ?? 0) >= 1, 'create job duration');
+  assert.ok((metricValue(m, 'paddock_job_latency_seconds_count', { job: 'create' }) ?? 0) >= 1, 'create job latency');
+  assert.ok((metricValue(m, 'paddock_job_duration_seconds_count', { job: 'create', outcome: 'ok' }) ?? 0) >= 1, 'create job duration');
   // This stack's queue holds one job now: the delayed expiry of the sandbox.
-  assert.equal(value(m, 'paddock_queue_jobs', { state: 'delayed' }), 1);
-  for (const state of ['waiting', 'active', 'failed']) assert.equal(value(m, 'paddock_queue_jobs', { state }), 0, state);
-  assert.ok((value(m, 'paddock_active_sandboxes', { status: 'running' }) ?? 0) >= 1, 'active sandboxes');
+  assert.equal(metricValue(m, 'paddock_queue_jobs', { state: 'delayed' }), 1);
+  for (const state of ['waiting', 'active', 'failed']) assert.equal(metricValue(m, 'paddock_queue_jobs', { state }), 0, state);
+  assert.ok((metricValue(m, 'paddock_active_sandboxes', { status: 'running' }) ?? 0) >= 1, 'active sandboxes');
 });
 
 test('the active-sandbox gauge is what the database says', async () => {
@@ -98,7 +75,7 @@ test('the active-sandbox gauge is what the database says', async () => {
   };
   for (let attempt = 0; ; attempt++) {
     const before = await count();
-    const gauge = value(await workerMetrics(), 'paddock_active_sandboxes', { status: 'running' });
+    const gauge = metricValue(await workerMetrics(), 'paddock_active_sandboxes', { status: 'running' });
     const after = await count();
     if (before === after) {
       assert.equal(gauge, before);
@@ -127,12 +104,12 @@ test('refusals are counted per bucket and per quota code, and each is in the log
   refusals.push(limited);
 
   const m = await apiMetrics();
-  assert.equal(value(m, 'paddock_rate_limit_refusals_total', { bucket: 'sandbox_ops' }), 1);
-  assert.equal(value(m, 'paddock_rate_limit_refusals_total', { bucket: 'sandbox_lifecycle' }) ?? 0, 0);
-  assert.equal(value(m, 'paddock_quota_refusals_total', { code: 'concurrent_sandbox_limit_reached' }), 1);
-  assert.equal(value(m, 'paddock_quota_refusals_total', { code: 'monthly_usage_limit_reached' }), 1);
-  assert.equal(value(m, 'paddock_http_requests_total', { method: 'POST', route: '/v1/sandboxes', status: '429' }), 2);
-  assert.equal(value(m, 'paddock_http_requests_total', { method: 'POST', route: '/v1/sandboxes/:id/exec', status: '429' }), 1);
+  assert.equal(metricValue(m, 'paddock_rate_limit_refusals_total', { bucket: 'sandbox_ops' }), 1);
+  assert.equal(metricValue(m, 'paddock_rate_limit_refusals_total', { bucket: 'sandbox_lifecycle' }) ?? 0, 0);
+  assert.equal(metricValue(m, 'paddock_quota_refusals_total', { code: 'concurrent_sandbox_limit_reached' }), 1);
+  assert.equal(metricValue(m, 'paddock_quota_refusals_total', { code: 'monthly_usage_limit_reached' }), 1);
+  assert.equal(metricValue(m, 'paddock_http_requests_total', { method: 'POST', route: '/v1/sandboxes', status: '429' }), 2);
+  assert.equal(metricValue(m, 'paddock_http_requests_total', { method: 'POST', route: '/v1/sandboxes/:id/exec', status: '429' }), 1);
 
   for (const res of refusals) {
     const id = res.headers.get('x-request-id')!;
@@ -156,7 +133,7 @@ async function expire(by: 'expire-job' | 'sweep') {
   const gone = await waitForSandbox(stack.url, account.key, created.body.id, (s) => s.state === 'destroyed', 30_000);
   assert.equal(gone.destroyReason, 'expired');
   const after = await workerMetrics();
-  const delta = (name: string, labels: Record<string, string> = {}) => (value(after, name, labels) ?? 0) - (value(before, name, labels) ?? 0);
+  const delta = (name: string, labels: Record<string, string> = {}) => (metricValue(after, name, labels) ?? 0) - (metricValue(before, name, labels) ?? 0);
   return { gone, lagSeconds: (Date.parse(gone.destroyedAt) - Date.parse(gone.expiresAt)) / 1000, delta, after };
 }
 
@@ -179,7 +156,7 @@ test('an expiry by its delayed job is measured: reaper lag as the timestamps say
     // A delayed job's latency counts from when it was due, not from when it was queued.
     const latency = delta('paddock_job_latency_seconds_sum', { job: 'expire' });
     assert.ok(latency < CAP_SECONDS, `expire latency ${latency} s`);
-    assert.equal(value(after, 'paddock_queue_jobs', { state: 'delayed' }), 0);
+    assert.equal(metricValue(after, 'paddock_queue_jobs', { state: 'delayed' }), 0);
     break;
   }
 });
