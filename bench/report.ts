@@ -39,7 +39,14 @@ export function summary(results: BenchResults): string {
     `machine: ${machineLine(results.machine)}`,
     `load average (1 min) at start ${start.toFixed(1)}, at end ${end?.toFixed(1) ?? '?'}`,
   ];
-  for (const b of results.benchmarks) out.push(`\n## ${b.name}: ${b.summary}\n`, markdownTable(b.rows));
+  for (const b of results.benchmarks) {
+    out.push(`\n## ${b.name}: ${b.summary}\n`);
+    const tables = [...new Set(b.rows.map((r) => r.table))];
+    for (const table of tables) {
+      if (table) out.push(`\n### ${table}\n`);
+      out.push(markdownTable(b.rows.filter((r) => r.table === table)));
+    }
+  }
   return `${out.join('\n')}\n`;
 }
 

@@ -4,20 +4,34 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLocalRuntime } from '../shared/runtime/local/index.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
-import { logFile, startLoggingProcess } from './processes.ts';
+import { freePort } from '../scripts/services.ts';
+import { logFile, startLoggingProcess, type NodeProcess } from './processes.ts';
 import { sharedSecrets, startPaddock } from './targets.ts';
 import type { BenchContext } from './types.ts';
 
-// Paddock as a deployment runs it with the `local` runtime: one `web` and one `worker` process,
-// sharing PostgreSQL, Redis (under a prefix of their own) and a sandbox data directory.
+// Paddock as a deployment runs it with the `local` runtime: `web` and `worker` processes (one of
+// each unless asked for more), sharing PostgreSQL, Redis (under a prefix of their own) and a
+// sandbox data directory.
 
 export interface Stack {
+  /** The first web's base URL. */
   url: string;
+  /** Every web's base URL, in order. */
+  urls: string[];
   webPid: number;
   workerPid: number;
-  /** PADDOCK_DATA_DIR of both processes. */
+  webPids: number[];
+  workerPids: number[];
+  /** Each worker's metrics server (`/metrics`, `/healthz`). */
+  workerMetricsUrls: string[];
+  /** PADDOCK_DATA_DIR of every process. */
   dataDir: string;
   stop(): Promise<void>;
+}
+
+export interface StackShape {
+  webs?: number;
+  workers?: number;
 }
 
 /** Limits high enough that no rate bucket or quota shapes what a benchmark measures. */
@@ -40,7 +54,11 @@ export function localRuntimeOn(dataDir: string): SandboxRuntime {
   return createLocalRuntime({ dataDir, network: false, memoryMb: 1024, pidsMax: 512 });
 }
 
-export async function startStack(ctx: BenchContext, name: string, env: NodeJS.ProcessEnv = {}): Promise<Stack> {
+/**
+ * Starts the stack. `env` is laid over the defaults (UNLIMITED among them); `shape` asks for more
+ * than one process of a role.
+ */
+export async function startStack(ctx: BenchContext, name: string, env: NodeJS.ProcessEnv = {}, shape: StackShape = {}): Promise<Stack> {
   const dataDir = sandboxDataDir(name);
   const shared: NodeJS.ProcessEnv = {
     PADDOCK_REDIS_PREFIX: `bench-${name}-${randomBytes(4).toString('hex')}`,
@@ -49,39 +67,60 @@ export async function startStack(ctx: BenchContext, name: string, env: NodeJS.Pr
     ...UNLIMITED,
     ...env,
   };
-  const web = await startPaddock(ctx, 'info', { name: `${name}-web`, env: shared });
-  let worker;
+  const webCount = shape.webs ?? 1;
+  const workerCount = shape.workers ?? 1;
+  const started: { pid: number; stop(): Promise<void> }[] = [];
+  const stopAll = async () => {
+    // Webs first (they enqueue), then workers (they finish the jobs).
+    for (const p of started) await p.stop();
+  };
+  const webs: NodeProcess[] = [];
+  const workers: { pid: number; metricsUrl: string }[] = [];
   try {
-    worker = await startLoggingProcess({
-      name: `${name}-worker`,
-      script: 'workers/main.ts',
-      env: {
-        ...process.env,
-        ...sharedSecrets(),
-        NODE_ENV: 'production',
-        DATABASE_URL: ctx.databaseUrl,
-        REDIS_URL: ctx.redisUrl,
-        PADDOCK_DB_POOL_MAX: process.env.PADDOCK_DB_POOL_MAX ?? '10',
-        PADDOCK_LOG_LEVEL: 'info',
-        PADDOCK_WORKER_METRICS_PORT: '0',
-        ...shared,
-      },
-      logFile: logFile(ctx.dir, `${name}-worker`),
-      readyText: 'worker started',
-      ...(ctx.profile ? { profileDir: join(ctx.dir, 'profiles') } : {}),
-    });
+    for (let i = 0; i < webCount; i++) {
+      const web = await startPaddock(ctx, 'info', { name: webCount > 1 ? `${name}-web-${i}` : `${name}-web`, env: shared });
+      webs.push(web);
+      started.push(web);
+    }
+    for (let i = 0; i < workerCount; i++) {
+      const port = await freePort();
+      const workerName = workerCount > 1 ? `${name}-worker-${i}` : `${name}-worker`;
+      const worker = await startLoggingProcess({
+        name: workerName,
+        script: 'workers/main.ts',
+        env: {
+          ...process.env,
+          ...sharedSecrets(),
+          NODE_ENV: 'production',
+          DATABASE_URL: ctx.databaseUrl,
+          REDIS_URL: ctx.redisUrl,
+          PADDOCK_DB_POOL_MAX: process.env.PADDOCK_DB_POOL_MAX ?? '10',
+          PADDOCK_LOG_LEVEL: 'info',
+          PADDOCK_WORKER_METRICS_PORT: String(port),
+          ...shared,
+        },
+        logFile: logFile(ctx.dir, workerName),
+        readyText: 'worker started',
+        ...(ctx.profile ? { profileDir: join(ctx.dir, 'profiles') } : {}),
+      });
+      workers.push({ pid: worker.pid, metricsUrl: `http://127.0.0.1:${port}` });
+      started.push(worker);
+    }
   } catch (err) {
-    await web.stop();
+    await stopAll();
     throw err;
   }
   return {
-    url: web.url,
-    webPid: web.pid,
-    workerPid: worker.pid,
+    url: webs[0]!.url,
+    urls: webs.map((w) => w.url),
+    webPid: webs[0]!.pid,
+    workerPid: workers[0]!.pid,
+    webPids: webs.map((w) => w.pid),
+    workerPids: workers.map((w) => w.pid),
+    workerMetricsUrls: workers.map((w) => w.metricsUrl),
     dataDir,
     async stop() {
-      await web.stop();
-      await worker.stop();
+      await stopAll();
       await removeDataDir(dataDir);
     },
   };

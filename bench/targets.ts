@@ -73,12 +73,15 @@ export async function startPaddock(
 }
 
 /** Signs up an account and mints an API key for it, through the public API as a client would. */
-export async function mintApiKey(baseUrl: string): Promise<string> {
+export async function signUp(baseUrl: string): Promise<{ accountId: string; key: string }> {
   const email = `bench-${randomBytes(6).toString('hex')}@example.com`;
-  const signup = await postJson(`${baseUrl}/v1/auth/signup`, { email, password: randomBytes(16).toString('hex') });
-  const session = (signup as { token: string }).token;
-  const created = await postJson(`${baseUrl}/v1/api-keys`, { name: 'bench' }, session);
-  return (created as { key: string }).key;
+  const signup = (await postJson(`${baseUrl}/v1/auth/signup`, { email, password: randomBytes(16).toString('hex') })) as { account: { id: string }; token: string };
+  const created = await postJson(`${baseUrl}/v1/api-keys`, { name: 'bench' }, signup.token);
+  return { accountId: signup.account.id, key: (created as { key: string }).key };
+}
+
+export async function mintApiKey(baseUrl: string): Promise<string> {
+  return (await signUp(baseUrl)).key;
 }
 
 export async function postJson(url: string, body: unknown, bearer?: string): Promise<unknown> {

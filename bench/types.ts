@@ -16,6 +16,8 @@ export interface BenchContext {
 
 /** One line of the results table: what was measured and its figures, by column. */
 export interface BenchRow {
+  /** Rows with a table name are printed as a table of their own, under that name. */
+  table?: string;
   subject: string;
   figures: Record<string, number | string>;
   /** The speed goal this row is held to, when it has one. */

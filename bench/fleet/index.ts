@@ -1,0 +1,211 @@
+import { cpus } from 'node:os';
+import pg from 'pg';
+import { configSchema } from '../../shared/config.ts';
+import { cpuSeconds } from '../cpu.ts';
+import { inBatches, localRuntimeOn, startStack } from '../stack.ts';
+import { signUp } from '../targets.ts';
+import type { Benchmark, BenchRow } from '../types.ts';
+import { runAgent, type AgentAccount, type Fleet, type Sample } from './agent.ts';
+import { census, jobMeans, serverRefusals, settle, type Census } from './afterwards.ts';
+import { machineBusySeconds } from './machine-cpu.ts';
+import { errorRows, refusalRows, trafficRows } from './tally.ts';
+
+// `npm run bench:load`: a fleet of accounts (200) working for a minute, each at its own rate
+// limits and quotas (the product's defaults), through two `web` and two `worker` processes on one
+// PostgreSQL and one Redis, with real bubblewrap sandboxes. Afterwards the database, the runtime
+// and the workers' metrics must agree on what is left.
+
+const ACCOUNTS = Number(process.env.BENCH_LOAD_ACCOUNTS ?? 200);
+const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 60);
+const REQUEST_TIMEOUT_MS = 120_000;
+const SETTLE_TIMEOUT_MS = 120_000;
+
+/** The limits the fleet works under: the product's defaults unless the environment sets them. */
+const LIMIT_VARIABLES = [
+  'PADDOCK_RATE_SANDBOX_OPS_PER_MIN',
+  'PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN',
+  'PADDOCK_QUOTA_CONCURRENT_SANDBOXES',
+  'PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS',
+] as const;
+
+function limits(): Record<string, string> {
+  return Object.fromEntries(LIMIT_VARIABLES.map((name) => [name, process.env[name] ?? String(configSchema.shape[name].parse(undefined))]));
+}
+
+export const fleetBenchmark: Benchmark = {
+  name: 'load',
+  summary: `${ACCOUNTS} accounts for ${SECONDS} s creating, executing, editing files and destroying at their rate limits, through 2 webs and 2 workers; goals: 0 5xx, and afterwards the database, the runtime and the metrics agree`,
+  async run(ctx) {
+    const fleetLimits = limits();
+    ctx.log(`  limits: ${Object.entries(fleetLimits).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+    // The signups all come from this one address: the per-IP auth bucket (10 a minute) is raised
+    // for them; everything after them runs under the limits above.
+    const stack = await startStack(ctx, 'load', { ...fleetLimits, PADDOCK_RATE_AUTH_PER_MIN: '100000' }, { webs: 2, workers: 2 });
+    const db = new pg.Pool({ connectionString: ctx.databaseUrl, max: 2 });
+    const runtime = localRuntimeOn(stack.dataDir);
+    try {
+      const signedUp = await inBatches(Array.from({ length: ACCOUNTS }), 8, (_, i) => signUp(stack.urls[i % stack.urls.length]!));
+      const accounts: AgentAccount[] = signedUp.map((a) => ({ id: a.accountId, key: a.key }));
+      const accountIds = accounts.map((a) => a.id);
+      ctx.log(`  ${accounts.length} accounts signed up, each with an API key`);
+
+      const refusalsBefore = await serverRefusals(stack.urls);
+      const pids = { web: stack.webPids, worker: stack.workerPids };
+      const cpuBefore = processCpu(pids);
+      const busyBefore = machineBusySeconds();
+      const clientBefore = process.cpuUsage();
+
+      const samples: Sample[] = [];
+      const wrong: string[] = [];
+      const stop = new AbortController();
+      const startedAt = Date.now();
+      const fleet: Fleet = {
+        urls: stack.urls,
+        stopped: () => stop.signal.aborted,
+        stopSignal: stop.signal,
+        record: (s) => samples.push(s),
+        wrong: (what) => wrong.push(what),
+        requestTimeoutMs: REQUEST_TIMEOUT_MS,
+      };
+      const progress = setInterval(() => {
+        const s = (Date.now() - startedAt) / 1000;
+        const errors = samples.filter((x) => x.status >= 500 || x.status === 0).length;
+        ctx.log(`  ${s.toFixed(0)} s: ${samples.length} requests (${(samples.length / s).toFixed(0)}/s), ${errors} 5xx or unanswered, ${wrong.length} wrong`);
+      }, 10_000);
+      const timer = setTimeout(() => stop.abort(), SECONDS * 1000);
+      await Promise.all(accounts.map((a) => runAgent(fleet, a)));
+      clearTimeout(timer);
+      clearInterval(progress);
+      const drainedMs = Date.now() - startedAt - SECONDS * 1000;
+
+      const cpuAfter = processCpu(pids);
+      const busy = machineBusySeconds() - busyBefore;
+      const client = process.cpuUsage(clientBefore);
+      const windowSamples = samples.filter((s) => s.startedAt < startedAt + SECONDS * 1000);
+
+      const settled = await settle(db, accountIds, SETTLE_TIMEOUT_MS);
+      const left = await census(db, runtime, accountIds, stack.workerMetricsUrls[0]!);
+      const refusalsAfter = await serverRefusals(stack.urls);
+      const serverSide = Object.fromEntries(Object.entries(refusalsAfter.refusals).map(([k, v]) => [k, v - (refusalsBefore.refusals[k] ?? 0)]));
+      const latency = await jobMeans(stack.workerMetricsUrls, 'paddock_job_latency_seconds');
+      const duration = await jobMeans(stack.workerMetricsUrls, 'paddock_job_duration_seconds');
+
+      // The leftovers destroyed through the API, as their owners would: then nothing may remain.
+      await destroyLeftovers(db, stack.urls[0]!, accounts);
+      await settle(db, accountIds, SETTLE_TIMEOUT_MS);
+      const cleared = await census(db, runtime, accountIds, stack.workerMetricsUrls[0]!);
+
+      const rows: BenchRow[] = [
+        ...trafficRows(windowSamples, SECONDS),
+        ...refusalRows(windowSamples, serverSide),
+        ...errorRows(samples),
+        ...censusRows(left, cleared, settled),
+        ...cpuRows(pids, cpuBefore, cpuAfter, busy, client),
+        ...jobRows(latency, duration),
+        {
+          table: 'the run',
+          subject: 'fleet',
+          figures: {
+            accounts: ACCOUNTS,
+            'window s': SECONDS,
+            'last answer after window, ms': drainedMs,
+            'wrong answers': wrong.length,
+            '5xx in the webs\' /metrics': refusalsAfter.server5xx - refusalsBefore.server5xx,
+            ...Object.fromEntries(Object.entries(fleetLimits).map(([k, v]) => [k.replace('PADDOCK_', '').toLowerCase(), Number(v)])),
+          },
+          goal: { text: 'no wrong answer', met: wrong.length === 0 },
+          detail: { wrong: wrong.slice(0, 50), samples: samples.length, serverSide },
+        },
+      ];
+
+      const fivexx = windowSamples.filter((s) => s.status >= 500).length;
+      if (fivexx > 0) ctx.warn(`load: ${fivexx} answers were 5xx`);
+      const unanswered = samples.filter((s) => s.status === 0).length;
+      if (unanswered > 0) ctx.warn(`load: ${unanswered} requests got no answer`);
+      if (wrong.length > 0) ctx.warn(`load: ${wrong.length} wrong answers, first: ${wrong[0]}`);
+      if (!settled) ctx.warn('load: sandboxes still pending or terminating two minutes after the window');
+      for (const [when, c] of [['after the window', left], ['after the leftovers were destroyed', cleared]] as const) {
+        if (c.orphans.length || c.missing.length) ctx.warn(`load: ${when}: ${c.orphans.length} orphans in the runtime, ${c.missing.length} running sandboxes missing from it`);
+        if (c.activeGauge !== c.activeInDb) ctx.warn(`load: ${when}: the workers' gauge says ${c.activeGauge} active, the database ${c.activeInDb}`);
+      }
+      if (cleared.activeInDb !== 0 || cleared.inRuntime !== 0) ctx.warn(`load: ${cleared.activeInDb} active in the database and ${cleared.inRuntime} in the runtime after destroying all`);
+      return rows;
+    } finally {
+      await runtime.close();
+      await db.end();
+      await stack.stop();
+    }
+  },
+};
+
+function processCpu(pids: Record<string, number[]>): Record<string, number[]> {
+  return Object.fromEntries(Object.entries(pids).map(([role, list]) => [role, list.map((pid) => cpuSeconds(pid) ?? NaN)]));
+}
+
+function censusRows(left: Census, cleared: Census, settled: boolean): BenchRow[] {
+  const table = 'afterwards: database, runtime and metrics';
+  const row = (subject: string, c: Census, extra: Record<string, string | number> = {}): BenchRow => ({
+    table,
+    subject,
+    figures: {
+      'active in database': c.activeInDb,
+      running: c.activeByStatus.running ?? 0,
+      'pending or terminating': (c.activeByStatus.pending ?? 0) + (c.activeByStatus.terminating ?? 0),
+      'in runtime': c.inRuntime,
+      'workers\' gauge': c.activeGauge,
+      orphans: c.orphans.length,
+      missing: c.missing.length,
+      ...extra,
+    },
+    goal: {
+      text: 'runtime = database = gauge, no orphan',
+      met: c.orphans.length === 0 && c.missing.length === 0 && c.inRuntime === c.activeInDb && c.activeGauge === c.activeInDb,
+    },
+    detail: { orphans: c.orphans, missing: c.missing },
+  });
+  return [row(`once settled (${settled ? 'settled' : 'NOT settled in 2 min'})`, left), row('after DELETE of every leftover', cleared)];
+}
+
+function cpuRows(pids: Record<string, number[]>, before: Record<string, number[]>, after: Record<string, number[]>, machineBusy: number, client: NodeJS.CpuUsage): BenchRow[] {
+  const table = `CPU over the window and its drain (${cpus().length} cores)`;
+  const rows: BenchRow[] = [];
+  let accounted = 0;
+  for (const role of Object.keys(pids)) {
+    pids[role]!.forEach((_, i) => {
+      const used = after[role]![i]! - before[role]![i]!;
+      accounted += used;
+      rows.push({ table, subject: `${role} ${i}`, figures: { 'CPU s': Math.round(used * 10) / 10 } });
+    });
+  }
+  const clientSeconds = (client.user + client.system) / 1e6;
+  accounted += clientSeconds;
+  rows.push({ table, subject: 'the fleet (bench process)', figures: { 'CPU s': Math.round(clientSeconds * 10) / 10 } });
+  rows.push({ table, subject: 'everything else (sandboxes, PostgreSQL, Redis, bwrap, nsenter)', figures: { 'CPU s': Math.round((machineBusy - accounted) * 10) / 10 } });
+  rows.push({ table, subject: 'machine, busy', figures: { 'CPU s': Math.round(machineBusy * 10) / 10 } });
+  return rows;
+}
+
+function jobRows(latency: Record<string, { count: number; meanMs: number }>, duration: Record<string, { count: number; meanMs: number }>): BenchRow[] {
+  const table = 'jobs, from the workers\' /metrics (whole run)';
+  return Object.keys({ ...latency, ...duration })
+    .sort()
+    .map((job) => ({
+      table,
+      subject: job,
+      figures: { jobs: duration[job]?.count ?? 0, 'mean wait ms': latency[job]?.meanMs ?? 0, 'mean run ms': duration[job]?.meanMs ?? 0 },
+    }));
+}
+
+/** DELETE (waiting) every sandbox the fleet left active, through the API, waiting out 429s. */
+async function destroyLeftovers(db: pg.Pool, url: string, accounts: AgentAccount[]): Promise<void> {
+  const keyOf = new Map(accounts.map((a) => [a.id, a.key]));
+  const { rows } = await db.query<{ id: string; account_id: string }>("select id, account_id from sandboxes where state = 'active' and account_id = any($1)", [[...keyOf.keys()]]);
+  await inBatches(rows, 20, async (row) => {
+    for (;;) {
+      const res = await fetch(`${url}/v1/sandboxes/${row.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${keyOf.get(row.account_id)}` } });
+      await res.text();
+      if (res.status !== 429) return;
+      await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
+    }
+  });
+}
