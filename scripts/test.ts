@@ -1,7 +1,8 @@
 // `npm test`: type-check, lint, then the whole suite against real PostgreSQL, Redis and
 // bubblewrap, once per sandbox runtime (local, then kubernetes against the API stand-in).
-// `npm test -- test/api/auth.test.ts` runs only the named files; PADDOCK_TEST_RUNTIMES=local
-// runs one runtime only.
+// The lifecycle and quota suites then run again through two `web` and two `worker` processes.
+// `npm test -- test/api/auth.test.ts` runs only the named files (PADDOCK_TEST_DEPLOYMENT=replicas
+// runs suites that support it through the replicas); PADDOCK_TEST_RUNTIMES=local runs one runtime only.
 import { spawn } from 'node:child_process';
 import { delimiter, resolve } from 'node:path';
 import { startServices } from './services.ts';
@@ -11,6 +12,8 @@ const root = resolve(import.meta.dirname, '..');
 const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}` };
 const files = process.argv.slice(2);
 const runtimes = (process.env.PADDOCK_TEST_RUNTIMES ?? 'local,kubernetes').split(',').filter(Boolean);
+/** The suites that run a second time through the replicas harness (test/helpers/deployment.ts). */
+const THROUGH_REPLICAS = ['test/sandboxes/lifecycle.test.ts', 'test/sandboxes/quotas.test.ts'];
 
 function step(cmd: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<number> {
   process.stderr.write(`\n> ${cmd} ${args.join(' ')}\n`);
@@ -41,11 +44,14 @@ try {
   await migrate(orm, services.databaseUrl);
   await orm.close(true);
   const testEnv = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl };
+  const nodeTest = ['--test', '--test-concurrency=3', '--test-timeout=180000'];
   for (const runtime of runtimes) {
-    const args = ['--test', '--test-concurrency=3', '--test-timeout=180000', ...(files.length ? files : ['test/**/*.test.ts'])];
     process.stderr.write(`\n=== test suite, PADDOCK_TEST_RUNTIME=${runtime}\n`);
-    const code = await step('node', args, { ...testEnv, PADDOCK_TEST_RUNTIME: runtime });
-    failed ||= code !== 0;
+    failed ||= (await step('node', [...nodeTest, ...(files.length ? files : ['test/**/*.test.ts'])], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime })) !== 0;
+    if (files.length > 0) continue;
+    // The same suites again, unchanged, through two web and two worker processes.
+    process.stderr.write(`\n=== ${THROUGH_REPLICAS.join(', ')}, PADDOCK_TEST_DEPLOYMENT=replicas, PADDOCK_TEST_RUNTIME=${runtime}\n`);
+    failed ||= (await step('node', [...nodeTest, ...THROUGH_REPLICAS], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime, PADDOCK_TEST_DEPLOYMENT: 'replicas' })) !== 0;
   }
 } finally {
   await stop();

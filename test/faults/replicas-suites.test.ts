@@ -1,24 +1,30 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startReplicas } from '../helpers/replicas.ts';
-import { concurrentCapScenario, lifecycleScenario, rateLimitRaceScenario } from './scenarios.ts';
+import { authBucketRaceScenario, concurrentCapScenario, lifecycleCountdownScenario, rateLimitRaceScenario } from './scenarios.ts';
 
-// The lifecycle, quota and rate-limit scenarios through two real `web` and two real `worker`
-// processes behind one base URL, on one PostgreSQL and one Redis.
+// Quota and rate-limit scenarios through two real `web` and two real `worker` processes, on one
+// PostgreSQL and one Redis: every limit holds across the replicas, not per process. (`npm test`
+// also runs the lifecycle and quota suites through such replicas: PADDOCK_TEST_DEPLOYMENT.)
 
 const CAP = 2;
 const OPS_PER_MIN = 10;
+const LIFECYCLE_PER_MIN = 30; // above the 20 creates and 2 destroys of the cap scenario's account
+const AUTH_PER_MIN = 10;
 const replicas = await startReplicas({
   webs: 2,
   workers: 2,
-  overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: String(CAP), PADDOCK_RATE_SANDBOX_OPS_PER_MIN: String(OPS_PER_MIN) },
+  overrides: {
+    PADDOCK_QUOTA_CONCURRENT_SANDBOXES: String(CAP),
+    PADDOCK_RATE_SANDBOX_OPS_PER_MIN: String(OPS_PER_MIN),
+    PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: String(LIFECYCLE_PER_MIN),
+    // The suite's own signups come from the proxy's address, each race from an address of its own.
+    PADDOCK_RATE_AUTH_PER_MIN: String(AUTH_PER_MIN),
+    PADDOCK_TRUST_PROXY: 'true',
+  },
 });
-
+const webs = () => replicas.webs.map((w) => w.url);
 const served = (i: number) => (replicas.webs[i]!.output().match(/"msg":"request"/g) ?? []).length;
-
-test('create, get, list and destroy through two webs and two workers', async () => {
-  await lifecycleScenario(replicas.url, replicas.config.PADDOCK_SESSION_CAP_SECONDS);
-});
 
 test('20 parallel creates through the replicas give exactly the concurrent cap', async () => {
   await concurrentCapScenario(replicas.url, CAP);
@@ -26,6 +32,14 @@ test('20 parallel creates through the replicas give exactly the concurrent cap',
 
 test('a rate-limit bucket raced through the replicas lets exactly its capacity through', async () => {
   await rateLimitRaceScenario(replicas.url, OPS_PER_MIN);
+});
+
+test('one sandbox_lifecycle count goes down across both webs, then 429 with Retry-After', async () => {
+  await lifecycleCountdownScenario(webs(), LIFECYCLE_PER_MIN);
+});
+
+test('signups and logins from one address racing across both webs share one per-IP bucket', async () => {
+  await authBucketRaceScenario(webs(), AUTH_PER_MIN);
 });
 
 test('both webs served requests, and every process is still up', () => {

@@ -2,54 +2,14 @@ import assert from 'node:assert/strict';
 import { call, type JsonResponse } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
+import { uniqueEmail } from '../helpers/config.ts';
 
-// The key scenarios of the lifecycle, quota and rate-limit suites as functions of a base URL, so
-// any deployment shape (one in-process API, several real processes behind a proxy) runs them
-// unchanged. Each makes its own account, so they can share a stack.
+// Quota and rate-limit scenarios over the product's own routes, as functions of base URLs, for
+// the replicas harness. (The lifecycle and quota suites themselves run through the replicas too,
+// with PADDOCK_TEST_DEPLOYMENT=replicas; the rate-limit suite drives in-process test routes, so
+// its cross-replica cases are here.) Each makes its own account, so they can share a stack.
 
 const MISSING_SANDBOX = `sbx_${'0'.repeat(24)}`;
-
-/** Create (waiting), get, list, destroy (idempotent), list again. */
-export async function lifecycleScenario(url: string, capSeconds: number): Promise<void> {
-  const a = await newAccount(url, 'lifecycle');
-  const res = await createSandbox(url, a.key, '', { metadata: { purpose: 'replicas' } });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  const s = res.body;
-  assert.match(s.id, /^sbx_[0-9a-z]{24}$/);
-  assert.equal(res.headers.get('location'), `/v1/sandboxes/${s.id}`);
-  assert.equal(s.state, 'active');
-  assert.equal(s.status, 'running');
-  assert.deepEqual(s.metadata, { purpose: 'replicas' });
-  assert.ok(Date.parse(s.readyAt) >= Date.parse(s.createdAt));
-  assert.equal(Date.parse(s.expiresAt) - Date.parse(s.createdAt), capSeconds * 1000);
-
-  const got = await call(url, 'GET', `/v1/sandboxes/${s.id}`, { token: a.key });
-  assert.equal(got.status, 200);
-  assert.deepEqual(got.body, s);
-
-  const second = (await createSandbox(url, a.key, '?wait=false')).body;
-  assert.equal(second.status, 'pending');
-  const ids = async (q: string) => (await call(url, 'GET', `/v1/sandboxes${q}`, { token: a.key })).body.data.map((x: any) => x.id);
-  assert.deepEqual(await ids(''), [second.id, s.id]);
-
-  const del = await call(url, 'DELETE', `/v1/sandboxes/${s.id}`, { token: a.key });
-  assert.equal(del.status, 200, JSON.stringify(del.body));
-  assert.equal(del.body.state, 'destroyed');
-  assert.equal(del.body.status, 'terminated');
-  assert.equal(del.body.destroyReason, 'user');
-  const again = await call(url, 'DELETE', `/v1/sandboxes/${s.id}`, { token: a.key });
-  assert.equal(again.status, 200);
-  assert.deepEqual(again.body, del.body);
-
-  assert.deepEqual(await ids(''), [second.id]);
-  assert.deepEqual(await ids('?state=destroyed'), [s.id]);
-  assert.deepEqual(await ids('?state=all'), [second.id, s.id]);
-  const gone = await call(url, 'DELETE', `/v1/sandboxes/${second.id}`, { token: a.key });
-  assert.equal(gone.body.state, 'destroyed');
-
-  const other = await newAccount(url, 'other');
-  assertProblem(await call(url, 'GET', `/v1/sandboxes/${s.id}`, { token: other.key }), 404, 'sandbox_not_found');
-}
 
 /** `attempts` parallel creates give exactly the concurrent cap; the rest are refused and make nothing. */
 export async function concurrentCapScenario(url: string, cap: number, attempts = 20): Promise<string[]> {
@@ -89,5 +49,53 @@ export async function rateLimitRaceScenario(url: string, capacity: number): Prom
     assertProblem(r, 429, 'rate_limited');
     assert.match(r.headers.get('retry-after') ?? '', /^[1-9]\d*$/);
     assert.equal(r.body.bucket, 'sandbox_ops');
+  }
+}
+
+/**
+ * The sandbox_lifecycle bucket (PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN = capacity) taken on
+ * alternate webs: one count going down across both, then 429 with a Retry-After of one refill.
+ * DELETE of a sandbox that does not exist takes a token, then answers 404.
+ */
+export async function lifecycleCountdownScenario(webs: string[], capacity: number): Promise<void> {
+  const a = await newAccount(webs[0]!, 'countdown');
+  const seen: string[] = [];
+  for (let i = 0; i < capacity; i++) {
+    const res = await call(webs[i % webs.length]!, 'DELETE', `/v1/sandboxes/${MISSING_SANDBOX}`, { token: a.key });
+    assertProblem(res, 404, 'sandbox_not_found');
+    assert.equal(res.headers.get('x-ratelimit-limit'), String(capacity));
+    seen.push(res.headers.get('x-ratelimit-remaining') ?? '');
+  }
+  assert.deepEqual(seen, Array.from({ length: capacity }, (_, i) => String(capacity - 1 - i)));
+  const refused = await call(webs[capacity % webs.length]!, 'POST', '/v1/sandboxes', { token: a.key, body: {} });
+  assertProblem(refused, 429, 'rate_limited');
+  assert.equal(refused.body.bucket, 'sandbox_lifecycle');
+  const refill = Math.ceil(60 / capacity);
+  const retryAfter = Number(refused.headers.get('retry-after'));
+  assert.ok(retryAfter >= refill - 2 && retryAfter <= refill, `Retry-After ${retryAfter}, one token every ${refill} s`);
+  // Nothing was created by the refused request.
+  assert.deepEqual((await call(webs[0]!, 'GET', '/v1/sandboxes?state=all', { token: a.key })).body.data, []);
+}
+
+/**
+ * Signup and login from one client address (X-Forwarded-For, PADDOCK_TRUST_PROXY=true), racing
+ * across the webs: one per-IP bucket for all of them, exactly `capacity` pass.
+ */
+export async function authBucketRaceScenario(webs: string[], capacity: number): Promise<void> {
+  const address = `203.0.113.${1 + Math.floor(Math.random() * 250)}`;
+  const headers = { 'x-forwarded-for': address };
+  const results = await Promise.all(
+    Array.from({ length: capacity * 3 }, (_, i) =>
+      i % 2
+        ? call(webs[i % webs.length]!, 'POST', '/v1/auth/signup', { headers, body: { email: uniqueEmail('ip-race'), password: 'correct horse battery' } })
+        : call(webs[i % webs.length]!, 'POST', '/v1/auth/login', { headers, body: { email: uniqueEmail('ip-race'), password: 'wrong password' } }),
+    ),
+  );
+  const passed = results.filter((r) => r.status !== 429);
+  assert.equal(passed.length, capacity, results.map((r) => r.status).join(','));
+  for (const r of passed) assert.ok(r.status === 201 || r.status === 401, `${r.status} ${JSON.stringify(r.body)}`);
+  for (const r of results.filter((x) => x.status === 429)) {
+    assertProblem(r, 429, 'rate_limited');
+    assert.equal(r.body.bucket, 'auth');
   }
 }

@@ -59,6 +59,9 @@ export async function startStandinCluster(dir: string): Promise<StandinCluster |
   return { backend, standin, kubeConfig: standin.kubeConfig };
 }
 
+/** Images the suites create sandboxes from, besides the default: one real, one that cannot be pulled. */
+export const SUITE_IMAGES = { PADDOCK_KUBE_ALLOWED_IMAGES: 'docker.io/library/python:3.12-slim,registry.example/does-not-exist:1' };
+
 export interface SandboxStack {
   config: Config;
   apis: RunningApi[];
@@ -78,10 +81,7 @@ export interface SandboxStack {
 export async function startSandboxStack(
   options: { overrides?: Record<string, string>; apis?: number; workers?: number; reaper?: boolean; logLines?: string[] } = {},
 ): Promise<SandboxStack> {
-  const { dir: dataDir, config } = runtimeTestConfig('paddock-test-', {
-    PADDOCK_KUBE_ALLOWED_IMAGES: 'docker.io/library/python:3.12-slim,registry.example/does-not-exist:1',
-    ...options.overrides,
-  });
+  const { dir: dataDir, config } = runtimeTestConfig('paddock-test-', { ...SUITE_IMAGES, ...options.overrides });
 
   // One teardown, in order: APIs, then workers (finishing their jobs), then what the runtime holds.
   const apis: RunningApi[] = [];

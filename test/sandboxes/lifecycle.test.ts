@@ -1,12 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
+import { testRuntime } from '../helpers/sandbox-stack.ts';
+import { startDeployment } from '../helpers/deployment.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
 
-const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '5' } });
-const runtime = () => stack.workers[0]!.deps.runtime;
+// In-process, or through two webs and two workers (PADDOCK_TEST_DEPLOYMENT=replicas).
+const stack = await startDeployment({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '5' } });
+const runtime = () => stack.runtime;
 
 test('create answers a running sandbox with every field of the contract', async () => {
   const a = await newAccount(stack.url);

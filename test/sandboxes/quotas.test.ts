@@ -1,14 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { startDeployment } from '../helpers/deployment.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 
-// Two API instances on one PostgreSQL and Redis, as two replicas would be.
-const stack = await startSandboxStack({ apis: 2, overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '2' } });
-const [apiA, apiB] = stack.apis.map((a) => a.url) as [string, string];
+// Two API instances on one PostgreSQL and Redis, as two replicas would be (in-process, or real
+// processes with PADDOCK_TEST_DEPLOYMENT=replicas).
+const stack = await startDeployment({ apis: 2, overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '2' } });
+const [apiA, apiB] = stack.apiUrls as [string, string];
 
 async function activeIds(url: string, key: string): Promise<string[]> {
   return (await call(url, 'GET', '/v1/sandboxes', { token: key })).body.data.map((s: any) => s.id);
@@ -31,13 +32,13 @@ test('a refused create creates nothing and bills nothing', async () => {
   const a = await newAccount(apiA);
   await createSandbox(apiA, a.key);
   await createSandbox(apiA, a.key);
-  const heldBefore = (await stack.workers[0]!.deps.runtime.list()).length;
+  const heldBefore = (await stack.runtime.list()).length;
   const refused = await createSandbox(apiA, a.key);
   assertProblem(refused, 429, 'concurrent_sandbox_limit_reached');
   assert.equal(refused.body.limit, 2);
   const all = await call(apiA, 'GET', '/v1/sandboxes?state=all', { token: a.key });
   assert.equal(all.body.data.length, 2);
-  assert.equal((await stack.workers[0]!.deps.runtime.list()).length, heldBefore);
+  assert.equal((await stack.runtime.list()).length, heldBefore);
   const account = await call(apiA, 'GET', '/v1/account', { token: a.key });
   assert.equal(account.body.usage.concurrentSandboxes.active, 2);
 });
@@ -53,7 +54,7 @@ test('destroying a sandbox frees its place under the concurrent cap', async () =
 
 test('a per-account override of the concurrent cap is honoured', async () => {
   const a = await newAccount(apiA);
-  await stack.apis[0]!.deps.orm.em.fork().execute('update accounts set concurrent_sandboxes_limit = 1 where id = ?', [a.id]);
+  await stack.sql('update accounts set concurrent_sandboxes_limit = 1 where id = $1', [a.id]);
   assert.equal((await createSandbox(apiA, a.key)).status, 201);
   const refused = await createSandbox(apiA, a.key);
   assertProblem(refused, 429, 'concurrent_sandbox_limit_reached');
@@ -64,7 +65,7 @@ test('a per-account override of the concurrent cap is honoured', async () => {
 test('the monthly cap refuses once used up, and the concurrent cap is checked first', async () => {
   const a = await newAccount(apiA);
   // 0.0003 h is about one second of sandbox time.
-  await stack.apis[0]!.deps.orm.em.fork().execute('update accounts set monthly_sandbox_hours_limit = 0.0003 where id = ?', [a.id]);
+  await stack.sql('update accounts set monthly_sandbox_hours_limit = 0.0003 where id = $1', [a.id]);
   const s = await createSandbox(apiA, a.key);
   assert.equal(s.status, 201);
   await sleep(1500);
@@ -73,7 +74,7 @@ test('the monthly cap refuses once used up, and the concurrent cap is checked fi
   assert.ok(second.body.used >= 0.0003, JSON.stringify(second.body));
 
   // Fill the concurrent cap with the override, then both caps are exhausted: concurrent answers.
-  await stack.apis[0]!.deps.orm.em.fork().execute('update accounts set concurrent_sandboxes_limit = 1 where id = ?', [a.id]);
+  await stack.sql('update accounts set concurrent_sandboxes_limit = 1 where id = $1', [a.id]);
   assertProblem(await createSandbox(apiB, a.key), 429, 'concurrent_sandbox_limit_reached');
 
   await call(apiA, 'DELETE', `/v1/sandboxes/${s.body.id}`, { token: a.key });
