@@ -25,8 +25,10 @@ function step(cmd: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Pr
 
 let failed = false;
 if (files.length === 0) {
-  failed ||= (await step('tsc', ['-p', 'tsconfig.json', '--noEmit'])) !== 0;
-  failed ||= (await step('eslint', ['.'])) !== 0;
+  // Each step runs whatever the one before it found: `failed ||= await …` would skip them.
+  const typecheck = await step('tsc', ['-p', 'tsconfig.json', '--noEmit']);
+  const lint = await step('eslint', ['.']);
+  failed = typecheck !== 0 || lint !== 0;
 }
 
 const services = await startServices({ dir: resolve(root, '.paddock/test'), database: 'paddock_test', fresh: true });
@@ -47,11 +49,13 @@ try {
   const nodeTest = ['--test', '--test-concurrency=3', '--test-timeout=180000'];
   for (const runtime of runtimes) {
     process.stderr.write(`\n=== test suite, PADDOCK_TEST_RUNTIME=${runtime}\n`);
-    failed ||= (await step('node', [...nodeTest, ...(files.length ? files : ['test/**/*.test.ts'])], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime })) !== 0;
+    const code = await step('node', [...nodeTest, ...(files.length ? files : ['test/**/*.test.ts'])], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime });
+    failed ||= code !== 0;
     if (files.length > 0) continue;
     // The same suites again, unchanged, through two web and two worker processes.
     process.stderr.write(`\n=== ${THROUGH_REPLICAS.join(', ')}, PADDOCK_TEST_DEPLOYMENT=replicas, PADDOCK_TEST_RUNTIME=${runtime}\n`);
-    failed ||= (await step('node', [...nodeTest, ...THROUGH_REPLICAS], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime, PADDOCK_TEST_DEPLOYMENT: 'replicas' })) !== 0;
+    const replicasCode = await step('node', [...nodeTest, ...THROUGH_REPLICAS], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime, PADDOCK_TEST_DEPLOYMENT: 'replicas' });
+    failed ||= replicasCode !== 0;
   }
 } finally {
   await stop();
