@@ -21,14 +21,28 @@ export function onShutdownSignal(log: Logger, timeoutSeconds: number, stop: () =
     stop().then(
       () => {
         log.info('stopped');
-        process.exit(0);
+        exitFlushed(log, 0);
       },
       (err: unknown) => {
         log.error({ err }, 'shutdown failed');
-        process.exit(1);
+        exitFlushed(log, 1);
       },
     );
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+}
+
+/**
+ * Exits once the log lines written so far are out: pino writes stdout asynchronously, and an exit
+ * with a write still in flight loses lines or lets a later one overtake it.
+ */
+function exitFlushed(log: Logger, code: number): void {
+  const exit = () => process.exit(code);
+  setTimeout(exit, 2000).unref();
+  try {
+    log.flush(exit);
+  } catch {
+    exit();
+  }
 }
