@@ -20,6 +20,14 @@ import {
 } from '../../shared/runtime/types.ts';
 import { startStandinFixture, type StandinFixture } from '../k8s-standin/fixture.ts';
 
+// Whether the process in the pid file $1 is gone, allowing it up to 3 s: SIGKILL is delivered to a
+// whole group at once, but a loaded machine may take a moment to run each member's exit, and a
+// killed process stays a zombie until its new parent reaps it.
+const GONE_CHECK =
+  'p=$(cat "$1"); i=0; while [ $i -lt 30 ]; do ' +
+  'if ! kill -0 "$p" 2>/dev/null || grep -q "^[0-9]* (.*) Z" "/proc/$p/stat" 2>/dev/null; then echo gone; exit; fi; ' +
+  'sleep 0.1; i=$((i + 1)); done; echo alive';
+
 const NAMESPACE = 'paddock-test';
 const DEFAULT_IMAGE = 'docker.io/library/debian:bookworm-slim';
 const PYTHON = 'docker.io/library/python:3.12-slim';
@@ -408,7 +416,7 @@ describe('the kubernetes runtime against the API stand-in', () => {
       assert.equal(stdout, 'before\n');
       assert.ok(Date.now() - started < 2500, `answered in ${Date.now() - started} ms`);
       // The background sleep, in the same tree, is gone as well.
-      const check = await run(runtime, id, ['sh', '-c', 'kill -0 "$(cat /tmp/background.pid)" 2>/dev/null && echo alive || echo gone']);
+      const check = await run(runtime, id, ['sh', '-c', GONE_CHECK, 'check', '/tmp/background.pid']);
       assert.equal(check.stdout, 'gone\n');
     });
 
@@ -426,7 +434,7 @@ describe('the kubernetes runtime against the API stand-in', () => {
       assert.equal(result.signal, 'SIGKILL');
       assert.equal(stdout, 'started\n');
       assert.ok(Date.now() - started < 5000);
-      const check = await run(runtime, id, ['sh', '-c', 'kill -0 "$(cat /tmp/aborted.pid)" 2>/dev/null && echo alive || echo gone']);
+      const check = await run(runtime, id, ['sh', '-c', GONE_CHECK, 'check', '/tmp/aborted.pid']);
       assert.equal(check.stdout, 'gone\n');
     });
 
@@ -456,7 +464,7 @@ describe('the kubernetes runtime against the API stand-in', () => {
       assert.equal(stdout, 'waiting\n');
       assert.equal(status.reason, 'NonZeroExitCode');
       assert.deepEqual(status.details?.causes, [{ reason: 'ExitCode', message: '137' }]);
-      const check = await run(runtime, id, ['sh', '-c', 'kill -0 "$(cat /tmp/watchdog.pid)" 2>/dev/null && echo alive || echo gone']);
+      const check = await run(runtime, id, ['sh', '-c', GONE_CHECK, 'check', '/tmp/watchdog.pid']);
       assert.equal(check.stdout, 'gone\n');
     });
 
