@@ -75,6 +75,8 @@ export const configSchema = z.object({
   PADDOCK_LOCAL_NETWORK: bool.default(false),
   PADDOCK_LOCAL_MEMORY_MB: int(16).default(1024),
   PADDOCK_LOCAL_PIDS_MAX: int(8).default(512),
+  /** CPU cores one local sandbox may use: a busy loop in one must not starve the host. */
+  PADDOCK_LOCAL_CPUS: positiveNumber.default(1),
   // kubernetes runtime (KUBECONFIG, or the in-cluster service account, says which cluster)
   PADDOCK_KUBE_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock-sandboxes'),
   PADDOCK_KUBE_DEFAULT_IMAGE: z.string().min(1).default('docker.io/library/debian:bookworm-slim'),

@@ -23,6 +23,7 @@ export function createRuntime(config: Config, log: Logger, options: { kubeConfig
     network: config.PADDOCK_LOCAL_NETWORK,
     memoryMb: config.PADDOCK_LOCAL_MEMORY_MB,
     pidsMax: config.PADDOCK_LOCAL_PIDS_MAX,
+    cpus: config.PADDOCK_LOCAL_CPUS,
     log,
   });
 }

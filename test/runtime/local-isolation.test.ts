@@ -14,7 +14,7 @@ import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 const asRoot = process.getuid?.() === 0;
 const cgroups =
-  asRoot && existsSync('/sys/fs/cgroup/memory/cgroup.procs') && existsSync('/sys/fs/cgroup/pids/cgroup.procs');
+  asRoot && ['memory', 'pids', 'cpu'].every((c) => existsSync(`/sys/fs/cgroup/${c}/cgroup.procs`));
 const needsCgroups = { skip: !cgroups && 'needs root and cgroup v1' };
 
 const sh = (runtime: SandboxRuntime, id: string, script: string, request: Partial<ExecRequest> = {}) =>
@@ -172,6 +172,27 @@ test('a memory hog is killed inside its limit and the sandbox and host stay fine
   assert.equal(execFileSync('/bin/echo', ['host ok']).toString(), 'host ok\n');
 });
 
+test('a busy loop gets its CPU quota and no more, and the host keeps the rest', needsCgroups, async (t) => {
+  const { runtime, sandbox } = await setupLocalRuntime(t, { cpus: 0.1 });
+  const id = await sandbox();
+  const cgroup = `/sys/fs/cgroup/cpu/paddock/${id}`;
+  assert.equal((await readFile(`${cgroup}/cpu.cfs_quota_us`, 'utf8')).trim(), '10000');
+  assert.equal((await readFile(`${cgroup}/cpu.cfs_period_us`, 'utf8')).trim(), '100000');
+  const before = process.hrtime.bigint();
+  const loop = await run(runtime, id, ['sh', '-c', 'while :; do :; done'], { timeoutMs: 1500 });
+  assert.equal(loop.timedOut, true);
+  const wallMs = Number(process.hrtime.bigint() - before) / 1e6;
+  // Throttled in (nearly) every period it ran: at most 10 ms of CPU in each 100 ms.
+  const stat = Object.fromEntries(
+    (await readFile(`${cgroup}/cpu.stat`, 'utf8')).trim().split('\n').map((l) => l.split(' ') as [string, string]),
+  );
+  assert.ok(Number(stat.nr_throttled) >= 5, JSON.stringify(stat));
+  assert.ok(Number(stat.nr_throttled) >= Number(stat.nr_periods) * 0.5, JSON.stringify(stat));
+  // Held back for most of the loop's time: at least half of its wall time, in ns.
+  assert.ok(Number(stat.throttled_time) / 1e6 >= wallMs * 0.5, `${JSON.stringify(stat)} over ${wallMs} ms`);
+  assert.equal((await run(runtime, id, ['echo', 'sandbox ok'])).stdout, 'sandbox ok\n');
+});
+
 test('destroy kills every process of the sandbox and removes its files and cgroups', async (t) => {
   const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
@@ -190,4 +211,5 @@ test('destroy kills every process of the sandbox and removes its files and cgrou
   assert.equal(existsSync(join(options.dataDir, 'sandboxes', id)), false);
   assert.equal(existsSync(`/sys/fs/cgroup/memory/paddock/${id}`), false);
   assert.equal(existsSync(`/sys/fs/cgroup/pids/paddock/${id}`), false);
+  assert.equal(existsSync(`/sys/fs/cgroup/cpu/paddock/${id}`), false);
 });

@@ -5,16 +5,19 @@ import type { Logger } from '../../logger.ts';
 import { runningAsRoot } from './identity.ts';
 import { killQuietly } from './processes.ts';
 
-// Memory and process-count limits through cgroup v1: one group per sandbox under
+// Memory, process-count and CPU limits through cgroup v1: one group per sandbox under
 // /sys/fs/cgroup/<controller>/paddock/<id>, holding the sandbox's init and every exec.
 
 const ROOT = '/sys/fs/cgroup';
-const CONTROLLERS = ['memory', 'pids'] as const;
+const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
+/** The CFS period: a sandbox gets `cpus` × this much CPU time in each. */
+const CFS_PERIOD_US = 100_000;
 type Controller = (typeof CONTROLLERS)[number];
 
 export interface Limits {
   memoryMb: number;
   pidsMax: number;
+  cpus: number;
 }
 
 export interface Cgroups {
@@ -58,6 +61,12 @@ function cgroupsOf(controllers: Controller[]): Cgroups {
     const path = dir(controller, id);
     if (controller === 'pids') {
       await writeFile(join(path, 'pids.max'), String(limits.pidsMax));
+      return;
+    }
+    if (controller === 'cpu') {
+      await writeFile(join(path, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+      // The kernel's floor is 1 ms a period.
+      await writeFile(join(path, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))));
       return;
     }
     const bytes = String(limits.memoryMb * 1024 * 1024);

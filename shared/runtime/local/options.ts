@@ -7,5 +7,7 @@ export interface LocalRuntimeOptions {
   network: boolean;
   memoryMb: number;
   pidsMax: number;
+  /** CPU cores one sandbox may use (a CFS quota); default 1. */
+  cpus?: number;
   log?: Logger;
 }

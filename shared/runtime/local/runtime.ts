@@ -107,7 +107,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     await mkdir(workspace, { mode: 0o700 });
     if (runningAsRoot) await chown(workspace, hostUid, hostUid);
     try {
-      await h.cgroups?.create(spec.id, settings);
+      await h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 });
       const args = sandboxArgs({
         systemDirs: h.systemDirs,
         generatedEtc: h.layout.etc,
