@@ -42,6 +42,10 @@ export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: San
     });
   }
 
+  // The secrets are read while the allowlist is: an exec's latency is mostly round trips. A refused
+  // command has read them for nothing (and a failure reading them waits until it is allowed).
+  const secretsRead = secretEnv(deps, em, sandbox.accountId, sandbox.id);
+  secretsRead.catch(() => undefined);
   const allowlist = await getAllowlist(em, sandbox.accountId);
   if (allowlist.commands.length > 0) {
     const verdict = checkCommand({ allowlist: allowlist.commands, command: input.command });
@@ -54,7 +58,7 @@ export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: San
     }
   }
 
-  const secrets = await secretEnv(deps, em, sandbox.accountId, sandbox.id);
+  const secrets = await secretsRead;
   return {
     argv: typeof input.command === 'string' ? ['/bin/sh', '-c', input.command] : input.command,
     cwd: input.cwd ?? '/workspace',
