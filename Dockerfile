@@ -46,6 +46,8 @@ COPY shared ./shared
 COPY migrations ./migrations
 COPY workers ./workers
 COPY api ./api
+# The one operator tool: moving stored secrets to a rotated key (docs/deploy.md).
+COPY scripts/reencrypt-secrets.ts ./scripts/reencrypt-secrets.ts
 
 USER 10001:10001
 

@@ -47,12 +47,14 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     buckets: new TokenBuckets(redis, config.PADDOCK_REDIS_PREFIX),
     apiKeys: new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log),
     passwords: createPasswordHasher(config.PADDOCK_SCRYPT_LOG_N),
-    tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS),
+    tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS, config.PADDOCK_JWT_SECRET_PREVIOUS),
     metrics: createApiMetrics(),
     queue,
     queueEvents,
     runtime,
-    secretCipher: config.PADDOCK_SECRETS_KEY ? new SecretCipher(config.PADDOCK_SECRETS_KEY) : undefined,
+    secretCipher: config.PADDOCK_SECRETS_KEY
+      ? new SecretCipher(config.PADDOCK_SECRETS_KEY, config.PADDOCK_SECRETS_KEY_PREVIOUS)
+      : undefined,
   };
 }
 

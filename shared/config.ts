@@ -29,6 +29,15 @@ const url = (protocols: string[]) =>
     { error: `expected a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
   );
 
+/** A comma-separated list, each item checked by `item`; spaces around items and empty items are ignored. */
+const list = (item: z.ZodString) =>
+  z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''))
+    .pipe(z.array(item));
+
+const HEX_KEY = /^[0-9a-fA-F]{64}$/;
+
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('production'),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -41,11 +50,12 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9:_-]{1,64}$/, { error: 'expected 1-64 letters, digits, ":", "_" or "-"' })
     .default('paddock'),
   PADDOCK_JWT_SECRET: z.string().min(32, { error: 'expected at least 32 characters' }).optional(),
+  /** While rotating: former JWT secrets whose tokens are still accepted (never used to sign). */
+  PADDOCK_JWT_SECRET_PREVIOUS: list(z.string().min(32, { error: 'expected comma-separated secrets of at least 32 characters each' })).optional(),
   PADDOCK_JWT_TTL_SECONDS: int(60, 7 * 24 * 3600).default(3600),
-  PADDOCK_SECRETS_KEY: z
-    .string()
-    .regex(/^[0-9a-fA-F]{64}$/, { error: 'expected 64 hex characters (a 32-byte key)' })
-    .optional(),
+  PADDOCK_SECRETS_KEY: z.string().regex(HEX_KEY, { error: 'expected 64 hex characters (a 32-byte key)' }).optional(),
+  /** While rotating: former secrets keys that still decrypt (never used to encrypt). */
+  PADDOCK_SECRETS_KEY_PREVIOUS: list(z.string().regex(HEX_KEY, { error: 'expected comma-separated keys of 64 hex characters (32 bytes) each' })).optional(),
   PADDOCK_SCRYPT_LOG_N: int(10, 20).default(15),
   PADDOCK_API_KEY_CACHE_SECONDS: int(0, 3600).default(300),
   PADDOCK_RATE_SANDBOX_OPS_PER_MIN: int(1).default(120),

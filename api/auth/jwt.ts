@@ -15,7 +15,12 @@ export interface DashboardTokens {
   verify(token: string): DashboardClaims | undefined;
 }
 
-export function createDashboardTokens(secret: string, ttlSeconds: number): DashboardTokens {
+/**
+ * Tokens are signed with `secret` only. While it is being rotated, tokens signed with one of
+ * `previousSecrets` are still accepted (for one TTL, until they have all expired).
+ */
+export function createDashboardTokens(secret: string, ttlSeconds: number, previousSecrets: readonly string[] = []): DashboardTokens {
+  const accepted = [secret, ...previousSecrets];
   return {
     issue(accountId) {
       const now = Math.floor(Date.now() / 1000);
@@ -29,23 +34,31 @@ export function createDashboardTokens(secret: string, ttlSeconds: number): Dashb
       return { token, expiresAt: new Date((now + ttlSeconds) * 1000) };
     },
     verify(token) {
-      try {
-        // The algorithm is pinned: `none` and RS/HS confusion are refused before any claim is read.
-        const claims = jwt.verify(token, secret, {
-          algorithms: [ALGORITHM],
-          issuer: ISSUER,
-          audience: AUDIENCE,
-          complete: false,
-        });
-        if (typeof claims !== 'object' || claims.typ !== TOKEN_TYPE || typeof claims.sub !== 'string') {
-          return undefined;
-        }
-        return { accountId: claims.sub };
-      } catch {
-        return undefined;
+      for (const key of accepted) {
+        const claims = verifyWith(token, key);
+        if (claims) return claims;
       }
+      return undefined;
     },
   };
+}
+
+function verifyWith(token: string, secret: string): DashboardClaims | undefined {
+  try {
+    // The algorithm is pinned: `none` and RS/HS confusion are refused before any claim is read.
+    const claims = jwt.verify(token, secret, {
+      algorithms: [ALGORITHM],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      complete: false,
+    });
+    if (typeof claims !== 'object' || claims.typ !== TOKEN_TYPE || typeof claims.sub !== 'string') {
+      return undefined;
+    }
+    return { accountId: claims.sub };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Three base64url segments: what any JWT looks like, valid or not. */

@@ -76,6 +76,15 @@ export async function secretEnv(deps: AppDeps, em: EntityManager, accountId: str
   if (rows.length === 0) return {};
   const cipher = cipherOf(deps);
   const env: Record<string, string> = {};
-  for (const row of rows) env[row.name] = cipher.decrypt(row.ciphertext, secretContext(accountId, row.sandbox_id, row.name));
+  for (const row of rows) {
+    try {
+      env[row.name] = cipher.decrypt(row.ciphertext, secretContext(accountId, row.sandbox_id, row.name));
+    } catch {
+      // A key lost or not yet rolled out to this replica (docs/deploy.md, rotation): the operator's
+      // to fix, so the log names the row and the caller is told to retry, never shown a value.
+      deps.log.error({ accountId, sandboxId: row.sandbox_id, secret: row.name }, 'stored secret decrypts with no configured key (PADDOCK_SECRETS_KEY, PADDOCK_SECRETS_KEY_PREVIOUS)');
+      throw new ApiError('service_unavailable', `Secret ${row.name} cannot be read with this server's keys; the operator has been alerted.`);
+    }
+  }
   return env;
 }

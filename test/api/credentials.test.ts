@@ -4,6 +4,7 @@ import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { testConfig } from '../helpers/config.ts';
+import { ConfigError } from '../../shared/config.ts';
 import { allRoutes } from '../../api/routes/index.ts';
 
 // Two replicas of one deployment: the second shares the first's Redis prefix and JWT secret.
@@ -55,6 +56,36 @@ test('a session token from another deployment (another secret) answers 401 inval
   // And a token of this deployment is refused there.
   const local = await newAccount(a.url, 'here');
   assertProblem(await call(other.url, 'GET', '/v1/api-keys', { token: local.token }), 401, 'invalid_credential');
+});
+
+test('JWT secret rotation: tokens of the previous secret are accepted, new ones are signed with the current secret only', async () => {
+  const oldSecret = a.deps.config.PADDOCK_JWT_SECRET!;
+  const newSecret = `rotated-${oldSecret}`;
+  const rotated = await startTestApi({ config: { ...a.deps.config, PADDOCK_JWT_SECRET: newSecret, PADDOCK_JWT_SECRET_PREVIOUS: [oldSecret] } });
+  const after = await startTestApi({ config: { ...a.deps.config, PADDOCK_JWT_SECRET: newSecret } });
+  const account = await newAccount(a.url, 'rotation');
+  // A session from before the rotation still works on a rolled replica…
+  assert.equal((await call(rotated.url, 'GET', '/v1/api-keys', { token: account.token })).status, 200);
+  // …but not once the previous secret is dropped.
+  assertProblem(await call(after.url, 'GET', '/v1/api-keys', { token: account.token }), 401, 'invalid_credential');
+  // A session from the rolled replica is signed with the new secret: the old-secret replica refuses it.
+  const login = await call(rotated.url, 'POST', '/v1/auth/login', { body: { email: account.email, password: account.password } });
+  assert.equal(login.status, 200);
+  assert.equal((await call(after.url, 'GET', '/v1/api-keys', { token: login.body.token })).status, 200);
+  assertProblem(await call(a.url, 'GET', '/v1/api-keys', { token: login.body.token }), 401, 'invalid_credential');
+});
+
+test('PADDOCK_JWT_SECRET_PREVIOUS with a short secret is refused naming the variable, not the value', () => {
+  const short = 'too-short-secret';
+  assert.throws(
+    () => testConfig({ PADDOCK_JWT_SECRET_PREVIOUS: `${'x'.repeat(40)},${short}` }),
+    (err: Error) => {
+      assert.ok(err instanceof ConfigError, String(err));
+      assert.match(err.message, /PADDOCK_JWT_SECRET_PREVIOUS: expected comma-separated secrets of at least 32 characters/);
+      assert.ok(!err.message.includes(short), 'the message shows the secret');
+      return true;
+    },
+  );
 });
 
 test('with the key cache disabled, keys still work and revocation still holds', async () => {

@@ -127,11 +127,17 @@ function moduleGraph(entries: string[]): { files: Set<string>; packages: Map<str
   return { files, packages };
 }
 
-const ENTRIES = Object.values(PROCFILE).map((cmd) => {
-  const m = /^node (\S+\.ts)$/.exec(cmd);
-  assert.ok(m, `Procfile command "${cmd}" is not "node <file>.ts"`);
-  return join(ROOT, m[1]!);
-});
+/** Operator tools the image carries besides the roles, run with `kubectl exec … node <file>`. */
+const TOOLS = ['scripts/reencrypt-secrets.ts'];
+
+const ENTRIES = [
+  ...Object.values(PROCFILE).map((cmd) => {
+    const m = /^node (\S+\.ts)$/.exec(cmd);
+    assert.ok(m, `Procfile command "${cmd}" is not "node <file>.ts"`);
+    return join(ROOT, m[1]!);
+  }),
+  ...TOOLS.map((tool) => join(ROOT, tool)),
+];
 
 let graph: ReturnType<typeof moduleGraph> | undefined;
 const rolesGraph = () => (graph ??= moduleGraph(ENTRIES));
@@ -168,11 +174,11 @@ describe('the Dockerfile', () => {
     assert.deepEqual(Object.keys(PROCFILE).sort(), ['release', 'web', 'worker']);
   });
 
-  test('copies every file the roles load, and nothing of the tests, the CLI or local state', () => {
+  test('copies every file the roles and the operator tools load, and nothing of the tests, the CLI or local state', () => {
     const sources = copiedFromContext();
     const { files } = rolesGraph();
     const missing = [...files].map((f) => relative(ROOT, f)).filter((f) => !sources.some((s) => f === s || f.startsWith(`${s}/`)));
-    assert.deepEqual(missing, [], `loaded by a role but not copied into the image:\n${missing.join('\n')}`);
+    assert.deepEqual(missing, [], `loaded by a role or a tool but not copied into the image:\n${missing.join('\n')}`);
     for (const needed of ['package.json', 'package-lock.json']) assert.ok(sources.includes(needed), needed);
     for (const excluded of ['.', 'test', 'cli', 'scripts', 'bench', '.paddock', 'node_modules', 'deploy']) {
       assert.ok(!sources.includes(excluded), `the image copies ${excluded}`);

@@ -372,9 +372,16 @@ describe('the control plane', () => {
         assert.equal(config.NODE_ENV, 'production', id);
         assert.equal(config.PADDOCK_RUNTIME, 'kubernetes', id);
         assert.equal(config.PADDOCK_KUBE_NAMESPACE, SANDBOX_NS, id);
-        if (role === 'web') assert.ok(config.PADDOCK_JWT_SECRET && config.PADDOCK_SECRETS_KEY, id);
-        // Least privilege: only the API holds the credentials' secrets.
-        if (role !== 'web') assert.ok(!('PADDOCK_JWT_SECRET' in env) && !('PADDOCK_SECRETS_KEY' in env), `${id} holds the API's secrets`);
+        if (role === 'web') {
+          assert.ok(config.PADDOCK_JWT_SECRET && config.PADDOCK_SECRETS_KEY, id);
+          assert.deepEqual([config.PADDOCK_JWT_SECRET_PREVIOUS, config.PADDOCK_SECRETS_KEY_PREVIOUS], [
+            [USABLE_SECRETS.PADDOCK_JWT_SECRET_PREVIOUS],
+            [USABLE_SECRETS.PADDOCK_SECRETS_KEY_PREVIOUS],
+          ], `${id}: the rotation variables`);
+        }
+        // Least privilege: only the API holds the credentials' secrets, current or previous.
+        const apiOnly = ['PADDOCK_JWT_SECRET', 'PADDOCK_SECRETS_KEY', 'PADDOCK_JWT_SECRET_PREVIOUS', 'PADDOCK_SECRETS_KEY_PREVIOUS'];
+        if (role !== 'web') assert.ok(!apiOnly.some((name) => name in env), `${id} holds the API's secrets`);
       }
     }
   });

@@ -111,6 +111,8 @@ export const USABLE_SECRETS: Record<string, string> = {
   REDIS_URL: 'rediss://:pw@redis.example.internal:6380',
   PADDOCK_JWT_SECRET: 'x'.repeat(48),
   PADDOCK_SECRETS_KEY: 'ab'.repeat(32),
+  PADDOCK_JWT_SECRET_PREVIOUS: 'y'.repeat(48),
+  PADDOCK_SECRETS_KEY_PREVIOUS: 'cd'.repeat(32),
   PADDOCK_METRICS_TOKEN: 't'.repeat(24),
 };
 
