@@ -57,11 +57,13 @@ export function execCommandLine(target: ExecTarget, request: ExecRequest): strin
   return ['/bin/sh', '-c', `${join}unset PWD && exec "$@"`, 'sh', ...enter];
 }
 
-export function runCommand(commandLine: string[], request: ExecRequest): Promise<ExecResult> {
+/** `onStart` learns the pid that leads the command's session, once it is spawned. */
+export function runCommand(commandLine: string[], request: ExecRequest, onStart?: (pid: number) => void): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const [program = '', ...args] = commandLine;
     const child = spawn(program, args, { cwd: '/', env: SANDBOX_ENV, detached: true, stdio: 'pipe' });
+    if (child.pid !== undefined) onStart?.(child.pid);
     let timedOut = false;
     let exited = false;
     let settled = false;

@@ -10,7 +10,7 @@ import {
 } from '../types.ts';
 import { sandboxArgs, systemDirArgs } from './bwrap-args.ts';
 import { openCgroups, type Cgroups } from './cgroups.ts';
-import { execCommandLine, runCommand } from './exec.ts';
+import { execCommandLine } from './exec.ts';
 import { hostUidFor, runningAsRoot } from './identity.ts';
 import { launchSandbox, sandboxMarker } from './launch.ts';
 import {
@@ -26,6 +26,7 @@ import { killByArgument, isRunning, killQuietly, waitUntilEnded } from './proces
 import type { LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
 import { removeTree } from './remove-tree.ts';
+import { CommandSpawner } from './spawner.ts';
 import { markEnding, readState, writeState, type SandboxState } from './state.ts';
 
 const DEFAULT_CREATE_TIMEOUT_MS = 30_000;
@@ -50,6 +51,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   let setup: Promise<Host> | undefined;
   // States this process has read: exec's fast path, checked against /proc on every use.
   const known = new Map<string, SandboxState>();
+  const spawner = new CommandSpawner();
 
   function host(): Promise<Host> {
     setup ??= openHost().catch((err: unknown) => {
@@ -236,7 +238,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         { nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: h.cgroups?.procsFiles(id) ?? [] },
         request,
       );
-      const result = await runCommand(commandLine, request);
+      const result = await spawner.run(commandLine, request);
       // nsenter fails, or is killed, when the sandbox ends under it: that is not the command's exit.
       if (!result.timedOut && result.exitCode !== 0 && !(await stillRuns(h, state))) {
         known.delete(id);
@@ -247,6 +249,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
 
     async close() {
       known.clear();
+      await spawner.close();
     },
   };
 }

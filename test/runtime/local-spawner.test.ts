@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { readStat } from '../../shared/runtime/local/processes.ts';
+import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
+
+// The local runtime forks its commands from a small spawner process (shared/runtime/local/spawner.ts),
+// not from the process that asked: these pin where commands come from and what happens when
+// either process goes away.
+
+const RUNTIME_MODULE = new URL('../../shared/runtime/local/index.ts', import.meta.url).href;
+
+async function processes(): Promise<{ pid: number; ppid: number; args: string[] }[]> {
+  const found = [];
+  for (const name of (await readdir('/proc')).filter((n) => /^\d+$/.test(n))) {
+    const pid = Number(name);
+    const stat = readStat(pid);
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').filter(Boolean);
+    if (stat && stat.state !== 'Z' && args.length > 0) found.push({ pid, ppid: stat.ppid, args });
+  }
+  return found;
+}
+
+/** The spawner processes whose parent is `parent`. */
+async function spawnersOf(parent: number): Promise<number[]> {
+  return (await processes()).filter((p) => p.ppid === parent && p.args.some((a) => a.endsWith('spawner-main.ts'))).map((p) => p.pid);
+}
+
+/** Host processes running `sleep <marker>`, wherever they are. */
+async function sleepers(marker: string): Promise<number[]> {
+  return (await processes()).filter((p) => p.args[0]?.endsWith('sleep') && p.args[1] === marker).map((p) => p.pid);
+}
+
+async function until(what: string, check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) assert.fail(`timed out waiting until ${what}`);
+    await delay(50);
+  }
+}
+
+/** Starts `sleep <marker>` in the sandbox; resolves once it runs, with the exec's own promise (boxed: an async function would await it). */
+async function startSleeping(runtime: Parameters<typeof run>[0], id: string, marker: string) {
+  const outcome = run(runtime, id, ['sh', '-c', `sleep ${marker} & echo started; wait`], { timeoutMs: 60_000 });
+  outcome.catch(() => undefined); // awaited by the test; a rejection before then is not unhandled
+  await until('the command runs', async () => (await sleepers(marker)).length > 0);
+  return { outcome };
+}
+
+test('commands are forked by one long-lived spawner, a child of the runtime\'s process, not by it', async (t) => {
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox();
+  assert.equal((await run(runtime, id, ['echo', 'one'])).stdout, 'one\n');
+  const spawners = await spawnersOf(process.pid);
+  assert.equal(spawners.length, 1, `spawners: ${spawners.join(', ')}`);
+
+  const { outcome } = await startSleeping(runtime, id, '301');
+  // The command's session leader (nsenter) is the spawner's child.
+  const all = await processes();
+  const leaders = all.filter((p) => p.ppid === spawners[0] && p.args.some((a) => a.endsWith('nsenter')));
+  assert.equal(leaders.length, 1, JSON.stringify(all.filter((p) => p.ppid === spawners[0])));
+  assert.equal(all.filter((p) => p.ppid === process.pid && p.args.some((a) => a.endsWith('nsenter'))).length, 0);
+  await run(runtime, id, ['pkill', 'sleep']);
+  await outcome;
+  assert.deepEqual(await spawnersOf(process.pid), spawners, 'the same spawner serves the next command');
+});
+
+test('a spawner killed mid-command fails that call, kills the command, and the next exec starts another', async (t) => {
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox();
+  const { outcome } = await startSleeping(runtime, id, '302');
+  const [spawner] = await spawnersOf(process.pid);
+  assert.ok(spawner);
+  process.kill(spawner, 'SIGKILL');
+  await assert.rejects(outcome, /command spawner exited \(SIGKILL\)/);
+  await until('the command is killed', async () => (await sleepers('302')).length === 0);
+
+  assert.equal((await run(runtime, id, ['echo', 'again'])).stdout, 'again\n');
+  const now = await spawnersOf(process.pid);
+  assert.equal(now.length, 1);
+  assert.notEqual(now[0], spawner);
+});
+
+test('close stops the spawner and what it runs; a later exec starts another', async (t) => {
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox();
+  const { outcome } = await startSleeping(runtime, id, '303');
+  await runtime.close();
+  await assert.rejects(outcome, /command spawner exited/);
+  assert.deepEqual(await spawnersOf(process.pid), []);
+  await until('the command is killed', async () => (await sleepers('303')).length === 0);
+  assert.equal((await run(runtime, id, ['echo', 'after'])).stdout, 'after\n');
+});
+
+test('a process that ran execs exits on its own; one killed takes its spawner and commands with it', async (t) => {
+  const { options, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox();
+  const elsewhere = (argv: string[]) => {
+    const script = `
+      import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
+      const runtime = createLocalRuntime(${JSON.stringify(options)});
+      await runtime.exec(${JSON.stringify(id)}, {
+        argv: ${JSON.stringify(argv)}, timeoutMs: 60_000,
+        onStdout: (chunk) => process.stdout.write(chunk),
+      });
+    `;
+    return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  };
+
+  // Never closes its runtime: an idle spawner must not hold it open.
+  const done = elsewhere(['echo', 'from elsewhere']);
+  let said = '';
+  done.stdout.on('data', (chunk: Buffer) => (said += chunk.toString()));
+  const code = await Promise.race([
+    new Promise((resolve) => done.on('exit', resolve)),
+    delay(10_000).then(() => 'still running after 10 s'),
+  ]);
+  if (code !== 0) done.kill('SIGKILL');
+  assert.equal(code, 0);
+  assert.equal(said, 'from elsewhere\n');
+
+  const killed = elsewhere(['sleep', '304']);
+  await until('the command runs', async () => (await sleepers('304')).length > 0);
+  const [spawner] = await spawnersOf(killed.pid!);
+  assert.ok(spawner, 'the other process has a spawner');
+  killed.kill('SIGKILL');
+  await until('its spawner exits', async () => readStat(spawner) === undefined || readStat(spawner)!.state === 'Z');
+  await until('its command is killed', async () => (await sleepers('304')).length === 0);
+});
