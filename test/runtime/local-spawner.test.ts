@@ -55,6 +55,10 @@ test('commands are forked by one long-lived spawner, a child of the runtime\'s p
   assert.equal((await run(runtime, id, ['echo', 'one'])).stdout, 'one\n');
   const spawners = await spawnersOf(process.pid);
   assert.equal(spawners.length, 1, `spawners: ${spawners.join(', ')}`);
+  // It holds none of this process's environment (in the API: its secrets).
+  const environ = (await readFile(`/proc/${spawners[0]}/environ`, 'utf8')).split('\0').filter(Boolean);
+  const names = environ.map((e) => e.slice(0, e.indexOf('='))).filter((n) => !n.startsWith('NODE_CHANNEL_')); // Node's IPC
+  assert.deepEqual(names, ['PATH']);
 
   const { outcome } = await startSleeping(runtime, id, '301');
   // The command's session leader (nsenter) is the spawner's child.

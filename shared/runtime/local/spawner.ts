@@ -71,7 +71,14 @@ export class CommandSpawner {
 
   private start(): Promise<ChildProcess> {
     this.ready ??= new Promise<ChildProcess>((resolve, reject) => {
-      const child = fork(MAIN, [], { execArgv: [], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      // None of the parent's environment (it holds the API's secrets): the spawner needs none, and
+      // gives its commands the sandbox's own.
+      const child = fork(MAIN, [], {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        execArgv: [],
+        serialization: 'advanced',
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
       this.child = child;
       child.on('message', (message: FromSpawner) => {
         if (message.type === 'ready') resolve(child);
