@@ -27,6 +27,10 @@ export function errorHandler(log: Logger) {
       }
       ctx.status = apiError.status;
       ctx.set(apiError.headers);
+      // Every 503 says when to come back, whichever part of the code raised it.
+      if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) {
+        ctx.set('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS));
+      }
       ctx.type = 'application/problem+json';
       ctx.body = problemDocument(apiError, ctx.state.requestId);
     }

@@ -62,6 +62,7 @@ test('a secret stored under the old key is read during the rotation, re-encrypte
     const res = await exec(url, ['ACCOUNT_TOKEN', 'SANDBOX_TOKEN']);
     assertProblem(res, 503, 'service_unavailable');
     assert.match(res.body.detail, /Secret ACCOUNT_TOKEN cannot be read with this server's keys/);
+    assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
   });
 
   // The rolled API: B current, A previous. Old secrets are read; a new one is written with B.
