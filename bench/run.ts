@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startServices } from '../scripts/services.ts';
-import { migrate, openOrm } from '../shared/db/orm.ts';
+import { migrateDatabase } from '../shared/db/orm.ts';
 import { benchmarks } from './index.ts';
 import { loadSettingsFromEnv } from './load.ts';
 import { describeMachine } from './machine.ts';
@@ -40,9 +40,7 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
 
 let exitCode = 0;
 try {
-  const orm = await openOrm(services.databaseUrl, 2);
-  await migrate(orm, services.databaseUrl);
-  await orm.close(true);
+  await migrateDatabase(services.databaseUrl);
 
   const warnings: string[] = [];
   const ctx: BenchContext = {

@@ -55,7 +55,7 @@ function onPath(bin: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' }).status === 0;
 }
 
-function postgresBinDir(): string | undefined {
+export function postgresBinDir(): string | undefined {
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return undefined;
   const versions = readdirSync(base)
@@ -112,7 +112,7 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
 }
 
 /** Runs a command as the postgres user when we are root (PostgreSQL refuses to run as root). */
-function asPostgres(cmd: string, args: string[]): [string, string[]] {
+export function asPostgres(cmd: string, args: string[]): [string, string[]] {
   return isRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
 }
 
@@ -165,7 +165,7 @@ async function startPostgres(stackDir: string, log: (line: string) => void) {
   };
 }
 
-function postgresIds(): { uid: number; gid: number } {
+export function postgresIds(): { uid: number; gid: number } {
   const uid = Number(spawnSync('id', ['-u', 'postgres']).stdout.toString().trim());
   const gid = Number(spawnSync('id', ['-g', 'postgres']).stdout.toString().trim());
   if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error('the postgres user does not exist');
@@ -181,7 +181,8 @@ function runningPostgresPort(dataDir: string, bin: string): number | undefined {
   return Number.isInteger(port) && port > 0 ? port : undefined;
 }
 
-async function ensureDatabase(serverUrl: string, database: string, fresh: boolean): Promise<string> {
+/** The database `database` on the server at `serverUrl` (dropped first when `fresh`), created if missing; its URL. */
+export async function ensureDatabase(serverUrl: string, database: string, fresh: boolean): Promise<string> {
   if (!/^[a-z_][a-z0-9_]*$/.test(database)) throw new Error(`bad database name ${database}`);
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
@@ -225,7 +226,7 @@ async function startRedis(stackDir: string, persist: boolean, log: (line: string
   };
 }
 
-async function redisAnswers(port: number): Promise<boolean> {
+export async function redisAnswers(port: number): Promise<boolean> {
   try {
     const { stdout } = await run('redis-cli', ['-p', String(port), 'ping'], { timeout: 2000 });
     return stdout.trim() === 'PONG';

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { delimiter, resolve } from 'node:path';
 import { startServices } from './services.ts';
-import { openOrm, migrate } from '../shared/db/orm.ts';
+import { migrateDatabase } from '../shared/db/orm.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}` };
@@ -42,9 +42,7 @@ process.on('SIGINT', () => void stop().then(() => process.exit(130)));
 process.on('SIGTERM', () => void stop().then(() => process.exit(143)));
 
 try {
-  const orm = await openOrm(services.databaseUrl, 2);
-  await migrate(orm, services.databaseUrl);
-  await orm.close(true);
+  await migrateDatabase(services.databaseUrl);
   const testEnv = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl };
   const nodeTest = ['--test', '--test-concurrency=3', '--test-timeout=180000'];
   for (const runtime of runtimes) {

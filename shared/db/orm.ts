@@ -62,4 +62,14 @@ export async function migrate(orm: MikroORM, databaseUrl: string): Promise<strin
   }
 }
 
+/** Brings the database at `databaseUrl` to the current schema with an ORM of its own, closed after. */
+export async function migrateDatabase(databaseUrl: string): Promise<string[]> {
+  const orm = await openOrm(databaseUrl, 2);
+  try {
+    return await migrate(orm, databaseUrl);
+  } finally {
+    await orm.close(true);
+  }
+}
+
 const MIGRATION_LOCK_ID = 7_361_001;

@@ -1,13 +1,13 @@
 import { after } from 'node:test';
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort } from '../../scripts/services.ts';
-import { openOrm, migrate } from '../../shared/db/orm.ts';
+import { asPostgres, freePort, postgresBinDir, postgresIds, redisAnswers } from '../../scripts/services.ts';
+import { migrateDatabase } from '../../shared/db/orm.ts';
 
 // PostgreSQL and Redis of one test file's own, for fault tests that stop and start them: the
 // shared services the test runner started stay untouched for the files running in parallel.
@@ -49,11 +49,7 @@ export async function startPrivateRedis(): Promise<PrivateService> {
     });
     await waitForPort(port, true, 20_000, `Redis on ${port} (log in ${dir})`);
     for (let i = 0; i < 100; i++) {
-      const pong = await run('redis-cli', ['-p', String(port), 'ping'], { timeout: 2000 }).then(
-        (r) => r.stdout.trim(),
-        () => '',
-      );
-      if (pong === 'PONG') return;
+      if (await redisAnswers(port)) return;
       await sleep(50);
     }
     throw new Error(`Redis on ${port} does not answer PING`);
@@ -119,33 +115,8 @@ export async function startPrivatePostgres(): Promise<PrivateService> {
     rmSync(base, { recursive: true, force: true });
   });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const orm = await openOrm(url, 2);
-  try {
-    await migrate(orm, url);
-  } finally {
-    await orm.close(true);
-  }
+  await migrateDatabase(url);
   return { url, port, start, stop, running: () => up };
-}
-
-function asPostgres(cmd: string, args: string[]): [string, string[]] {
-  return isRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-}
-
-function postgresBinDir(): string | undefined {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const version = readdirSync(root)
-    .filter((v) => existsSync(join(root, v, 'bin', 'postgres')))
-    .sort((a, b) => Number(b) - Number(a))[0];
-  return version ? join(root, version, 'bin') : undefined;
-}
-
-function postgresIds(): { uid: number; gid: number } {
-  const uid = Number(spawnSync('id', ['-u', 'postgres']).stdout.toString().trim());
-  const gid = Number(spawnSync('id', ['-g', 'postgres']).stdout.toString().trim());
-  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error('the postgres user does not exist');
-  return { uid, gid };
 }
 
 function portOpen(port: number): Promise<boolean> {

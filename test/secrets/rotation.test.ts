@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Config } from '../../shared/config.ts';
-import { migrate, openOrm } from '../../shared/db/orm.ts';
+import { migrateDatabase } from '../../shared/db/orm.ts';
+import { ensureDatabase } from '../../scripts/services.ts';
 import { SecretCipher, secretContext } from '../../shared/secrets/cipher.ts';
 import { startApi } from '../../api/server.ts';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
@@ -177,22 +178,15 @@ async function databaseOfOurOwn(): Promise<{ url: string; drop: () => Promise<un
   const server = process.env.DATABASE_URL;
   if (!server) throw new Error('DATABASE_URL must be set: run the tests with `npm test`');
   const name = `paddock_rotation_${randomBytes(6).toString('hex')}`;
-  await withClient(server, (c) => c.query(`create database ${name}`));
+  const url = await ensureDatabase(server, name, false);
   const drop = () => withClient(server, (c) => c.query(`drop database if exists ${name} with (force)`));
-  const url = new URL(server);
-  url.pathname = `/${name}`;
   try {
-    const orm = await openOrm(url.toString(), 2);
-    try {
-      await migrate(orm, url.toString());
-    } finally {
-      await orm.close(true);
-    }
+    await migrateDatabase(url);
   } catch (err) {
     await drop();
     throw err;
   }
-  return { url: url.toString(), drop };
+  return { url, drop };
 }
 
 async function withClient<T>(url: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
