@@ -6,7 +6,8 @@ import { startReplicas } from '../helpers/replicas.ts';
 import { startPrivatePostgres } from '../helpers/private-services.ts';
 import { assertProblem, newAccount, type TestAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
-import { assertConsistent, eventually, sandboxRows } from './probes.ts';
+import { assertConsistent, sandboxRows } from './probes.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 
 // A web process killed with SIGKILL while creates and destroys are in flight on it: some were not

@@ -6,7 +6,8 @@ import { startReplicas } from '../helpers/replicas.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
 import { uniqueEmail } from '../helpers/config.ts';
-import { assertConsistent, assertEachWorkerRuns, assertUnavailable, eventually, sandboxRows, strayOutput, timedCall, type TimedResponse } from './probes.ts';
+import { assertConsistent, assertEachWorkerRuns, assertUnavailable, sandboxRows, strayOutput, timedCall, type TimedResponse } from './probes.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 // PostgreSQL stopped (fast shutdown: every open session is cut) under two webs and two workers,
 // then started again.

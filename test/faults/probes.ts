@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { JsonResponse } from '../helpers/http.ts';
 import { assertProblem } from '../helpers/accounts.ts';
@@ -47,22 +46,6 @@ export function assertUnavailable(res: TimedResponse, what: string): void {
     throw new Error(`${what}: ${(err as Error).message}`);
   }
   assert.match(res.headers.get('retry-after') ?? '', /^[1-9]\d*$/, `${what}: Retry-After`);
-}
-
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    await sleep(everyMs);
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${lastError ? ` (last error: ${String(lastError)})` : ''}`);
 }
 
 export interface SandboxRow {

@@ -7,7 +7,8 @@ import { startReplicas } from '../helpers/replicas.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
 import { newId } from '../../shared/ids.ts';
-import { assertConsistent, assertEachWorkerRuns, assertUnavailable, eventually, sandboxRows, strayOutput, timedCall, type TimedResponse } from './probes.ts';
+import { assertConsistent, assertEachWorkerRuns, assertUnavailable, sandboxRows, strayOutput, timedCall, type TimedResponse } from './probes.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 // Redis stopped under two webs and two workers, then started again empty (no persistence: the
 // queues, delayed expiry jobs, rate-limit buckets and key cache are all gone).

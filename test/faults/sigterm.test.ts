@@ -8,7 +8,8 @@ import { newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
 import { uniqueEmail } from '../helpers/config.ts';
 import { createSandboxQueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
-import { assertConsistent, eventually, sandboxRows } from './probes.ts';
+import { assertConsistent, sandboxRows } from './probes.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 // SIGTERM, as an orchestrator stops a process, in the middle of load: the web stops accepting,
 // answers what it has in hand, and exits 0; the worker finishes the jobs it is running (none is

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startReplicas } from '../helpers/replicas.ts';
 import { newAccount, type TestAccount } from '../helpers/accounts.ts';
-import { assertConsistent, eventually, sandboxRows, timedCall, type TimedResponse } from './probes.ts';
+import { assertConsistent, sandboxRows, timedCall, type TimedResponse } from './probes.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 // Workers killed with SIGKILL (no shutdown, jobs cut anywhere: mid-create, mid-destroy, holding a
 // runtime lock) under a steady stream of creates and destroys through two webs. Their jobs are

@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { readStat } from '../../shared/runtime/local/processes.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // The local runtime forks its commands from a small spawner process (shared/runtime/local/spawner.ts),
@@ -33,13 +34,9 @@ async function sleepers(marker: string): Promise<number[]> {
   return (await processes()).filter((p) => p.args[0]?.endsWith('sleep') && p.args[1] === marker).map((p) => p.pid);
 }
 
-async function until(what: string, check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`timed out waiting until ${what}`);
-    await delay(50);
-  }
-}
+/** Waits until `check` holds, for at most `ms`. */
+const until = (what: string, check: () => Promise<boolean>, ms = 5000) =>
+  eventually(what, ms, async () => ((await check()) ? true : undefined), 50);
 
 /** Starts `sleep <marker>` in the sandbox; resolves once it runs, with the exec's own promise (boxed: an async function would await it). */
 async function startSleeping(runtime: Parameters<typeof run>[0], id: string, marker: string) {
