@@ -40,9 +40,7 @@ export function errorHandler(log: Logger) {
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (isDependencyUnavailable(err)) {
-    return new ApiError('service_unavailable', 'A backing service is unreachable; try again shortly.', {
-      headers: { 'Retry-After': String(RETRY_AFTER_UNAVAILABLE_SECONDS) },
-    });
+    return new ApiError('service_unavailable', 'A backing service is unreachable; try again shortly.');
   }
   // Errors raised by Koa itself while reading the request (aborted uploads, bad encodings).
   const status = (err as { status?: unknown }).status;
