@@ -6,7 +6,13 @@ import { runCommand } from './exec.ts';
 import { killSession } from './processes.ts';
 import type { FromSpawner, ToSpawner } from './spawner-protocol.ts';
 
-const running = new Map<number, { abort: AbortController; pid?: number }>();
+/** A command in progress: how to stop it, and its session's leader once spawned. */
+interface Running {
+  abort: AbortController;
+  pid?: number;
+}
+
+const running = new Map<number, Running>();
 
 function send(message: FromSpawner): void {
   // The parent may be gone: that is handled by 'disconnect', not here.
@@ -19,7 +25,7 @@ process.on('message', (message: ToSpawner) => {
     return;
   }
   const { id } = message;
-  const entry: { abort: AbortController; pid?: number } = { abort: new AbortController() };
+  const entry: Running = { abort: new AbortController() };
   running.set(id, entry);
   const request: ExecRequest = {
     argv: message.commandLine,
