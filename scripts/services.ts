@@ -3,7 +3,7 @@
 // REDIS_URL name running ones). Used by `npm start`, `npm test` and `npm run bench`.
 import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, chownSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -127,7 +127,10 @@ function postgresDir(stackDir: string): string {
   const reachable = spawnSync('runuser', ['-u', 'postgres', '--', 'test', '-x', dirname(preferred)]).status === 0;
   if (reachable) return preferred;
   const hash = createHash('sha256').update(preferred).digest('hex').slice(0, 12);
-  return join('/var/tmp', `paddock-${hash}`, 'postgres');
+  const base = join('/var/tmp', `paddock-${hash}`);
+  mkdirSync(base, { recursive: true });
+  chmodSync(base, 0o755); // mkdir's mode yields to the umask; the postgres user must pass through
+  return join(base, 'postgres');
 }
 
 async function startPostgres(stackDir: string, log: (line: string) => void) {
