@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { freePort, startServices } from './services.ts';
+import { freePort, reachableDir, startServices } from './services.ts';
 import { openOrm, migrate } from '../shared/db/orm.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -69,7 +69,7 @@ const env: NodeJS.ProcessEnv = {
   REDIS_URL: services.redisUrl,
   PADDOCK_JWT_SECRET: process.env.PADDOCK_JWT_SECRET ?? secrets.jwtSecret,
   PADDOCK_SECRETS_KEY: process.env.PADDOCK_SECRETS_KEY ?? secrets.secretsKey,
-  PADDOCK_DATA_DIR: process.env.PADDOCK_DATA_DIR ?? join(stackDir, 'data'),
+  PADDOCK_DATA_DIR: process.env.PADDOCK_DATA_DIR ?? reachableDir(join(stackDir, 'data')),
 };
 
 const orm = await openOrm(services.databaseUrl, 2);

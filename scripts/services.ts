@@ -3,9 +3,9 @@
 // REDIS_URL name running ones). Used by `npm start`, `npm test` and `npm run bench`.
 import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 
@@ -117,26 +117,32 @@ export function asPostgres(cmd: string, args: string[]): [string, string[]] {
 }
 
 /**
- * When root, the cluster belongs to the postgres user, which must be able to reach the folder;
- * a checkout under /root is not reachable, so such a cluster lives under /var/tmp instead.
+ * `preferred`, when users other than root can reach it: the postgres user (who owns the cluster)
+ * and the sandboxes' unprivileged uids (who open their workspaces by path). A checkout under /root
+ * or in a mktemp folder (0700) is not reachable, so there the folder lives under /var/tmp instead,
+ * named after `preferred` so that the next run finds it again.
  */
-function postgresDir(stackDir: string): string {
-  const preferred = resolve(stackDir, 'postgres');
-  if (!isRoot) return preferred;
+export function reachableDir(preferred: string): string {
   mkdirSync(dirname(preferred), { recursive: true });
-  const reachable = spawnSync('runuser', ['-u', 'postgres', '--', 'test', '-x', dirname(preferred)]).status === 0;
-  if (reachable) return preferred;
+  if (searchableByOthers(dirname(preferred))) return preferred;
   const hash = createHash('sha256').update(preferred).digest('hex').slice(0, 12);
   const base = join('/var/tmp', `paddock-${hash}`);
   mkdirSync(base, { recursive: true });
-  chmodSync(base, 0o755); // mkdir's mode yields to the umask; the postgres user must pass through
-  return join(base, 'postgres');
+  chmodSync(base, 0o755); // mkdir's mode yields to the umask
+  return join(base, basename(preferred));
+}
+
+function searchableByOthers(dir: string): boolean {
+  for (let d = dir; ; d = dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return false;
+    if (d === dirname(d)) return true;
+  }
 }
 
 async function startPostgres(stackDir: string, log: (line: string) => void) {
   const bin = postgresBinDir();
   if (!bin) throw new Error('PostgreSQL is not installed');
-  const dataDir = postgresDir(stackDir);
+  const dataDir = reachableDir(resolve(stackDir, 'postgres'));
   const socketDir = dataDir; // a socket inside the data folder keeps clusters apart
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   if (isRoot) {
