@@ -8,6 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { newId } from '../../shared/ids.ts';
 import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
 import { PermanentRuntimeError, SandboxGoneError } from '../../shared/runtime/types.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // The local runtime against real bubblewrap: every test has a dataDir and sandboxes of its own.
@@ -111,7 +112,8 @@ test('destroy removes the sandbox; destroying it again, or an unknown id, resolv
   assert.equal(await runtime.get(id), undefined);
   assert.deepEqual(await runtime.list(), []);
   assert.equal(existsSync(join(options.dataDir, 'sandboxes', id)), false);
-  assert.equal(existsSync(`/proc/${pid}`), false);
+  // Its init has ended; bubblewrap, its parent, reaps it a moment later on a loaded machine.
+  await eventually(`the init ${pid} reaped`, 5000, async () => (existsSync(`/proc/${pid}`) ? undefined : true), 50);
   await runtime.destroy(id);
   await runtime.destroy(newId('sbx'));
   await runtime.destroy('not an id');
