@@ -64,14 +64,24 @@ export function postgresBinDir(): string | undefined {
   return versions[0] ? join(base, versions[0], 'bin') : undefined;
 }
 
+/**
+ * A port nothing listens on, below the kernel's range for outgoing connections (32768 and up on
+ * Linux): a port from that range can be taken by any client's connection between this check and
+ * the listen, or while a server the fault tests stopped is down.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port between 20000 and 32000');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
-    });
+    server.once('error', () => resolveFree(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolveFree(true)));
   });
 }
 
