@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.paddock/**', 'dist/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', '.paddock/**', 'dist/**', '**/dist/**', 'coverage/**'] },
   {
     files: ['**/*.ts', '**/*.tsx'],
     extends: [tseslint.configs.base],

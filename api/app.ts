@@ -10,20 +10,26 @@ import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { AppDeps, AppState } from './context.ts';
 import { ApiKeyStore } from './auth/api-key-store.ts';
+import { TerminalTickets } from './auth/terminal-tickets.ts';
 import { createPasswordHasher } from './auth/passwords.ts';
 import { createDashboardTokens } from './auth/jwt.ts';
 import { TokenBuckets } from './ratelimit/token-bucket.ts';
+import { InFlightLeases } from './ratelimit/in-flight.ts';
 import { createApiMetrics } from './metrics.ts';
 import { SecretCipher } from '../shared/secrets/cipher.ts';
 import { requestId } from './middleware/request-id.ts';
 import { securityHeaders } from './middleware/security-headers.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/errors.ts';
+import { writeDeadline } from './middleware/write-deadline.ts';
 import { mountRoutes } from './routes/mount.ts';
 import { RequestState } from './request-state.ts';
 import { allRoutes } from './routes/index.ts';
 import type { Route } from './routes/route.ts';
 import { mountOperationalRoutes } from './routes/operational/index.ts';
+import { EventAnnouncer } from '../shared/events/announce.ts';
+import { webhookCipher } from '../shared/webhooks/secrets.ts';
+import type { EventHub } from './services/events/hub.ts';
 
 export interface AppParts {
   config: Config;
@@ -34,9 +40,11 @@ export interface AppParts {
   queue: Queue;
   queueEvents: QueueEvents;
   runtime: SandboxRuntime;
+  webhookQueue: Queue;
+  eventHub: EventHub;
 }
 
-export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime }: AppParts): AppDeps {
+export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime, webhookQueue, eventHub }: AppParts): AppDeps {
   const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
   return {
     config,
@@ -45,7 +53,9 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     redis,
     log,
     buckets: new TokenBuckets(redis, config.PADDOCK_REDIS_PREFIX),
+    inFlight: new InFlightLeases(redis, config.PADDOCK_REDIS_PREFIX),
     apiKeys: new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log),
+    terminalTickets: new TerminalTickets(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_TERMINAL_TICKET_SECONDS),
     passwords: createPasswordHasher(config.PADDOCK_SCRYPT_LOG_N),
     tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS, config.PADDOCK_JWT_SECRET_PREVIOUS),
     metrics: createApiMetrics(),
@@ -55,6 +65,10 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     secretCipher: config.PADDOCK_SECRETS_KEY
       ? new SecretCipher(config.PADDOCK_SECRETS_KEY, config.PADDOCK_SECRETS_KEY_PREVIOUS)
       : undefined,
+    webhookQueue,
+    events: new EventAnnouncer(webhookQueue, redis, config.PADDOCK_REDIS_PREFIX, log),
+    eventHub,
+    webhookCipher: webhookCipher(config),
   };
 }
 
@@ -73,6 +87,7 @@ export function createApp(deps: AppDeps, extraRoutes: Route[] = []): Koa<AppStat
   app.use(requestId);
   app.use(securityHeaders);
   app.use(accessLog(deps.log.child({}, { redact: [] }), deps.metrics));
+  app.use(writeDeadline(deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000));
   app.use(errorHandler(deps.log));
 
   const router = new Router<AppState>();

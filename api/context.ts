@@ -1,3 +1,4 @@
+import type { Scope } from '../shared/scopes.ts';
 import type { RouterContext } from '@koa/router';
 import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';
@@ -6,12 +7,16 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ApiKeyStore } from './auth/api-key-store.ts';
+import type { TerminalTickets } from './auth/terminal-tickets.ts';
 import type { PasswordHasher } from './auth/passwords.ts';
 import type { DashboardTokens } from './auth/jwt.ts';
 import type { TokenBuckets } from './ratelimit/token-bucket.ts';
+import type { InFlightLeases } from './ratelimit/in-flight.ts';
 import type { ApiMetrics } from './metrics.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
+import type { EventAnnouncer } from '../shared/events/announce.ts';
+import type { EventHub } from './services/events/hub.ts';
 
 /** Everything a route needs, built once per process by createApp and shared by all requests. */
 export interface AppDeps {
@@ -22,7 +27,9 @@ export interface AppDeps {
   redis: Redis;
   log: Logger;
   buckets: TokenBuckets;
+  inFlight: InFlightLeases;
   apiKeys: ApiKeyStore;
+  terminalTickets: TerminalTickets;
   passwords: PasswordHasher;
   tokens: DashboardTokens;
   metrics: ApiMetrics;
@@ -34,11 +41,20 @@ export interface AppDeps {
   runtime: SandboxRuntime;
   /** Absent when PADDOCK_SECRETS_KEY is not set (development only): secret routes answer 503. */
   secretCipher?: SecretCipher;
+  /** Where webhook jobs go (dispatch of new events). */
+  webhookQueue: Queue;
+  /** Starts the delivery of events recorded by a request, after its commit. */
+  events: EventAnnouncer;
+  /** This process's event streams, rung through Redis pub/sub. */
+  eventHub: EventHub;
+  /** Absent when PADDOCK_WEBHOOK_SECRETS_KEY is not set: creating a webhook answers 503. */
+  webhookCipher?: SecretCipher;
 }
 
 export type Credential =
   | { kind: 'dashboard'; accountId: string }
-  | { kind: 'apiKey'; accountId: string; keyId: string };
+  /** keyHash: what a terminal ticket records, to find the key again (and see it is not revoked) when redeemed. */
+  | { kind: 'apiKey'; accountId: string; keyId: string; scopes: readonly Scope[]; keyHash?: string };
 
 export interface AppState {
   requestId: string;
@@ -46,6 +62,17 @@ export interface AppState {
   auth?: Credential;
   /** The parsed JSON body, set by the body middleware on routes that take one. */
   rawBody?: unknown;
+  /** A streamed body (an archive), set by the streamed-body middleware on routes that declare one. */
+  streamedBody?: StreamedBody;
 }
 
 export type AppContext = RouterContext<AppState>;
+
+/** A request body read as it comes: its media type, and its chunks, counted and cut at the limit. */
+export interface StreamedBody {
+  mediaType: string;
+  /** The body's chunks; past the route's limit it throws payload_too_large. Read it once. */
+  chunks: AsyncIterable<Uint8Array>;
+  /** Bytes read so far. */
+  received(): number;
+}

@@ -1,9 +1,24 @@
 import { z } from 'zod';
 import { errorCatalogue, type ErrorCode } from '../shared/errors.ts';
 import type { Route } from './routes/route.ts';
+import { SandboxList, SandboxObject } from './routes/sandboxes/schema.ts';
+import { ExecBody, ExecResult, ExecStreamLine } from './routes/exec/schema.ts';
+import { AccountResponse } from './routes/account/schema.ts';
+
+/** The contract's own names for the schemas it is read by (the others are named for their operation). */
+const NAMES = new Map<z.ZodType, string>([
+  [SandboxObject, 'Sandbox'],
+  [SandboxList, 'SandboxList'],
+  [ExecBody, 'ExecRequest'],
+  [ExecResult, 'ExecResult'],
+  [ExecStreamLine, 'ExecStreamEvent'],
+  [AccountResponse, 'Account'],
+]);
 
 // What the JSON body reader answers on every route that reads a body (see routes/mount.ts).
 const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'unsupported_media_type', 'payload_too_large'];
+// What the streamed-body reader answers (it takes data, never JSON).
+const STREAMED_BODY_ERRORS: ErrorCode[] = ['unsupported_media_type', 'payload_too_large'];
 
 const SECURITY: Record<string, Record<string, string[]>[]> = {
   none: [],
@@ -11,9 +26,40 @@ const SECURITY: Record<string, Record<string, string[]>[]> = {
   apiKey: [{ apiKey: [] }],
 };
 
-function jsonSchema(schema: z.ZodType): object {
-  return z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
 }
+
+const pascal = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/**
+ * Named component schemas: each request body and response schema once under
+ * components.schemas, referenced by $ref. The schemas in NAMES have their own names; the others
+ * are named for their operation (CreateSandboxRequest, ListSecretsResponse…), and a schema shared
+ * by several operations keeps the first name it was given.
+ */
+class Components {
+  readonly schemas: Record<string, object> = {};
+  private readonly names = new Map<z.ZodType, string>();
+
+  ref(schema: z.ZodType, fallback: string, io: 'input' | 'output'): object {
+    let name = this.names.get(schema);
+    if (!name) {
+      name = NAMES.get(schema) ?? fallback;
+      this.names.set(schema, name);
+      this.schemas[name] = jsonSchema(schema, io);
+    }
+    return { $ref: `#/components/schemas/${name}` };
+  }
+}
+
+const header = (description: string, schema: object = { type: 'integer', minimum: 0 }) => ({ description, schema });
+const RATE_HEADERS = {
+  'X-RateLimit-Limit': header("The bucket's size: requests per minute"),
+  'X-RateLimit-Remaining': header('Tokens left in the bucket after this request'),
+};
+const RETRY_AFTER = { 'Retry-After': header('Whole seconds to wait before trying again') };
 
 function queryOrPathParameters(schema: z.ZodType | undefined, where: 'query' | 'path') {
   if (!schema) return [];
@@ -26,39 +72,64 @@ function queryOrPathParameters(schema: z.ZodType | undefined, where: 'query' | '
   }));
 }
 
+/** A body of raw bytes in one of the media types (OpenAPI 3.1: a string of that media type). */
+function streamedRequestBody(body: { mediaTypes: string[]; description: string }): object {
+  const content = Object.fromEntries(body.mediaTypes.map((type) => [type, { schema: { type: 'string', contentMediaType: type } }]));
+  return { required: true, description: body.description, content };
+}
+
 /** The OpenAPI 3.1 document, generated from the very specs and schemas that serve the routes. */
 export function buildOpenApi(routes: Route[], version: string): object {
   const paths: Record<string, Record<string, object>> = {};
+  const components = new Components();
   for (const { spec } of routes) {
     const path = spec.path.replace(/:(\w+)/g, '{$1}');
+    const name = pascal(spec.operationId);
     const responses: Record<string, object> = {};
     for (const [status, r] of Object.entries(spec.responses)) {
       const content: Record<string, object> = {};
-      if (r.schema) content[r.contentType ?? 'application/json'] = { schema: jsonSchema(r.schema) };
-      for (const alt of r.alternatives ?? []) content[alt.contentType] = { schema: jsonSchema(alt.schema) };
-      responses[status] = Object.keys(content).length ? { description: r.description, content } : { description: r.description };
+      if (r.schema) content[r.contentType ?? 'application/json'] = { schema: components.ref(r.schema, `${name}Response`, 'output') };
+      for (const alt of r.alternatives ?? []) content[alt.contentType] = { schema: components.ref(alt.schema, `${name}Stream`, 'output') };
+      responses[status] = {
+        description: r.description,
+        ...(spec.bucket && Number(status) < 300 ? { headers: RATE_HEADERS } : {}),
+        ...(Object.keys(content).length ? { content } : {}),
+      };
     }
     const byStatus = new Map<number, ErrorCode[]>();
     const readsBody = ['post', 'put', 'patch'].includes(spec.method) || spec.body !== undefined;
-    for (const code of new Set<ErrorCode>([...spec.errors, ...(readsBody ? BODY_ERRORS : []), 'internal_error', 'service_unavailable'])) {
+    const bodyErrors = spec.streamedBody ? STREAMED_BODY_ERRORS : readsBody ? BODY_ERRORS : [];
+    for (const code of new Set<ErrorCode>([...spec.errors, ...bodyErrors, 'internal_error', 'service_unavailable'])) {
       const status = errorCatalogue[code].status;
       byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
     }
     for (const [status, codes] of byStatus) {
       responses[String(status)] = {
+        // The codes this operation can answer with this status (also the schema's enum).
         description: codes.join(', '),
-        content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+        ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
+        content: {
+          'application/problem+json': {
+            schema: { allOf: [{ $ref: '#/components/schemas/Problem' }, { type: 'object', properties: { code: { enum: codes } } }] },
+          },
+        },
       };
     }
+    const headers = (spec.requestHeaders ?? []).map((h) => ({ name: h.name, in: 'header', required: false, description: h.description, schema: { type: 'string', maxLength: 255 } }));
     paths[path] ??= {};
     paths[path][spec.method] = {
+      operationId: spec.operationId,
       summary: spec.summary,
       tags: [spec.tag],
-      security: SECURITY[spec.auth],
+      // An API key's scopes ride on the security requirement, as OAuth scopes do.
+      security: spec.scope ? [{ apiKey: [spec.scope] }] : SECURITY[spec.auth],
+      ...(spec.scope ? { 'x-required-scope': spec.scope } : {}),
       ...(spec.bucket ? { 'x-rate-limit-bucket': spec.bucket } : {}),
-      parameters: [...queryOrPathParameters(spec.params, 'path'), ...queryOrPathParameters(spec.query, 'query')],
+      ...(spec.inFlight ? { 'x-in-flight-cap': spec.inFlight } : {}),
+      parameters: [...queryOrPathParameters(spec.params, 'path'), ...queryOrPathParameters(spec.query, 'query'), ...headers],
+      ...(spec.streamedBody ? { requestBody: streamedRequestBody(spec.streamedBody) } : {}),
       ...(spec.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.body) } } } }
+        ? { requestBody: { required: true, content: { 'application/json': { schema: components.ref(spec.body, `${name}Request`, 'input') } } } }
         : {}),
       responses,
     };
@@ -80,6 +151,7 @@ export function buildOpenApi(routes: Route[], version: string): object {
         apiKey: { type: 'http', scheme: 'bearer', description: 'pdk_live_… from POST /v1/api-keys' },
       },
       schemas: {
+        ...components.schemas,
         Problem: {
           type: 'object',
           required: ['type', 'title', 'status', 'detail', 'code', 'requestId'],

@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { AppState, Credential } from './context.ts';
+import type { AppState, Credential, StreamedBody } from './context.ts';
 
 /**
  * The per-request state. Its unit of work is forked only when a handler first touches the
@@ -9,6 +9,7 @@ export class RequestState implements AppState {
   requestId = '';
   auth?: Credential;
   rawBody?: unknown;
+  streamedBody?: StreamedBody;
   readonly #orm: MikroORM;
   #em?: EntityManager;
 

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { errorCatalogue, problemType } from '../shared/errors.ts';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { openOrm, openReadPool } from '../shared/db/orm.ts';
@@ -12,9 +12,13 @@ import { createRuntime } from '../shared/runtime/index.ts';
 import { createQueueRedis, createRequestRedis, waitForRedis } from '../shared/redis.ts';
 import { isDependencyUnavailable } from '../shared/unavailable.ts';
 import { SANDBOX_QUEUE, createSandboxQueue } from '../shared/jobs/catalogue.ts';
+import { createWebhookQueue } from '../shared/jobs/webhooks.ts';
+import { EventHub } from './services/events/hub.ts';
 import { createApp, createDeps } from './app.ts';
 import { SECURITY_HEADERS } from './middleware/security-headers.ts';
 import type { AppDeps } from './context.ts';
+import { isWebSocketUpgrade, serveUpgrades } from './services/terminal/upgrade.ts';
+import { closeTerminals } from './services/terminal/open.ts';
 import type { Route } from './routes/route.ts';
 
 export interface RunningApi {
@@ -38,9 +42,13 @@ export async function startApi(
   const queue = createSandboxQueue(redis, config.PADDOCK_REDIS_PREFIX);
   // Without a listener BullMQ prints its errors (each Redis reconnect attempt) raw on stderr;
   // connection errors are logged once already, by the connection's own listener.
-  queue.on('error', (err: Error) => {
-    if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
-  });
+  const webhookQueue = createWebhookQueue(redis, config.PADDOCK_REDIS_PREFIX);
+  for (const q of [queue, webhookQueue]) {
+    q.on('error', (err: Error) => {
+      if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
+    });
+  }
+  const eventHub = new EventHub(config, log);
   const eventsRedis = createQueueRedis(config.REDIS_URL);
   eventsRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   const queueEvents = new QueueEvents(SANDBOX_QUEUE, { connection: eventsRedis, prefix: `${config.PADDOCK_REDIS_PREFIX}:bull` });
@@ -50,14 +58,14 @@ export async function startApi(
   // Connects lazily: the API starts, and answers 503, while PostgreSQL is down.
   const pg = openReadPool(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
   pg.on('error', (err: Error) => log.warn({ err: err.message }, 'database connection error'));
-  const deps = createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime });
+  const deps = createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime, webhookQueue, eventHub });
   const app = createApp(deps, options.extraRoutes);
-  const server = createServer(app.callback());
-  server.keepAliveTimeout = 65_000; // longer than common load balancers' idle timeout
-  server.headersTimeout = 66_000;
-  // Receiving a request (headers and body) must not take longer than this; answering may
-  // (exec and waits are bounded by their own timeouts).
-  server.requestTimeout = 300_000;
+  // The headers and request timeouts are checked this often (Node's default, 30 s, would let a
+  // slow client hold its connection that much longer).
+  const server = createServer({ connectionsCheckingInterval: 1000, shouldUpgradeCallback: isWebSocketUpgrade }, app.callback());
+  guardConnections(server, config);
+  // WebSocket upgrades (the terminal) go through the app like any request (services/terminal/upgrade.ts).
+  server.on('upgrade', serveUpgrades(app.callback()));
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket));
   await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
   const { port } = server.address() as AddressInfo;
@@ -68,12 +76,17 @@ export async function startApi(
     (closing ??= (async () => {
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // Event streams never end by themselves: ended here, their clients resume elsewhere (Last-Event-ID).
+      eventHub.close();
+      // Terminals too: their clients reconnect to another replica.
+      closeTerminals();
       const deadline = setTimeout(() => server.closeAllConnections(), config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await drained;
       clearTimeout(deadline);
       await runtime.close();
       await queueEvents.close();
       await queue.close();
+      await webhookQueue.close();
       await orm.close(true);
       await pg.end();
       redis.disconnect();
@@ -81,6 +94,36 @@ export async function startApi(
     })());
 
   return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, server, deps, close };
+}
+
+/**
+ * What one client may hold of the server: headers within seconds, a whole request (body included;
+ * answering may take longer, exec and waits are bounded by their own timeouts) within the request
+ * timeout, a short keep-alive, and a cap on connections, in all and per client address. Behind a
+ * proxy every connection comes from the proxy, so the per-address cap is the ingress's to apply
+ * (docs/deploy.md).
+ */
+function guardConnections(server: Server, config: Config): void {
+  server.headersTimeout = config.PADDOCK_HTTP_HEADERS_TIMEOUT_SECONDS * 1000;
+  server.requestTimeout = config.PADDOCK_HTTP_REQUEST_TIMEOUT_SECONDS * 1000;
+  server.keepAliveTimeout = config.PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS * 1000;
+  server.maxConnections = config.PADDOCK_HTTP_MAX_CONNECTIONS;
+  if (config.PADDOCK_TRUST_PROXY) return;
+  const perAddress = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const count = (perAddress.get(address) ?? 0) + 1;
+    if (count > config.PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP) {
+      socket.destroy();
+      return;
+    }
+    perAddress.set(address, count);
+    socket.once('close', () => {
+      const left = (perAddress.get(address) ?? 1) - 1;
+      if (left > 0) perAddress.set(address, left);
+      else perAddress.delete(address);
+    });
+  });
 }
 
 /**

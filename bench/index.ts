@@ -1,11 +1,17 @@
 import type { Benchmark } from './types.ts';
+import { abuseBenchmark } from './abuse.ts';
 import { accountBenchmark } from './account.ts';
+import { archivesBenchmark } from './archives.ts';
 import { createBenchmark } from './create.ts';
 import { execBenchmark } from './exec.ts';
 import { expiryBenchmark } from './expiry.ts';
+import { eventsBenchmark } from './events.ts';
 import { filesBenchmark } from './files.ts';
 import { fleetBenchmark } from './fleet/index.ts';
 import { getSandboxBenchmark } from './get-sandbox.ts';
+import { historyBenchmark } from './history.ts';
+import { isolationBenchmark } from './isolation.ts';
+import { terminalBenchmark } from './terminal.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, getSandboxBenchmark, execBenchmark, filesBenchmark, fleetBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, fleetBenchmark];

@@ -23,6 +23,9 @@ export const EXIT_USAGE = 2;
 export const EXIT_EXEC_FAILED = 125;
 /** exec: the command timed out (timeout(1)'s convention). */
 export const EXIT_TIMED_OUT = 124;
+/** files grep, as grep(1): nothing matched (1), the search itself failed (2). */
+export const EXIT_NO_MATCH = 1;
+export const EXIT_GREP_TROUBLE = 2;
 /** Interrupted by Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
 

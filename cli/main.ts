@@ -1,6 +1,7 @@
-import { CommanderError } from 'commander';
+import { CommanderError, type Command } from 'commander';
 import { EXIT_USAGE } from './errors.ts';
 import { printError } from './output/error.ts';
+import { fieldContext } from './output/fields.ts';
 import { buildProgram } from './program.ts';
 import { registerMcpCommands } from './mcp/command.ts';
 
@@ -8,6 +9,11 @@ import { registerMcpCommands } from './mcp/command.ts';
 export async function main(args: string[]): Promise<number> {
   const program = buildProgram();
   registerMcpCommands(program);
+  // The command that runs, so that an error can speak of its flags rather than the API's fields.
+  let running: Command | undefined;
+  program.hook('preAction', (_program, action) => {
+    running = action;
+  });
   if (args.length === 0) {
     if (process.stdin.isTTY && process.stdout.isTTY) {
       const { openPicker } = await import('./ui/open-picker.ts');
@@ -31,7 +37,7 @@ export async function main(args: string[]): Promise<number> {
     }
     // --json before any `--`: what follows belongs to exec's command.
     const own = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
-    return printError(err, own.includes('--json'));
+    return printError(err, own.includes('--json'), process.stderr, fieldContext(running));
   }
 }
 

@@ -1,11 +1,16 @@
 import { Command } from 'commander';
 import { accountCommands } from './commands/account.ts';
 import { allowlistCommand } from './commands/allowlist.ts';
+import { completionCommand } from './commands/completion.ts';
 import { configCommand } from './commands/config.ts';
 import { execCommand } from './commands/exec.ts';
+import { processCommands } from './commands/processes.ts';
 import { filesCommand } from './commands/files.ts';
 import { secretsCommand } from './commands/secrets.ts';
+import { eventsCommand } from './commands/events.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { sessionCommand } from './commands/session.ts';
+import { shellCommand } from './commands/shell.ts';
 import { CLI_VERSION } from './version.ts';
 
 /** The whole command tree. Each group lives in commands/<group>.ts and registers itself here. */
@@ -25,9 +30,14 @@ export function buildProgram(): Command {
   configCommand(program);
   sessionCommand(program);
   execCommand(program);
+  processCommands(program);
+  shellCommand(program);
   filesCommand(program);
   allowlistCommand(program);
   secretsCommand(program);
+  eventsCommand(program);
+  webhooksCommand(program);
+  completionCommand(program);
 
   // Every subcommand exits through the top-level handler, not commander's process.exit.
   const override = (cmd: Command) => {

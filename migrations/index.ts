@@ -1,10 +1,20 @@
 import { AccountsAndKeys } from './20261121000001_accounts_and_keys.ts';
 import { Sandboxes } from './20261121000002_sandboxes.ts';
 import { AllowlistsAndSecrets } from './20261121000003_allowlists_and_secrets.ts';
+import { ApiKeyScopes } from './20261122000004_api_key_scopes.ts';
+import { Events } from './20261123000001_events.ts';
+import { SandboxPages } from './20261123000002_sandbox_pages.ts';
+import { UsageRollups } from './20261123000003_usage_rollups.ts';
+import { WarmPool } from './20261123000004_warm_pool.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
   { name: '20261121000001_accounts_and_keys', class: AccountsAndKeys },
   { name: '20261121000002_sandboxes', class: Sandboxes },
   { name: '20261121000003_allowlists_and_secrets', class: AllowlistsAndSecrets },
+  { name: '20261122000004_api_key_scopes', class: ApiKeyScopes },
+  { name: '20261123000001_events', class: Events },
+  { name: '20261123000002_sandbox_pages', class: SandboxPages },
+  { name: '20261123000003_usage_rollups', class: UsageRollups },
+  { name: '20261123000004_warm_pool', class: WarmPool },
 ];

@@ -14,10 +14,17 @@ const stackDir = resolve(root, '.paddock/dev');
 const say = (line: string) => process.stderr.write(`[paddock] ${line}\n`);
 
 /** Secrets made once and kept, so tokens and encrypted secrets survive restarts of the stack. */
-function devSecrets(): { jwtSecret: string; secretsKey: string } {
+function devSecrets(): { jwtSecret: string; secretsKey: string; webhookSecretsKey: string } {
   const file = join(stackDir, 'secrets.json');
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as { jwtSecret: string; secretsKey: string };
-  const secrets = { jwtSecret: randomBytes(32).toString('hex'), secretsKey: randomBytes(32).toString('hex') };
+  if (existsSync(file)) {
+    const kept = JSON.parse(readFileSync(file, 'utf8')) as { jwtSecret: string; secretsKey: string; webhookSecretsKey?: string };
+    if (kept.webhookSecretsKey) return { ...kept, webhookSecretsKey: kept.webhookSecretsKey };
+    // A file from before webhooks: add their key, keeping the others.
+    const updated = { ...kept, webhookSecretsKey: randomBytes(32).toString('hex') };
+    writeFileSync(file, JSON.stringify(updated), { mode: 0o600 });
+    return updated;
+  }
+  const secrets = { jwtSecret: randomBytes(32).toString('hex'), secretsKey: randomBytes(32).toString('hex'), webhookSecretsKey: randomBytes(32).toString('hex') };
   mkdirSync(stackDir, { recursive: true });
   writeFileSync(file, JSON.stringify(secrets), { mode: 0o600 });
   return secrets;
@@ -69,7 +76,10 @@ const env: NodeJS.ProcessEnv = {
   REDIS_URL: services.redisUrl,
   PADDOCK_JWT_SECRET: process.env.PADDOCK_JWT_SECRET ?? secrets.jwtSecret,
   PADDOCK_SECRETS_KEY: process.env.PADDOCK_SECRETS_KEY ?? secrets.secretsKey,
+  PADDOCK_WEBHOOK_SECRETS_KEY: process.env.PADDOCK_WEBHOOK_SECRETS_KEY ?? secrets.webhookSecretsKey,
   PADDOCK_DATA_DIR: process.env.PADDOCK_DATA_DIR ?? reachableDir(join(stackDir, 'data')),
+  // Another stack (or a test's) on this host may hold the production default, 9091.
+  PADDOCK_WORKER_METRICS_PORT: process.env.PADDOCK_WORKER_METRICS_PORT ?? String(await freePort()),
 };
 
 const orm = await openOrm(services.databaseUrl, 2);
@@ -116,11 +126,19 @@ process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 
 const baseUrl = `http://127.0.0.1:${port}`;
-for (let i = 0; i < 100; i++) {
-  const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false);
-  if (ready) break;
+const workerUrl = `http://127.0.0.1:${env.PADDOCK_WORKER_METRICS_PORT}`;
+const up = (url: string) => fetch(url).then((r) => r.ok, () => false);
+// "Running" only once both answer: a process that failed to start has stopped the stack instead.
+const deadline = Date.now() + 60_000;
+while (!stopping && !((await up(`${baseUrl}/readyz`)) && (await up(`${workerUrl}/healthz`)))) {
+  if (Date.now() > deadline) {
+    say('the web or the worker did not become ready within 60 s; stopping the stack');
+    await stopAll(1);
+  }
   await new Promise((r) => setTimeout(r, 100));
 }
-process.stdout.write(
-  `\nPaddock is running at ${baseUrl}\n\nNext step:\n  paddock signup --url ${baseUrl}\n\nPress Ctrl-C to stop.\n\n`,
-);
+if (!stopping) {
+  process.stdout.write(
+    `\nPaddock is running at ${baseUrl}\n\nNext step:\n  paddock signup --url ${baseUrl}\n\nPress Ctrl-C to stop.\n\n`,
+  );
+}

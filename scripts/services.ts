@@ -1,8 +1,10 @@
 // Brings up what Paddock needs on a development or CI machine: the Debian packages, and a
 // PostgreSQL and a Redis of its own under .paddock/ on free ports (unless DATABASE_URL and
-// REDIS_URL name running ones). Used by `npm start`, `npm test` and `npm run bench`.
+// REDIS_URL name running ones), each wanting a password made for the stack, so that nothing else
+// on the host (a sandbox with network included) gets in by reaching the port. Used by
+// `npm start`, `npm test` and `npm run bench`.
 import { execFile, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -31,7 +33,22 @@ export interface ServiceOptions {
   log?: (line: string) => void;
 }
 
-const DEBIAN_PACKAGES = { postgres: 'postgresql', 'redis-server': 'redis-server', bwrap: 'bubblewrap' } as const;
+const DEBIAN_PACKAGES = {
+  postgres: 'postgresql',
+  'redis-server': 'redis-server',
+  bwrap: 'bubblewrap',
+  // Each local sandbox's own disk (PADDOCK_LOCAL_DISK_MB) is formatted ext4.
+  'mkfs.ext4': 'e2fsprogs',
+  // Sandboxes with network (PADDOCK_LOCAL_NETWORK): slirp4netns links them out, nft filters, and
+  // the network test makes its test host with ip.
+  slirp4netns: 'slirp4netns',
+  nft: 'nftables',
+  ip: 'iproute2',
+  // The local runtime's terminals: socat opens the pseudo-terminal inside the sandbox.
+  socat: 'socat',
+  // The CLI's terminal tests drive it in a real terminal.
+  tmux: 'tmux',
+} as const;
 
 /** Installs the Debian packages that are missing (needs root or password-less sudo). */
 export async function ensureDebianPackages(log: (line: string) => void, need = Object.keys(DEBIAN_PACKAGES)): Promise<void> {
@@ -89,22 +106,30 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const stops: (() => Promise<void>)[] = [];
   const given = { db: process.env.DATABASE_URL, redis: process.env.REDIS_URL };
-  await ensureDebianPackages(log, [...(given.db ? [] : ['postgres']), ...(given.redis ? [] : ['redis-server']), 'bwrap']);
+  await ensureDebianPackages(log, [
+    ...(given.db ? [] : ['postgres']),
+    ...(given.redis ? [] : ['redis-server']),
+    'bwrap',
+    'socat',
+    'slirp4netns',
+    'nft',
+    'ip',
+  ]);
   try {
-    let serverUrl: string;
+    let databaseUrl: string;
     if (given.db) {
-      serverUrl = given.db;
+      databaseUrl = given.db;
     } else {
-      const postgres = await startPostgres(options.dir, log);
+      const postgres = await startPostgres(options.dir, stackPassword(options.dir, 'postgres'), log);
       if (postgres.stop) stops.push(postgres.stop);
-      serverUrl = postgres.url;
+      await ensureOwnedDatabase(postgres.admin, options.database, options.fresh ?? false);
+      databaseUrl = withDatabase(postgres.url, options.database);
     }
-    const databaseUrl = given.db ?? (await ensureDatabase(serverUrl, options.database, options.fresh ?? false));
     let redisUrl: string;
     if (given.redis) {
       redisUrl = given.redis;
     } else {
-      const redis = await startRedis(options.dir, options.persistRedis ?? false, log);
+      const redis = await startRedis(options.dir, stackPassword(options.dir, 'redis'), options.persistRedis ?? false, log);
       if (redis.stop) stops.push(redis.stop);
       redisUrl = redis.url;
     }
@@ -119,6 +144,26 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The stack's password for `service`, made once and kept in the stack's folder (0600, owned by
+ * whoever runs the stack): never on a command line, so `ps` shows it to no one.
+ */
+export function stackPassword(stackDir: string, service: 'postgres' | 'redis'): string {
+  const dir = resolve(stackDir, 'credentials');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const file = join(dir, service);
+  if (existsSync(file)) {
+    const kept = readFileSync(file, 'utf8').trim();
+    // Hex only, so that it needs no quoting in SQL, a Redis config file or a URL.
+    if (/^[0-9a-f]{32,}$/.test(kept)) return kept;
+  }
+  const password = randomBytes(24).toString('hex');
+  writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return password;
 }
 
 /** Runs a command as the postgres user when we are root (PostgreSQL refuses to run as root). */
@@ -149,7 +194,106 @@ function searchableByOthers(dir: string): boolean {
   }
 }
 
-async function startPostgres(stackDir: string, log: (line: string) => void) {
+/** The role the stack's URL names: no superuser, it owns the databases it is given, and creates more. */
+const APP_ROLE = 'paddock';
+
+/**
+ * Over TCP only the app role gets in, with its password (scram-sha-256); the superuser is refused
+ * there whatever it sends. Only the cluster's own socket, in its 0700 data folder that only the
+ * postgres user (and root) can reach, is trusted. Rewritten at each start, so a cluster made
+ * before passwords were set gets them too.
+ */
+const PG_HBA = [
+  '# Written by scripts/services.ts at each start.',
+  'local all all trust',
+  'host all postgres 127.0.0.1/32 reject',
+  'host all postgres ::1/128 reject',
+  'host all all 127.0.0.1/32 scram-sha-256',
+  'host all all ::1/128 scram-sha-256',
+  '',
+].join('\n');
+
+function writeHba(dataDir: string): boolean {
+  const file = join(dataDir, 'pg_hba.conf');
+  if (existsSync(file) && readFileSync(file, 'utf8') === PG_HBA) return false;
+  writeFileSync(file, PG_HBA, { mode: 0o600 });
+  if (isRoot) {
+    const { uid, gid } = postgresIds();
+    chownSync(file, uid, gid);
+  }
+  return true;
+}
+
+/** Where the superuser connects: the cluster's socket. */
+interface PostgresAdmin {
+  host: string;
+  port: number;
+}
+
+async function asSuperuser<T>(admin: PostgresAdmin, database: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ host: admin.host, port: admin.port, user: 'postgres', database });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The app role, with the stack's password, set through the socket: not in any argv or log. */
+async function ensureAppRole(admin: PostgresAdmin, password: string): Promise<void> {
+  await asSuperuser(admin, 'postgres', async (client) => {
+    const exists = await client.query('select 1 from pg_roles where rolname = $1', [APP_ROLE]);
+    // CREATE and ALTER ROLE take no parameters; the password is hex (stackPassword), so this literal is safe.
+    const verb = exists.rowCount === 0 ? 'create' : 'alter';
+    await client.query(`${verb} role ${APP_ROLE} login nosuperuser createdb nocreaterole password '${password}'`);
+    // A cluster of before had the stack use the superuser, with no password: it has none now either.
+    await client.query('alter role postgres password null');
+  });
+}
+
+/**
+ * The database `database`, owned by the app role (dropped first when `fresh`), created if
+ * missing. One made by the superuser before the app role existed is handed over, with what is in
+ * its public schema.
+ */
+async function ensureOwnedDatabase(admin: PostgresAdmin, database: string, fresh: boolean): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(database)) throw new Error(`bad database name ${database}`);
+  const owner = await asSuperuser(admin, 'postgres', async (client) => {
+    if (fresh) await client.query(`drop database if exists ${database} with (force)`);
+    const found = await client.query<{ owner: string }>(
+      'select pg_get_userbyid(datdba) as owner from pg_database where datname = $1',
+      [database],
+    );
+    if (found.rowCount === 0) {
+      await client.query(`create database ${database} owner ${APP_ROLE}`);
+      return APP_ROLE;
+    }
+    return found.rows[0]!.owner;
+  });
+  if (owner === APP_ROLE) return;
+  await asSuperuser(admin, 'postgres', (client) => client.query(`alter database ${database} owner to ${APP_ROLE}`));
+  await asSuperuser(admin, database, async (client) => {
+    await client.query(`alter schema public owner to ${APP_ROLE}`);
+    await client.query(`
+      do $$ declare r record; begin
+        for r in select c.relname, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                 where n.nspname = 'public' and c.relkind in ('r', 'p', 'v', 'm', 'S') and pg_get_userbyid(c.relowner) <> '${APP_ROLE}'
+                   and not (c.relkind = 'S' and exists (select 1 from pg_depend d where d.objid = c.oid and d.deptype in ('a', 'i')))
+        loop
+          execute format('alter %s public.%I owner to ${APP_ROLE}',
+            case r.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'S' then 'sequence' else 'table' end, r.relname);
+        end loop;
+        for r in select t.typname from pg_type t join pg_namespace n on n.oid = t.typnamespace
+                 where n.nspname = 'public' and t.typtype in ('e', 'd') and pg_get_userbyid(t.typowner) <> '${APP_ROLE}'
+        loop
+          execute format('alter type public.%I owner to ${APP_ROLE}', r.typname);
+        end loop;
+      end $$`);
+  });
+}
+
+async function startPostgres(stackDir: string, password: string, log: (line: string) => void) {
   const bin = postgresBinDir();
   if (!bin) throw new Error('PostgreSQL is not installed');
   const dataDir = reachableDir(resolve(stackDir, 'postgres'));
@@ -164,19 +308,30 @@ async function startPostgres(stackDir: string, log: (line: string) => void) {
     const [cmd, args] = asPostgres(join(bin, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync']);
     await run(cmd, args);
   }
+  const hbaChanged = writeHba(dataDir);
+  const url = (port: number): string => `postgres://${APP_ROLE}:${password}@127.0.0.1:${port}/postgres`;
   const running = runningPostgresPort(dataDir, bin);
   if (running) {
     log(`PostgreSQL already running on port ${running}`);
-    return { url: `postgres://postgres@127.0.0.1:${running}/postgres`, stop: undefined };
+    if (hbaChanged) {
+      const [cmd, args] = asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, 'reload']);
+      await run(cmd, args);
+    }
+    const admin = { host: socketDir, port: running };
+    await ensureAppRole(admin, password);
+    return { url: url(running), admin, stop: undefined };
   }
   const port = await freePort();
   const logFile = join(dataDir, 'server.log');
   const settings = `-p ${port} -k ${socketDir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
   const [cmd, args] = asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, '-l', logFile, '-o', settings, '-w', '-t', '60', 'start']);
   await run(cmd, args);
+  const admin = { host: socketDir, port };
+  await ensureAppRole(admin, password);
   log(`PostgreSQL started on 127.0.0.1:${port}`);
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url: url(port),
+    admin,
     stop: async () => {
       const [c, a] = asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
       await run(c, a);
@@ -212,42 +367,71 @@ export async function ensureDatabase(serverUrl: string, database: string, fresh:
   } finally {
     await client.end();
   }
+  return withDatabase(serverUrl, database);
+}
+
+function withDatabase(serverUrl: string, database: string): string {
   const url = new URL(serverUrl);
   url.pathname = `/${database}`;
   return url.toString();
 }
 
-async function startRedis(stackDir: string, persist: boolean, log: (line: string) => void) {
+async function startRedis(stackDir: string, password: string, persist: boolean, log: (line: string) => void) {
   const dir = resolve(stackDir, 'redis');
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const url = (port: number): string => `redis://:${password}@127.0.0.1:${port}`;
   const portFile = join(dir, 'port');
   if (existsSync(portFile)) {
     const port = Number(readFileSync(portFile, 'utf8'));
+    // One from before the stack had passwords answers without one: replace it.
     if (await redisAnswers(port)) {
+      await run('redis-cli', ['-p', String(port), 'shutdown', persist ? 'save' : 'nosave']).catch(() => undefined);
+    } else if (await redisAnswers(port, password)) {
       log(`Redis already running on port ${port}`);
-      return { url: `redis://127.0.0.1:${port}`, stop: undefined };
+      return { url: url(port), stop: undefined };
     }
   }
   const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'yes'];
-  args.push('--pidfile', join(dir, 'redis.pid'), '--logfile', join(dir, 'redis.log'));
-  args.push(...(persist ? ['--save', '60 1', '--appendonly', 'no'] : ['--save', '', '--appendonly', 'no']));
-  await run('redis-server', args);
-  for (let i = 0; i < 100 && !(await redisAnswers(port)); i++) await new Promise((r) => setTimeout(r, 50));
-  if (!(await redisAnswers(port))) throw new Error(`Redis did not start; see ${join(dir, 'redis.log')}`);
+  // The password goes in the config file (0600), never on redis-server's command line.
+  const config = join(dir, 'redis.conf');
+  const lines = [
+    `port ${port}`,
+    'bind 127.0.0.1',
+    `dir "${dir}"`,
+    'daemonize yes',
+    `pidfile "${join(dir, 'redis.pid')}"`,
+    `logfile "${join(dir, 'redis.log')}"`,
+    `save ${persist ? '"60 1"' : '""'}`,
+    'appendonly no',
+    `requirepass ${password}`,
+    '',
+  ];
+  writeFileSync(config, lines.join('\n'), { mode: 0o600 });
+  chmodSync(config, 0o600);
+  await run('redis-server', [config]);
+  for (let i = 0; i < 100 && !(await redisAnswers(port, password)); i++) await new Promise((r) => setTimeout(r, 50));
+  if (!(await redisAnswers(port, password))) throw new Error(`Redis did not start; see ${join(dir, 'redis.log')}`);
   writeFileSync(portFile, String(port));
   log(`Redis started on 127.0.0.1:${port}`);
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: url(port),
     stop: async () => {
-      await run('redis-cli', ['-p', String(port), 'shutdown', persist ? 'save' : 'nosave']).catch(() => undefined);
+      await run('redis-cli', ['-p', String(port), 'shutdown', persist ? 'save' : 'nosave'], { env: redisCliEnv(password) }).catch(
+        () => undefined,
+      );
     },
   };
 }
 
-export async function redisAnswers(port: number): Promise<boolean> {
+/** redis-cli's environment with the password (REDISCLI_AUTH), which would be visible in its argv. */
+export function redisCliEnv(password: string | undefined): NodeJS.ProcessEnv {
+  return password === undefined ? process.env : { ...process.env, REDISCLI_AUTH: password };
+}
+
+export async function redisAnswers(port: number, password?: string): Promise<boolean> {
   try {
-    const { stdout } = await run('redis-cli', ['-p', String(port), 'ping'], { timeout: 2000 });
+    const { stdout } = await run('redis-cli', ['-p', String(port), 'ping'], { timeout: 2000, env: redisCliEnv(password) });
     return stdout.trim() === 'PONG';
   } catch {
     return false;

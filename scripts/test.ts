@@ -4,7 +4,9 @@
 // `npm test -- test/api/auth.test.ts` runs only the named files (PADDOCK_TEST_DEPLOYMENT=replicas
 // runs suites that support it through the replicas); PADDOCK_TEST_RUNTIMES=local runs one runtime only.
 import { spawn } from 'node:child_process';
-import { delimiter, resolve } from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
 import { startServices } from './services.ts';
 import { migrateDatabase } from '../shared/db/orm.ts';
 
@@ -43,7 +45,14 @@ process.on('SIGTERM', () => void stop().then(() => process.exit(143)));
 
 try {
   await migrateDatabase(services.databaseUrl);
-  const testEnv = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl };
+  const testEnv: NodeJS.ProcessEnv = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl };
+  // The CLI tests run the CLI as users install it: the packed @paddock/cli, installed into a
+  // temporary prefix (test/cli/cli-helpers.ts reads PADDOCK_TEST_CLI).
+  if (files.length === 0 || files.some((f) => f.includes('test/cli/'))) {
+    const prefix = mkdtempSync(join(tmpdir(), 'paddock-test-cli-'));
+    if ((await step('node', ['scripts/install-cli.ts', '--prefix', prefix])) !== 0) failed = true;
+    else testEnv.PADDOCK_TEST_CLI = join(prefix, 'lib/node_modules/@paddock/cli/bin/paddock.cjs');
+  }
   const nodeTest = ['--test', '--test-concurrency=3', '--test-timeout=180000'];
   for (const runtime of runtimes) {
     process.stderr.write(`\n=== test suite, PADDOCK_TEST_RUNTIME=${runtime}\n`);

@@ -56,18 +56,33 @@ export const configSchema = z.object({
   PADDOCK_SECRETS_KEY: z.string().regex(HEX_KEY, { error: 'expected 64 hex characters (a 32-byte key)' }).optional(),
   /** While rotating: former secrets keys that still decrypt (never used to encrypt). */
   PADDOCK_SECRETS_KEY_PREVIOUS: list(z.string().regex(HEX_KEY, { error: 'expected comma-separated keys of 64 hex characters (32 bytes) each' })).optional(),
+  PADDOCK_SECRETS_MAX_PER_ACCOUNT: int(1).default(200),
+  PADDOCK_SECRETS_MAX_PER_SANDBOX: int(1).default(50),
+  PADDOCK_SECRETS_MAX_BYTES_PER_ACCOUNT: int(1024).default(512 * 1024),
   PADDOCK_SCRYPT_LOG_N: int(10, 20).default(15),
   PADDOCK_API_KEY_CACHE_SECONDS: int(0, 3600).default(300),
   PADDOCK_RATE_SANDBOX_OPS_PER_MIN: int(1).default(120),
   PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: int(1).default(20),
   PADDOCK_RATE_AUTH_PER_MIN: int(1).default(10),
+  PADDOCK_RATE_ACCOUNT_PER_MIN: int(1).default(120),
   PADDOCK_TRUST_PROXY: bool.default(false),
+  PADDOCK_HTTP_HEADERS_TIMEOUT_SECONDS: int(1, 600).default(10),
+  PADDOCK_HTTP_REQUEST_TIMEOUT_SECONDS: int(1, 3600).default(120),
+  PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS: int(1, 3600).default(5),
+  PADDOCK_HTTP_MAX_CONNECTIONS: int(16).default(4096),
+  PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP: int(1).default(256),
   PADDOCK_BODY_LIMIT_BYTES: int(1024).default(1024 * 1024),
   PADDOCK_QUOTA_CONCURRENT_SANDBOXES: int(0).default(2),
   PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS: positiveNumber.default(20),
   PADDOCK_SESSION_CAP_SECONDS: int(1).default(1800),
   PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: int(1).default(60),
   PADDOCK_REAPER_SWEEP_SECONDS: int(1).default(30),
+  /** Pre-started sandboxes kept ready per pooled image, claimed by creates; 0: no pool. */
+  PADDOCK_WARM_POOL_SIZE: int(0, 1000).default(0),
+  /** Comma-separated images to pool; empty: the default image alone. */
+  PADDOCK_WARM_POOL_IMAGES: z.string().default(''),
+  /** A pooled sandbox not claimed this long is replaced by a fresh one. */
+  PADDOCK_WARM_POOL_MAX_AGE_SECONDS: int(60).default(3600),
   PADDOCK_WORKER_CONCURRENCY: int(1, 1000).default(20),
   /** Port of the worker's /metrics and /healthz; 0 picks a free one. */
   PADDOCK_WORKER_METRICS_PORT: int(0, 65535).default(9091),
@@ -76,10 +91,28 @@ export const configSchema = z.object({
   PADDOCK_RUNTIME: z.enum(['local', 'kubernetes']).default('local'),
   PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS: int(1).default(60),
   PADDOCK_EXEC_TIMEOUT_MAX_SECONDS: int(1).default(900),
+  PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS: int(1, 3600).default(30),
+  PADDOCK_INFLIGHT_EXEC_PER_SANDBOX: int(1).default(8),
+  PADDOCK_INFLIGHT_EXEC_PER_ACCOUNT: int(1).default(16),
+  PADDOCK_INFLIGHT_FILES_PER_SANDBOX: int(1).default(8),
+  PADDOCK_INFLIGHT_FILES_PER_ACCOUNT: int(1).default(16),
+  /** Terminals open at once per sandbox and per account, on all API replicas together. */
+  PADDOCK_INFLIGHT_TERMINAL_PER_SANDBOX: int(1).default(4),
+  PADDOCK_INFLIGHT_TERMINAL_PER_ACCOUNT: int(1).default(8),
+  /** A terminal with neither input nor output for this long is closed (code 4002). */
+  PADDOCK_TERMINAL_IDLE_SECONDS: int(1).default(900),
+  /** How long a terminal ticket (POST …/terminal/tickets) may wait to be used. */
+  PADDOCK_TERMINAL_TICKET_SECONDS: int(1, 3600).default(60),
   /** Per stream (stdout, stderr): output beyond this is cut and flagged. */
   PADDOCK_EXEC_OUTPUT_MAX_BYTES: int(1024).default(1024 * 1024),
   /** Largest file content a files route reads or writes, and the body limit of exec and file create. */
   PADDOCK_FILE_MAX_BYTES: int(1024).default(10 * 1024 * 1024),
+  /** Per stream of a background process: the last this many bytes are kept, in the sandbox. */
+  PADDOCK_PROCESS_OUTPUT_KEEP_BYTES: int(1024).default(1024 * 1024),
+  /** Background processes one sandbox may run at once; as many ended ones are kept for their output. */
+  PADDOCK_PROCESS_MAX_PER_SANDBOX: int(1, 1000).default(16),
+  /** Largest archive body (as sent, compressed or not) an archive upload takes; past it, 413. */
+  PADDOCK_ARCHIVE_MAX_BYTES: int(1024).default(1024 * 1024 * 1024),
   // local runtime (bubblewrap on this host)
   PADDOCK_DATA_DIR: z.string().min(1).default('.paddock/data'),
   PADDOCK_LOCAL_NETWORK: bool.default(false),
@@ -87,6 +120,9 @@ export const configSchema = z.object({
   PADDOCK_LOCAL_PIDS_MAX: int(8).default(512),
   /** CPU cores one local sandbox may use: a busy loop in one must not starve the host. */
   PADDOCK_LOCAL_CPUS: positiveNumber.default(1),
+  PADDOCK_LOCAL_ALLOW_UNLIMITED: bool.default(false),
+  PADDOCK_LOCAL_DISK_MB: int(0).default(2048),
+  PADDOCK_LOCAL_DISK_INODES: int(1024).default(131_072),
   // kubernetes runtime (KUBECONFIG, or the in-cluster service account, says which cluster)
   PADDOCK_KUBE_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock-sandboxes'),
   PADDOCK_KUBE_DEFAULT_IMAGE: z.string().min(1).default('docker.io/library/debian:bookworm-slim'),
@@ -99,6 +135,31 @@ export const configSchema = z.object({
   PADDOCK_KUBE_MEMORY_LIMIT: z.string().min(1).default('1Gi'),
   PADDOCK_KUBE_DEADLINE_GRACE_SECONDS: int(0).default(120),
   PADDOCK_SHUTDOWN_TIMEOUT_SECONDS: int(1).default(25),
+  // events and webhooks (api.md, "Events and webhooks"; docs/configuration.md)
+  /** How long before its cap a sandbox.expiring event is recorded; 0: none. */
+  PADDOCK_EXPIRY_WARNING_SECONDS: int(0).default(300),
+  PADDOCK_EVENT_RETENTION_DAYS: int(1, 3650).default(30),
+  /** Event streams (Server-Sent Events) one account may hold open on one API process. */
+  PADDOCK_EVENT_STREAMS_PER_ACCOUNT: int(1, 1000).default(5),
+  /** Encrypts webhook signing secrets at rest; held by the web and the worker (which signs). */
+  PADDOCK_WEBHOOK_SECRETS_KEY: z.string().regex(HEX_KEY, { error: 'expected 64 hex characters (a 32-byte key)' }).optional(),
+  PADDOCK_WEBHOOK_RETRY_HOURS: positiveNumber.default(24),
+  /** The first retry's delay; each next one doubles (with jitter), up to PADDOCK_WEBHOOK_BACKOFF_MAX_SECONDS. */
+  PADDOCK_WEBHOOK_BACKOFF_BASE_MS: int(10).default(5000),
+  PADDOCK_WEBHOOK_BACKOFF_MAX_SECONDS: int(1).default(3600),
+  /** A delivery that has no 2xx within this long failed (api.md: 10 s). */
+  PADDOCK_WEBHOOK_TIMEOUT_SECONDS: int(1, 10).default(10),
+  /** At most this much of a receiver's answer is read; the rest is dropped with the connection. */
+  PADDOCK_WEBHOOK_RESPONSE_MAX_BYTES: int(0).default(64 * 1024),
+  /** Deliveries in progress to one endpoint at once, across all workers. */
+  PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT: int(1, 100).default(4),
+  /** Webhook jobs one worker process runs at once (a queue of their own, beside the sandbox jobs). */
+  PADDOCK_WEBHOOK_WORKER_CONCURRENCY: int(1, 1000).default(50),
+  PADDOCK_WEBHOOK_MAX_PER_ACCOUNT: int(1, 1000).default(10),
+  /** After a secret rotation, the former secret also signs for this long. */
+  PADDOCK_WEBHOOK_SECRET_ROTATION_HOURS: positiveNumber.default(24),
+  /** Development only: http:// to localhost and 127.0.0.1 (and nothing else) is allowed. */
+  PADDOCK_WEBHOOK_ALLOW_LOCAL: bool.default(false),
   PADDOCK_METRICS_TOKEN: z.string().min(16, { error: 'expected at least 16 characters' }).optional(),
   PADDOCK_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -1,8 +1,13 @@
 import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
+import type { EventAnnouncer } from '../shared/events/announce.ts';
+import type { InFlightLeases } from '../shared/leases.ts';
+import type { SecretCipher } from '../shared/secrets/cipher.ts';
+import type { WebhookTransport } from '../shared/webhooks/transport.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 /** What every job processor and the reaper share within one worker process. */
@@ -10,7 +15,19 @@ export interface WorkerDeps {
   config: Config;
   orm: MikroORM;
   queue: Queue;
+  /** The connection of both queues: work on them is skipped while it is down (see settleWithin). */
+  redis: Redis;
   runtime: SandboxRuntime;
   log: Logger;
   metrics: WorkerMetrics;
+  /** The webhook jobs' queue (dispatch, deliver). */
+  webhookQueue: Queue;
+  /** Starts the delivery of events recorded by a transition, after its commit. */
+  events: EventAnnouncer;
+  /** Per-endpoint bound on deliveries in progress, across workers. */
+  leases: InFlightLeases;
+  /** Decrypts webhook signing secrets; absent without PADDOCK_WEBHOOK_SECRETS_KEY. */
+  webhookCipher?: SecretCipher;
+  /** How deliveries resolve names and connect (tests inject their own). */
+  transport: WebhookTransport;
 }

@@ -6,6 +6,9 @@ import { startWorkers } from './workers.ts';
 
 const config = loadConfigOrExit('worker');
 const log = createLogger(config.PADDOCK_LOG_LEVEL, 'worker');
-const workers = await startWorkers(config, log);
+const workers = await startWorkers(config, log).catch((err: unknown) => {
+  log.fatal({ err: err instanceof Error ? err.message : String(err) }, 'worker could not start');
+  process.exit(1);
+});
 log.info('worker started');
 onShutdownSignal(log, config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS, workers.close);

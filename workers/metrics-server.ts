@@ -18,6 +18,15 @@ export async function startMetricsServer(registry: Registry, port: number, isHea
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(port, resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(`the worker's metrics port ${port} is taken: set PADDOCK_WORKER_METRICS_PORT to a free one (0 picks any)`)
+          : err,
+      ),
+    );
+    server.listen(port, resolve);
+  });
   return { port: (server.address() as AddressInfo).port, server };
 }

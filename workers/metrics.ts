@@ -7,7 +7,10 @@ export interface WorkerMetrics {
   jobDuration: Histogram<'job' | 'outcome'>;
   jobLatency: Histogram<'job'>;
   reaperLag: Histogram<'source'>;
+  reaperSweep: Histogram;
   sandboxesDestroyed: Counter<'reason'>;
+  webhookDeliveries: Counter<'outcome'>;
+  webhookLatency: Histogram;
 }
 
 /** Figures an operator watches; queue depth and active sandboxes are read at scrape time. */
@@ -38,6 +41,7 @@ export function createWorkerMetrics(sources?: { queue: Queue; orm: MikroORM }): 
         for (const row of rows) this.set({ status: row.status }, Number(row.n));
       },
     });
+    webhookGauges(registry, sources.orm);
   }
   return {
     registry,
@@ -62,11 +66,51 @@ export function createWorkerMetrics(sources?: { queue: Queue; orm: MikroORM }): 
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
       registers: [registry],
     }),
+    reaperSweep: new Histogram({
+      name: 'paddock_reaper_sweep_seconds',
+      help: 'Time one reaper sweep took, by the worker that held the sweep lock',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
     sandboxesDestroyed: new Counter({
       name: 'paddock_sandboxes_destroyed_total',
       help: 'Sandboxes destroyed, by reason',
       labelNames: ['reason'],
       registers: [registry],
     }),
+    webhookDeliveries: new Counter({
+      name: 'paddock_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by outcome: success (2xx), failure (another status), error (no answer: timeout, connection, TLS), refused (a forbidden address, never connected to)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookLatency: new Histogram({
+      name: 'paddock_webhook_delivery_latency_seconds',
+      help: "Seconds from an event's transition to the receiver's 2xx",
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 21600, 86400],
+      registers: [registry],
+    }),
   };
+}
+
+/** Read from PostgreSQL at scrape time, so every worker reports the same figures. */
+function webhookGauges(registry: Registry, orm: MikroORM): void {
+  new Gauge({
+    name: 'paddock_webhook_retries_pending',
+    help: 'Webhook deliveries that failed at least once and will be tried again',
+    registers: [registry],
+    async collect() {
+      const [row] = await orm.em.fork().execute<{ n: string }[]>("select count(*) as n from webhook_deliveries where state = 'pending' and attempts > 0");
+      this.set(Number(row?.n ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'paddock_webhook_endpoints_disabled',
+    help: 'Webhook endpoints disabled after failing for the whole retry window',
+    registers: [registry],
+    async collect() {
+      const [row] = await orm.em.fork().execute<{ n: string }[]>('select count(*) as n from webhook_endpoints where disabled_at is not null');
+      this.set(Number(row?.n ?? 0));
+    },
+  });
 }

@@ -3,6 +3,8 @@ import { Sandbox } from '../shared/db/entities.ts';
 import type { WorkerDeps } from './context.ts';
 import { destroySandbox } from './processors/destroy-sandbox.ts';
 import { failSandbox, notReadyMessage } from './processors/create-sandbox.ts';
+import { sweepEvents, type EventSweepReport } from './events-sweep.ts';
+import { tendWarmPool } from './warm-pool-sweep.ts';
 
 const REAPER_LOCK_ID = 7_361_002;
 const BATCH = 1000;
@@ -15,6 +17,7 @@ export interface SweepReport {
   failedPending: number;
   retriedTerminating: number;
   orphans: number;
+  events?: EventSweepReport;
 }
 
 /**
@@ -25,7 +28,11 @@ export interface SweepReport {
 export function startReaper(deps: WorkerDeps): { stop(): Promise<void> } {
   let running: Promise<unknown> | undefined;
   const tick = () => {
+    const started = performance.now();
     running ??= sweepOnce(deps)
+      .then((report) => {
+        if (report) deps.metrics.reaperSweep.observe((performance.now() - started) / 1000);
+      })
       .catch((err: unknown) => deps.log.warn({ err }, 'reaper sweep failed'))
       .finally(() => {
         running = undefined;
@@ -76,9 +83,15 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
   }, deps);
 
   const orphans = await collectOrphans(deps);
+  await tendWarmPool(deps, (ids, work) => inParallel(ids, work, deps));
 
   await em.getConnection().execute(`delete from idempotency_keys where created_at < now() - interval '${IDEMPOTENCY_RETENTION_HOURS} hours'`);
-  const report = { expired: overdue.length, failedPending: stuckPending.length, retriedTerminating: terminating.length, orphans };
+  // After the sandboxes' own work, which it must never hold up; its failure is its own.
+  const events = await sweepEvents(deps, (ids, work) => inParallel(ids, work, deps)).catch((err: unknown) => {
+    deps.log.warn({ err }, 'events sweep failed');
+    return undefined;
+  });
+  const report = { expired: overdue.length, failedPending: stuckPending.length, retriedTerminating: terminating.length, orphans, events };
   if (overdue.length || stuckPending.length || orphans) deps.log.info(report, 'reaper sweep');
   return report;
 }
@@ -87,8 +100,14 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
 async function collectOrphans(deps: WorkerDeps): Promise<number> {
   const held = await deps.runtime.list();
   if (held.length === 0) return 0;
-  const active = await deps.orm.em.fork().find(Sandbox, { id: { $in: held.map((s) => s.id) }, state: 'active' }, { fields: ['id'] });
-  const keep = new Set(active.map((s) => s.id));
+  // Kept: those with an active row, and pooled ones (no row until claimed). One statement, one
+  // snapshot: a claim committing between two reads would be in neither, and taken for an orphan.
+  const ids = held.map((s) => s.id);
+  const kept = await deps.orm.em.fork().execute<{ id: string }[]>(
+    `select id from sandboxes where id in (?) and state = 'active' union all select id from warm_sandboxes where id in (?)`,
+    [ids, ids],
+  );
+  const keep = new Set(kept.map((s) => s.id));
   const orphans = held.filter((s) => !keep.has(s.id));
   await inParallel(orphans.map((s) => s.id), async (id) => {
     deps.log.warn({ sandboxId: id }, 'destroying orphan runtime sandbox');

@@ -1,23 +1,41 @@
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { Redis } from 'ioredis';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { openOrm } from '../shared/db/orm.ts';
 import { createQueueRedis, createRequestRedis } from '../shared/redis.ts';
 import { isDependencyUnavailable } from '../shared/unavailable.ts';
 import { SANDBOX_QUEUE, createSandboxQueue, type JobName } from '../shared/jobs/catalogue.ts';
+import { WEBHOOK_QUEUE, createWebhookQueue, type WebhookJobName } from '../shared/jobs/webhooks.ts';
+import { EventAnnouncer } from '../shared/events/announce.ts';
+import { InFlightLeases } from '../shared/leases.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
+import { webhookCipher } from '../shared/webhooks/secrets.ts';
+import { systemTransport, type WebhookTransport } from '../shared/webhooks/transport.ts';
 import type { WorkerDeps } from './context.ts';
+import { refillPoolJob } from './processors/refill-pool.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { createSandbox } from './processors/create-sandbox.ts';
-import { destroySandboxJob, expireSandboxJob } from './processors/destroy-sandbox.ts';
+import { destroySandboxJob, expireSandboxJob, expiringSandboxJob } from './processors/destroy-sandbox.ts';
+import { dispatchEventJob } from './processors/webhook-dispatch.ts';
+import { deliverWebhookJob } from './processors/webhook-deliver.ts';
 import { startReaper } from './reaper.ts';
 import { startMetricsServer } from './metrics-server.ts';
 
-const PROCESSORS: Record<JobName, (job: Job, deps: WorkerDeps) => Promise<string>> = {
+type Processor = (job: Job, deps: WorkerDeps, token?: string) => Promise<string>;
+
+const PROCESSORS: Record<JobName, Processor> = {
   create: createSandbox,
   destroy: destroySandboxJob,
   expire: expireSandboxJob,
+  expiring: expiringSandboxJob,
+  refill: refillPoolJob,
+};
+
+const WEBHOOK_PROCESSORS: Record<WebhookJobName, Processor> = {
+  dispatch: dispatchEventJob,
+  deliver: deliverWebhookJob,
 };
 
 export interface RunningWorkers {
@@ -30,52 +48,54 @@ export interface RunningWorkers {
 export async function startWorkers(
   config: Config,
   log: Logger,
-  options: { kubeConfig?: KubeConfig; reaper?: boolean } = {},
+  options: { kubeConfig?: KubeConfig; reaper?: boolean; webhookTransport?: WebhookTransport } = {},
 ): Promise<RunningWorkers> {
   const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
   // The queue handle (removing expiry jobs, metrics) fails fast while Redis is down, so the
-  // reaper's PostgreSQL-driven sweep never waits on it; the worker's blocking connection waits.
+  // reaper's PostgreSQL-driven sweep never waits on it; the workers' blocking connections wait.
+  // Webhooks have a queue and a blocking connection of their own: receivers, however slow, never
+  // take the sandbox jobs' slots.
   const queueRedis = createRequestRedis(config.REDIS_URL);
   const workerRedis = createQueueRedis(config.REDIS_URL);
-  for (const r of [queueRedis, workerRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
+  const webhookRedis = createQueueRedis(config.REDIS_URL);
+  for (const r of [queueRedis, workerRedis, webhookRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
   const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
+  const webhookQueue = createWebhookQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
   // Without a listener BullMQ prints its errors raw on stderr; connection errors are logged above.
-  queue.on('error', (err: Error) => {
-    if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
-  });
-  const deps: WorkerDeps = { config, orm, queue, runtime, log, metrics: createWorkerMetrics({ queue, orm }) };
+  for (const q of [queue, webhookQueue]) {
+    q.on('error', (err: Error) => {
+      if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
+    });
+  }
+  if (config.PADDOCK_WEBHOOK_ALLOW_LOCAL) log.warn('PADDOCK_WEBHOOK_ALLOW_LOCAL is set: webhooks may go to localhost (development only)');
+  const deps: WorkerDeps = {
+    config,
+    orm,
+    queue,
+    redis: queueRedis,
+    runtime,
+    log,
+    metrics: createWorkerMetrics({ queue, orm }),
+    webhookQueue,
+    events: new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log),
+    leases: new InFlightLeases(queueRedis, config.PADDOCK_REDIS_PREFIX),
+    webhookCipher: webhookCipher(config),
+    transport: options.webhookTransport ?? systemTransport,
+  };
 
-  const worker = new Worker(
-    SANDBOX_QUEUE,
-    async (job) => {
-      const processor = PROCESSORS[job.name as JobName];
-      if (!processor) throw new Error(`unknown job ${job.name}`);
-      const started = performance.now();
-      const due = job.timestamp + (job.opts.delay ?? 0);
-      deps.metrics.jobLatency.observe({ job: job.name }, Math.max(0, Date.now() - due) / 1000);
-      try {
-        const outcome = await processor(job, deps);
-        deps.metrics.jobDuration.observe({ job: job.name, outcome: 'ok' }, (performance.now() - started) / 1000);
-        return outcome;
-      } catch (err) {
-        deps.metrics.jobDuration.observe({ job: job.name, outcome: 'error' }, (performance.now() - started) / 1000);
-        log.warn({ err, job: job.name, jobId: job.id, attempt: job.attemptsMade + 1 }, 'job failed');
-        throw err;
-      }
-    },
-    {
-      connection: workerRedis,
-      prefix: `${config.PADDOCK_REDIS_PREFIX}:bull`,
-      concurrency: config.PADDOCK_WORKER_CONCURRENCY,
-      lockDuration: config.PADDOCK_JOB_LOCK_SECONDS * 1000,
-      stalledInterval: config.PADDOCK_JOB_LOCK_SECONDS * 1000,
-      maxStalledCount: 3,
+  // Its port first: a worker that cannot serve its probes fails before it takes any job.
+  let running: (() => boolean) | undefined;
+  const metricsServer = await startMetricsServer(deps.metrics.registry, config.PADDOCK_WORKER_METRICS_PORT, () => running?.() === true).catch(
+    async (err: unknown) => {
+      await Promise.allSettled([queue.close(), webhookQueue.close(), queueRedis.quit(), workerRedis.quit(), webhookRedis.quit(), orm.close(true)]);
+      throw err;
     },
   );
-  worker.on('error', (err) => log.warn({ err: err.message }, 'worker error'));
+  const worker = startWorker(SANDBOX_QUEUE, PROCESSORS, workerRedis, config.PADDOCK_WORKER_CONCURRENCY, deps);
+  const webhookWorker = startWorker(WEBHOOK_QUEUE, WEBHOOK_PROCESSORS, webhookRedis, config.PADDOCK_WEBHOOK_WORKER_CONCURRENCY, deps);
+  running = () => worker.isRunning() && webhookWorker.isRunning();
   const reaper = options.reaper === false ? undefined : startReaper(deps);
-  const metricsServer = await startMetricsServer(deps.metrics.registry, config.PADDOCK_WORKER_METRICS_PORT, () => worker.isRunning());
 
   let closing: Promise<void> | undefined;
   return {
@@ -83,14 +103,51 @@ export async function startWorkers(
     metricsPort: metricsServer.port,
     close: () =>
       (closing ??= (async () => {
-        await reaper?.stop();
+        // Taking no new job comes first: a worker told to stop finishes what it holds, nothing more.
+        await Promise.all([worker.close(), webhookWorker.close(), reaper?.stop()]); // waits for the jobs in progress to finish
         await new Promise((resolve) => metricsServer.server.close(resolve));
-        await worker.close(); // waits for the jobs in progress to finish
         await deps.queue.close();
+        await webhookQueue.close();
         await runtime.close();
         await orm.close(true);
         queueRedis.disconnect();
         workerRedis.disconnect();
+        webhookRedis.disconnect();
       })()),
   };
+}
+
+function startWorker(name: string, processors: Record<string, Processor>, connection: Redis, concurrency: number, deps: WorkerDeps): Worker {
+  const { config, log } = deps;
+  const worker = new Worker(
+    name,
+    async (job, token) => {
+      const processor = processors[job.name];
+      if (!processor) throw new Error(`unknown job ${job.name}`);
+      const started = performance.now();
+      const due = job.timestamp + (job.opts.delay ?? 0);
+      // A job moved back to the delayed set (a webhook waiting its turn) is not late: first runs only.
+      if (job.attemptsStarted <= 1) deps.metrics.jobLatency.observe({ job: job.name }, Math.max(0, Date.now() - due) / 1000);
+      try {
+        const outcome = await processor(job, deps, token);
+        deps.metrics.jobDuration.observe({ job: job.name, outcome: 'ok' }, (performance.now() - started) / 1000);
+        return outcome;
+      } catch (err) {
+        if (err instanceof DelayedError) throw err;
+        deps.metrics.jobDuration.observe({ job: job.name, outcome: 'error' }, (performance.now() - started) / 1000);
+        log.warn({ err, job: job.name, jobId: job.id, attempt: job.attemptsMade + 1 }, 'job failed');
+        throw err;
+      }
+    },
+    {
+      connection,
+      prefix: `${config.PADDOCK_REDIS_PREFIX}:bull`,
+      concurrency,
+      lockDuration: config.PADDOCK_JOB_LOCK_SECONDS * 1000,
+      stalledInterval: config.PADDOCK_JOB_LOCK_SECONDS * 1000,
+      maxStalledCount: 3,
+    },
+  );
+  worker.on('error', (err) => log.warn({ err: err.message }, 'worker error'));
+  return worker;
 }

@@ -2,10 +2,12 @@ import type { Redis } from 'ioredis';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey } from '../../shared/db/entities.ts';
 import type { Logger } from '../../shared/logger.ts';
+import { effectiveScopes, type Scope } from '../../shared/scopes.ts';
 
 export interface KeyIdentity {
   keyId: string;
   accountId: string;
+  scopes: Scope[];
 }
 
 const REVOKED = 'revoked';
@@ -57,11 +59,12 @@ export class ApiKeyStore {
     let identity: KeyIdentity;
     let touch = claimed === 1;
     if (cached) {
-      identity = JSON.parse(cached) as KeyIdentity;
+      const entry = JSON.parse(cached) as Omit<KeyIdentity, 'scopes'> & { scopes?: string[] | null };
+      identity = { ...entry, scopes: effectiveScopes(entry.scopes) };
     } else {
-      const row = await em.findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt'] });
+      const row = await em.findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt', 'scopes'] });
       if (!row || row.revokedAt) return undefined;
-      identity = { keyId: row.id, accountId: row.accountId };
+      identity = { keyId: row.id, accountId: row.accountId, scopes: effectiveScopes(row.scopes) };
       const fill = this.redis.pipeline();
       if (this.cacheSeconds > 0) fill.set(this.cacheKey(keyHash), JSON.stringify(identity), 'EX', this.cacheSeconds, 'NX');
       fill.set(touchKey, '1', 'EX', TOUCH_INTERVAL_SECONDS, 'NX');

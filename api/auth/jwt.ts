@@ -52,7 +52,8 @@ function verifyWith(token: string, secret: string): DashboardClaims | undefined 
       audience: AUDIENCE,
       complete: false,
     });
-    if (typeof claims !== 'object' || claims.typ !== TOKEN_TYPE || typeof claims.sub !== 'string') {
+    // A token without an expiry would be a credential forever: jsonwebtoken accepts one, we do not.
+    if (typeof claims !== 'object' || claims.typ !== TOKEN_TYPE || typeof claims.sub !== 'string' || typeof claims.exp !== 'number') {
       return undefined;
     }
     return { accountId: claims.sub };

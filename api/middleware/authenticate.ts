@@ -3,6 +3,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from '../auth/api-key-format.ts';
 import { looksLikeJwt } from '../auth/jwt.ts';
 import type { AppContext, AppDeps } from '../context.ts';
+import type { Scope } from '../../shared/scopes.ts';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
@@ -20,9 +21,10 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps) {
     if (kind === 'apiKey') {
       if (looksLikeApiKey(token)) {
         if (!isWellFormedApiKey(token)) throw invalid();
-        const identity = await deps.apiKeys.authenticate(ctx.state.em, hashApiKey(token));
+        const keyHash = hashApiKey(token);
+        const identity = await deps.apiKeys.authenticate(ctx.state.em, keyHash);
         if (!identity) throw invalid();
-        ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId };
+        ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash };
       } else if (looksLikeJwt(token) && deps.tokens.verify(token)) {
         throw new ApiError('wrong_credential_type', 'This route takes an API key, not a dashboard session token.');
       } else {
@@ -46,6 +48,38 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps) {
   };
 }
 
+/**
+ * A WebSocket route: the key header as everywhere, or a terminal ticket (`?ticket=`) for clients
+ * that cannot set headers. A ticket is redeemed (and so spent) whatever follows; it stands for the
+ * key that asked for it, which must still be valid, and for its one sandbox only.
+ */
+export function authenticateWebSocket(deps: AppDeps) {
+  const byHeader = authenticate('apiKey', deps);
+  return async function authenticateUpgrade(ctx: AppContext, next: Next): Promise<void> {
+    const ticket = ctx.query.ticket;
+    if (ticket === undefined) return byHeader(ctx, next);
+    if (ctx.get('authorization')) throw new ApiError('invalid_request', 'Send either the Authorization header or a ticket, not both.');
+    const grant = typeof ticket === 'string' ? await deps.terminalTickets.redeem(ticket) : undefined;
+    if (!grant) throw new ApiError('invalid_credential', 'The ticket is malformed, unknown, used or expired; tickets are single use and last 60 s.');
+    const identity = await deps.apiKeys.authenticate(ctx.state.em, grant.keyHash);
+    if (!identity || identity.keyId !== grant.keyId) throw invalid();
+    if (grant.sandboxId !== ctx.params.id) throw new ApiError('invalid_credential', 'The ticket was issued for another sandbox.');
+    ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes };
+    await next();
+  };
+}
+
 function invalid(): ApiError {
   return new ApiError('invalid_credential', 'The credential is malformed, unknown, expired or revoked.');
+}
+
+/** A key whose scopes lack the route's answers 403 insufficient_scope naming it; nothing else runs. */
+export function requireScope(scope: Scope) {
+  return async function checkScope(ctx: AppContext, next: Next): Promise<void> {
+    const auth = ctx.state.auth;
+    if (auth?.kind === 'apiKey' && !auth.scopes.includes(scope)) {
+      throw new ApiError('insufficient_scope', `This API key lacks the scope ${scope}, which this route needs.`, { extra: { scope } });
+    }
+    await next();
+  };
 }

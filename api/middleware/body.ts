@@ -1,16 +1,17 @@
 import type { Next } from 'koa';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppContext } from '../context.ts';
+import { JsonShapeGuard, type ShapeOptions } from './json-shape.ts';
 
 /**
  * Reads and parses a JSON body with a hard size limit. Written here rather than taken from a
  * body-parser package so that every failure maps to our own codes (413, 415, invalid_json).
  */
-export function jsonBody(limitBytes: number) {
+export function jsonBody(limitBytes: number, shapeOptions: ShapeOptions = {}) {
   return async function readJsonBody(ctx: AppContext, next: Next): Promise<void> {
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limitBytes) throw tooLarge(limitBytes);
-    const raw = await readLimited(ctx, limitBytes);
+    const raw = await readLimited(ctx, limitBytes, shapeOptions);
     if (raw.length === 0) {
       ctx.state.rawBody = undefined;
     } else {
@@ -33,16 +34,55 @@ export function jsonBody(limitBytes: number) {
   };
 }
 
-async function readLimited(ctx: AppContext, limitBytes: number): Promise<Buffer> {
+/**
+ * A body that is data (an archive), handed to the handler as it comes: the media type must be one
+ * of `mediaTypes`, and the body is cut at `limitBytes`, by its declared length before a byte is
+ * read, else by its count as it streams. Nothing is buffered here: the handler's consumer paces
+ * the client (TCP's flow control does the rest).
+ */
+export function streamedBody(mediaTypes: string[], limitBytes: number) {
+  return async function acceptStreamedBody(ctx: AppContext, next: Next): Promise<void> {
+    const declared = Number(ctx.get('content-length') || 0);
+    if (declared > limitBytes) throw tooLarge(limitBytes);
+    const mediaType = ctx.request.type.toLowerCase();
+    if (!mediaTypes.includes(mediaType)) {
+      throw new ApiError('unsupported_media_type', `Send the body with Content-Type ${mediaTypes.join(' or ')}.`, {
+        extra: { accepted: mediaTypes },
+      });
+    }
+    let received = 0;
+    const req = ctx.req;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      // Not destroyed when its reader stops early (the command failed): the answer still goes out
+      // on this connection, which the error handler then closes.
+      const body = req.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
+      for (;;) {
+        let next: IteratorResult<Buffer>;
+        try {
+          next = await body.next();
+        } catch {
+          throw new ApiError('invalid_request', 'The request body ended before it was complete.');
+        }
+        if (next.done) return;
+        received += next.value.length;
+        if (received > limitBytes) throw tooLarge(limitBytes);
+        yield next.value;
+      }
+    }
+    ctx.state.streamedBody = { mediaType, chunks: chunks(), received: () => received };
+    await next();
+  };
+}
+
+async function readLimited(ctx: AppContext, limitBytes: number, shapeOptions: ShapeOptions): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
+  const shape = new JsonShapeGuard(shapeOptions);
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limitBytes) {
-      // Stop reading, and close the connection once answered: the rest of the body is unwanted.
-      ctx.set('Connection', 'close');
-      throw tooLarge(limitBytes);
-    }
+    // Stop reading, and close the connection once answered: the rest of the body is unwanted.
+    if (size > limitBytes) throw tooLarge(limitBytes);
+    shape.push(chunk);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);

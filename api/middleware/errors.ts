@@ -27,6 +27,9 @@ export function errorHandler(log: Logger) {
       }
       ctx.status = apiError.status;
       ctx.set(apiError.headers);
+      // A refusal before the body was read (a 401, a 413, a bad shape) closes the connection once
+      // answered, instead of draining whatever the client goes on sending, however slowly.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
       // Every 503 says when to come back, whichever part of the code raised it.
       if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) {
         ctx.set('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS));

@@ -1,5 +1,6 @@
 import type { Next } from 'koa';
 import { ApiError } from '../../shared/errors.ts';
+import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { BucketName } from '../routes/route.ts';
 
@@ -12,6 +13,8 @@ export function bucketLimit(bucket: BucketName, deps: AppDeps): number {
       return config.PADDOCK_RATE_SANDBOX_OPS_PER_MIN;
     case 'sandbox_lifecycle':
       return config.PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN;
+    case 'account':
+      return config.PADDOCK_RATE_ACCOUNT_PER_MIN;
   }
 }
 
@@ -23,7 +26,19 @@ export function rateLimit(bucket: BucketName, deps: AppDeps) {
   const perMinute = bucketLimit(bucket, deps);
   return async function limitRate(ctx: AppContext, next: Next): Promise<void> {
     const subject = bucket === 'auth' ? `ip:${ctx.ip}` : `acct:${ctx.state.auth?.accountId ?? 'none'}`;
-    const result = await deps.buckets.take(bucket, subject, perMinute);
+    let result;
+    try {
+      result = await deps.buckets.take(bucket, subject, perMinute);
+    } catch (err) {
+      // The account bucket guards cheap PostgreSQL-only routes (keys, secrets, allowlist): they
+      // keep working through a Redis outage, as they did before they had a bucket. The
+      // other buckets guard work that needs Redis anyway, and logins must not go unthrottled.
+      if (bucket === 'account' && isDependencyUnavailable(err)) {
+        await next();
+        return;
+      }
+      throw err;
+    }
     ctx.set('X-RateLimit-Limit', String(result.limit));
     ctx.set('X-RateLimit-Remaining', String(result.remaining));
     if (!result.allowed) {

@@ -1,3 +1,4 @@
+import type { ExtractedArchive } from '../services/files/archive.ts';
 import type { EditResult } from '../services/files/edit.ts';
 import type { GlobResult } from '../services/files/glob.ts';
 import type { GrepResult } from '../services/files/grep.ts';
@@ -20,6 +21,10 @@ export function presentFileView(view: FileView) {
 
 export function presentWrittenFile(file: WrittenFile) {
   return { path: file.path, size: file.size, overwritten: file.overwritten };
+}
+
+export function presentExtractedArchive(archive: ExtractedArchive) {
+  return { path: archive.path, files: archive.files, bytes: archive.bytes };
 }
 
 export function presentEdit(edit: EditResult) {

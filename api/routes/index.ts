@@ -4,10 +4,14 @@ import { apiKeyRoutes } from './api-keys/index.ts';
 import { accountRoutes } from './account/index.ts';
 import { sandboxRoutes } from './sandboxes/index.ts';
 import { execRoutes } from './exec/index.ts';
+import { processRoutes } from './processes/index.ts';
+import { terminalRoutes } from './terminal/index.ts';
 import { fileRoutes } from './files/index.ts';
 import { allowlistRoutes } from './allowlist/index.ts';
 import { secretRoutes } from './secrets/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
+import { eventRoutes } from './events/index.ts';
+import { webhookRoutes } from './webhooks/index.ts';
 
 /** Every public /v1 route; the OpenAPI document is generated from this list. */
 export const allRoutes: Route[] = [
@@ -16,8 +20,12 @@ export const allRoutes: Route[] = [
   ...accountRoutes,
   ...sandboxRoutes,
   ...execRoutes,
+  ...processRoutes,
+  ...terminalRoutes,
   ...fileRoutes,
   ...allowlistRoutes,
   ...secretRoutes,
   ...mcpRoutes,
+  ...eventRoutes,
+  ...webhookRoutes,
 ];

@@ -3,9 +3,10 @@ import type { RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
-import { authenticate } from '../middleware/authenticate.ts';
+import { authenticate, authenticateWebSocket, requireScope } from '../middleware/authenticate.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
-import { jsonBody } from '../middleware/body.ts';
+import { admitInFlight } from '../middleware/in-flight.ts';
+import { jsonBody, streamedBody } from '../middleware/body.ts';
 import { parseInput } from '../middleware/validate.ts';
 import type { Route, RouteInput, RouteSpec } from './route.ts';
 
@@ -16,10 +17,22 @@ const WITH_BODY = new Set(['post', 'put', 'patch']);
 export function mountRoutes(router: Router<AppState>, routes: Route[], deps: AppDeps): void {
   for (const { spec, handler } of routes) {
     const chain: RouterMiddleware<AppState>[] = [];
-    if (spec.auth !== 'none') chain.push(authenticate(spec.auth, deps));
+    if (spec.websocket) chain.push(authenticateWebSocket(deps));
+    else if (spec.auth !== 'none') chain.push(authenticate(spec.auth, deps));
+    if (spec.scope) chain.push(requireScope(spec.scope));
     if (spec.bucket) chain.push(rateLimit(spec.bucket, deps));
-    if (WITH_BODY.has(spec.method) || spec.body) {
-      chain.push(jsonBody(spec.bodyLimitBytes?.(deps) ?? deps.config.PADDOCK_BODY_LIMIT_BYTES));
+    // A place in flight is taken once the request is whole: a client trickling its JSON body must
+    // not hold one (16 such requests would lock an account out of exec until they time out). A
+    // streamed body is the work itself, and is admitted before it is read.
+    if (spec.streamedBody) {
+      if (spec.inFlight) chain.push(admitInFlight(spec.inFlight, deps));
+      chain.push(streamedBody(spec.streamedBody.mediaTypes, spec.streamedBody.limitBytes(deps)));
+    } else {
+      if (WITH_BODY.has(spec.method) || spec.body) {
+        const defaultLimit = deps.config.PADDOCK_BODY_LIMIT_BYTES;
+        chain.push(jsonBody(spec.bodyLimitBytes?.(deps) ?? defaultLimit, { largeField: spec.bodyLargeField, otherLimitBytes: defaultLimit }));
+      }
+      if (spec.inFlight) chain.push(admitInFlight(spec.inFlight, deps));
     }
     chain.push(async (ctx: AppContext) => {
       await handler(ctx, readInput(ctx, spec), deps);

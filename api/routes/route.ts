@@ -1,10 +1,13 @@
 import type { z } from 'zod';
 import type { ErrorCode } from '../../shared/errors.ts';
+import type { Scope } from '../../shared/scopes.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type AuthKind = 'none' | 'dashboard' | 'apiKey';
-export type BucketName = 'auth' | 'sandbox_ops' | 'sandbox_lifecycle';
+export type BucketName = 'auth' | 'sandbox_ops' | 'sandbox_lifecycle' | 'account';
+/** Work whose requests in progress are capped per sandbox and per account (api/middleware/in-flight.ts). */
+export type InFlightKind = 'exec' | 'files' | 'archives' | 'terminal';
 
 /**
  * Everything about one route in one place: the chain that serves it (auth, rate limit,
@@ -18,15 +21,39 @@ export interface RouteSpec<
   method: HttpMethod;
   /** Koa-style path: `/v1/api-keys/:keyId`. */
   path: string;
+  /** Unique and stable: the name of the operation in the OpenAPI document and in generated clients. */
+  operationId: string;
   summary: string;
   tag: string;
   auth: AuthKind;
+  /** The API-key scope the route needs (every API-key route names one). */
+  scope?: Scope;
   bucket?: BucketName;
+  inFlight?: InFlightKind;
   body?: B;
   query?: Q;
   params?: P;
   /** Overrides the default body size limit (file create, exec). */
   bodyLimitBytes?: (deps: AppDeps) => number;
+  /**
+   * With bodyLimitBytes: the one top-level member that may use it (stdin, a file's content);
+   * the others together stay within the default body limit, so a large body is large data, not a
+   * large structure for the schema to walk.
+   */
+  bodyLargeField?: string;
+  /**
+   * A body that is data, not JSON (an archive): read as it comes by the handler, never buffered
+   * and never given to the JSON reader. Only these media types are taken (else 415); past
+   * limitBytes, declared or counted as it streams, 413.
+   */
+  streamedBody?: { mediaTypes: string[]; limitBytes: (deps: AppDeps) => number; description: string };
+  /**
+   * A WebSocket route: the GET is an upgrade to this subprotocol, authenticated by the key header
+   * or by a terminal ticket (`?ticket=`), answered 101 or, refused, with a problem document.
+   */
+  websocket?: { subprotocol: string };
+  /** Request headers the route reads (documented as parameters). */
+  requestHeaders?: { name: string; description: string }[];
   responses: Record<
     number,
     { description: string; schema?: z.ZodType; contentType?: string; alternatives?: { contentType: string; schema: z.ZodType }[] }

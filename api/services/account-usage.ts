@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import type { Config } from '../../shared/config.ts';
 import type { Account } from '../../shared/db/entities.ts';
+import { secondsUsedSql } from '../../shared/usage/billing.ts';
 
 export interface AccountLimits {
   concurrentSandboxes: number;
@@ -32,14 +33,6 @@ export function currentPeriod(now = new Date()): { start: Date; end: Date } {
   return { start, end };
 }
 
-// Wall-clock sandbox time inside the period, from when each sandbox became ready (a sandbox that
-// never ran bills nothing) to when it was destroyed, or to now while it runs; a sandbox that
-// spans two months counts in each only for its part. The arguments are fixed SQL (a placeholder
-// or a column), never data, so both statements below share the one billing rule.
-const secondsUsed = (periodStart: string, account: string) => `
-  select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, ${periodStart}::timestamptz)))), 0)
-    from sandboxes
-   where account_id = ${account} and ready_at is not null and coalesce(destroyed_at, now()) > ${periodStart}::timestamptz`;
 const activeCount = (account: string) => `select count(*) from sandboxes where account_id = ${account} and state = 'active'`;
 
 interface UsageRow {
@@ -49,11 +42,13 @@ interface UsageRow {
 
 /** Both usage figures of an account in one statement (one round trip). */
 export async function currentUsage(em: EntityManager, accountId: string, periodStart: Date): Promise<{ active: number; hours: number }> {
-  const [row] = await em.execute<UsageRow[]>(`select (${activeCount('?')}) as active, (${secondsUsed('?', '?')}) as seconds`, [
+  // secondsUsedSql names the account, the month, the month again, then the account.
+  const [row] = await em.execute<UsageRow[]>(`select (${activeCount('?')}) as active, (${secondsUsedSql('?', '?')}) as seconds`, [
+    accountId,
     accountId,
     periodStart,
-    accountId,
     periodStart,
+    accountId,
   ]);
   return { active: Number(row?.active ?? 0), hours: Math.max(0, Number(row?.seconds ?? 0)) / 3600 };
 }
@@ -70,7 +65,7 @@ const ACCOUNT_WITH_USAGE = {
   name: 'paddock-account-with-usage',
   text: `select a.id, a.email, a.concurrent_sandboxes_limit, a.monthly_sandbox_hours_limit,
                 (${activeCount('a.id')}) as active,
-                (${secondsUsed('$1', 'a.id')}) as seconds
+                (${secondsUsedSql('$1', 'a.id')}) as seconds
            from accounts a where a.id = $2`,
 };
 

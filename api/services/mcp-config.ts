@@ -7,6 +7,7 @@ import {
   type McpFormat,
   type McpOs,
   type McpScope,
+  type McpTransport,
 } from '../../shared/mcp/targets.ts';
 
 export interface McpConfig {
@@ -14,6 +15,7 @@ export interface McpConfig {
   scope: McpScope;
   path: Record<McpOs, string>;
   format: McpFormat;
+  transport: McpTransport;
   snippet: string;
 }
 
@@ -21,17 +23,21 @@ export interface McpConfig {
  * The configuration of Paddock's MCP server for one client. The entry runs `paddock mcp serve`,
  * which authenticates from the CLI config, so it holds no credential and is the same for everyone.
  */
-export function mcpConfigFor(targetName: string, scope: McpScope): McpConfig {
+export function mcpConfigFor(targetName: string, scope: McpScope, transport: McpTransport = 'stdio', remoteUrl = ''): McpConfig {
   const target = findMcpTarget(targetName);
   if (!target) throw new ApiError('invalid_request', `query.target: unknown MCP client "${targetName}"`);
   if (!target.scopes[scope]) {
     throw new ApiError('invalid_request', `query.scope: ${target.name} has no ${scope} scope; it has ${scopesOf(target).join(', ')}`);
+  }
+  if (transport === 'http' && !target.remote) {
+    throw new ApiError('invalid_request', `query.transport: ${target.label} takes no remote MCP server in its config file; use transport=stdio`);
   }
   return {
     target: target.name,
     scope,
     path: displayConfigPaths(target, scope),
     format: target.format,
-    snippet: configSnippet(target),
+    transport,
+    snippet: configSnippet(target, undefined, transport === 'http' ? remoteUrl : undefined),
   };
 }

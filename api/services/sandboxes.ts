@@ -7,9 +7,15 @@ import { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
+import { recordEvent } from '../../shared/events/record.ts';
+import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../../shared/sandboxes/snapshot.ts';
+import { presentSandbox } from '../presenters/sandbox.ts';
 import { imageAllowed } from '../../shared/runtime/index.ts';
+import { claimWarm, isPooled } from '../../shared/pool/warm-pool.ts';
 import type { AppDeps } from '../context.ts';
+import { checkEnvironment } from '../../shared/allowlist/index.ts';
 import { currentPeriod, currentUsage, limitsOf } from './account-usage.ts';
+import { getAllowlist } from './allowlist.ts';
 
 export interface CreateSandboxInput {
   image?: string;
@@ -42,6 +48,7 @@ export async function createSandbox(
   if (!imageAllowed(deps.config, image)) {
     throw new ApiError('image_not_allowed', `The image "${image}" is not on this operator's allowed list.`);
   }
+  await refuseProtectedEnv(em, accountId, input.env);
   const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
 
   const outcome = await em.transactional(async (tx) => {
@@ -52,7 +59,7 @@ export async function createSandbox(
     if (!limits) throw new ApiError('invalid_credential');
     if (idempotencyKey) {
       const replay = await findReplay(tx, accountId, idempotencyKey, requestHash);
-      if (replay) return { sandboxId: replay, replayed: true };
+      if (replay) return { sandboxId: replay, replayed: true, created: undefined, sandbox: undefined };
     }
     const limit = limitsOf(
       { concurrentSandboxesLimit: limits.concurrent_sandboxes_limit, monthlySandboxHoursLimit: limits.monthly_sandbox_hours_limit },
@@ -73,19 +80,39 @@ export async function createSandbox(
         { extra: { used: Math.round(used * 10_000) / 10_000, limit: limit.monthlySandboxHours } },
       );
     }
+    // From the warm pool when it has one ready: running now, its cap starting now.
+    const warm = isPooled(deps.config, image) ? await claimWarm(tx, deps.config, image) : undefined;
     const now = new Date();
+    const expiresAt = new Date(now.getTime() + deps.config.PADDOCK_SESSION_CAP_SECONDS * 1000);
+    const warningSeconds = deps.config.PADDOCK_EXPIRY_WARNING_SECONDS;
     const sandbox = tx.create(Sandbox, {
-      id: newId('sbx'),
+      id: warm ?? newId('sbx'),
       accountId,
       state: 'active',
-      status: 'pending',
+      status: warm ? 'running' : 'pending',
+      readyAt: warm ? now : null,
       image,
       metadata: input.metadata ?? {},
       env: input.env ?? {},
       createdAt: now,
-      expiresAt: new Date(now.getTime() + deps.config.PADDOCK_SESSION_CAP_SECONDS * 1000),
+      expiresAt,
+      expiryWarningAt: warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null,
     });
     await tx.flush();
+    const created = [
+      await recordEvent(tx, {
+        accountId,
+        sandboxId: sandbox.id,
+        type: 'sandbox.created',
+        data: { sandbox: presentSandbox({ ...sandbox, status: 'pending', readyAt: null }) },
+        dedupeKey: `sandbox.created:${sandbox.id}`,
+      }),
+    ];
+    if (warm) {
+      created.push(
+        await recordEvent(tx, { accountId, sandboxId: sandbox.id, type: 'sandbox.running', data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` }),
+      );
+    }
     if (idempotencyKey) {
       await tx.execute('insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', [
         accountId,
@@ -94,11 +121,15 @@ export async function createSandbox(
         sandbox.id,
       ]);
     }
-    return { sandboxId: sandbox.id, replayed: false };
+    return { sandboxId: sandbox.id, replayed: false, created, warm: warm !== undefined, sandbox };
   });
 
-  const sandbox = await em.findOneOrFail(Sandbox, { id: outcome.sandboxId }, { disableIdentityMap: true });
-  if (!outcome.replayed) await scheduleJobs(deps, em, sandbox);
+  // A replay answers the first request's sandbox as it is now; a new one is the row just written.
+  const sandbox = outcome.sandbox ?? (await em.findOneOrFail(Sandbox, { id: outcome.sandboxId }, { disableIdentityMap: true }));
+  if (!outcome.replayed) {
+    // Independent Redis work, side by side: the event fan-out and the sandbox's jobs.
+    await Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
+  }
   return { sandbox, replayed: outcome.replayed };
 }
 
@@ -119,13 +150,21 @@ async function findReplay(tx: EntityManager, accountId: string, key: string, req
   return row.sandbox_id;
 }
 
-async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox): Promise<void> {
+async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox, warm: boolean): Promise<void> {
   try {
-    await enqueue(deps.queue, 'create', { sandboxId: sandbox.id });
-    await enqueue(deps.queue, 'expire', { sandboxId: sandbox.id }, { delayMs: sandbox.expiresAt.getTime() - Date.now() });
+    // A claimed pooled sandbox runs already: its pool is refilled instead.
+    await Promise.all([
+      warm
+        ? enqueue(deps.queue, 'refill', { image: sandbox.image })
+        : enqueue(deps.queue, 'create', { sandboxId: sandbox.id, image: sandbox.image, expiresAt: sandbox.expiresAt.toISOString() }),
+      enqueue(deps.queue, 'expire', { sandboxId: sandbox.id }, { delayMs: sandbox.expiresAt.getTime() - Date.now() }),
+      sandbox.expiryWarningAt
+        ? enqueue(deps.queue, 'expiring', { sandboxId: sandbox.id }, { delayMs: sandbox.expiryWarningAt.getTime() - Date.now() })
+        : undefined,
+    ]);
   } catch (err) {
     // Without its jobs the sandbox would never start: release its quota at once and say so.
-    await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.');
+    await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.', deps.events);
     throw err;
   }
 }
@@ -207,25 +246,11 @@ export const destroyJobId = (sandboxId: string) => jobCatalogue.destroy.jobId({ 
 // read skips the ORM (the row is only presented or inspected, never flushed back).
 const OWN_SANDBOX = {
   name: 'paddock-own-sandbox',
-  text: `select id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at,
-                destroyed_at, destroy_reason, failure_message
-           from sandboxes where id = $1 and account_id = $2`,
+  text: `select ${SANDBOX_COLUMNS}, env from sandboxes where id = $1 and account_id = $2`,
 };
 
-interface SandboxRow {
-  id: string;
-  account_id: string;
-  state: Sandbox['state'];
-  status: Sandbox['status'];
-  image: string;
-  metadata: Record<string, string>;
+interface SandboxRow extends SnapshotRow {
   env: Record<string, string>;
-  created_at: Date;
-  ready_at: Date | null;
-  expires_at: Date;
-  destroyed_at: Date | null;
-  destroy_reason: Sandbox['destroyReason'];
-  failure_message: string | null;
 }
 
 /** The caller's sandbox, or 404 exactly as for one that does not exist. */
@@ -234,6 +259,48 @@ export async function findOwnSandbox(pool: Pool, accountId: string, id: string):
   if (!isId('sbx', id)) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
   const row = (await pool.query<SandboxRow>({ ...OWN_SANDBOX, values: [id, accountId] })).rows[0];
   if (!row) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+  return sandboxOf(row);
+}
+
+export interface SandboxPage {
+  sandboxes: Sandbox[];
+  /** The `after` of the next page; undefined on the last. */
+  next?: string;
+}
+
+/**
+ * One page of the caller's sandboxes, newest first (ties by id), after the sandbox `after`: a
+ * keyset over (created_at, id), so a page costs the same however many sandboxes the account has
+ * had. One statement per shape, each served by an index (account_id[, state], created_at, id):
+ * an optional filter written as `$n is null or …` would leave a generic plan scanning them all.
+ */
+export async function listOwnSandboxes(
+  pool: Pool,
+  accountId: string,
+  options: { state: 'active' | 'destroyed' | 'all'; after?: string; limit: number },
+): Promise<SandboxPage> {
+  if (options.after !== undefined && !isId('sbx', options.after)) throw new ApiError('sandbox_not_found', `No sandbox ${options.after}.`);
+  const filtered = options.state !== 'all';
+  const values: unknown[] = [accountId, options.limit + 1];
+  if (filtered) values.push(options.state);
+  if (options.after !== undefined) values.push(options.after);
+  const cursorParam = `$${values.length}`;
+  const text = `select ${SANDBOX_COLUMNS}, env from sandboxes
+     where account_id = $1${filtered ? ' and state = $3' : ''}
+     ${options.after === undefined ? '' : `and (created_at, id) < (select created_at, id from sandboxes where id = ${cursorParam} and account_id = $1)`}
+     order by created_at desc, id desc limit $2`;
+  const name = `paddock-list-sandboxes-${options.state}${options.after === undefined ? '' : '-after'}`;
+  const rows = (await pool.query<SandboxRow>({ name, text, values })).rows;
+  if (rows.length === 0 && options.after !== undefined) {
+    // An empty page after an unknown (or another account's) cursor would read as "no more".
+    const known = await pool.query({ ...OWN_SANDBOX, values: [options.after, accountId] });
+    if (known.rowCount === 0) throw new ApiError('sandbox_not_found', `No sandbox ${options.after}.`);
+  }
+  const page = rows.slice(0, options.limit).map(sandboxOf);
+  return { sandboxes: page, next: rows.length > options.limit ? page.at(-1)?.id : undefined };
+}
+
+function sandboxOf(row: SandboxRow): Sandbox {
   const sandbox = {
     id: row.id,
     accountId: row.account_id,
@@ -250,4 +317,16 @@ export async function findOwnSandbox(pool: Pool, accountId: string, id: string):
     failureMessage: row.failure_message,
   };
   return sandbox as Sandbox;
+}
+
+/**
+ * The create-time env reaches every exec: while an allowlist is in force it may not set what
+ * decides which code runs (LD_PRELOAD, PATH, BASH_ENV…), as exec's own env may not. An allowlist
+ * set later is enforced on the merged environment at every exec (prepareExec).
+ */
+async function refuseProtectedEnv(em: EntityManager, accountId: string, env: Record<string, string> | undefined): Promise<void> {
+  if (!env || Object.keys(env).length === 0) return;
+  const { commands } = await getAllowlist(em, accountId);
+  const verdict = checkEnvironment(commands, env);
+  if (!verdict.allowed) throw new ApiError('command_not_allowed', verdict.reason, { extra: { variable: verdict.variable } });
 }

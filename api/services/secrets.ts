@@ -36,13 +36,57 @@ export async function putSecret(
   const sandboxId = input.sandboxId ?? null;
   const ciphertext = cipherOf(deps).encrypt(input.value, secretContext(accountId, sandboxId, input.name));
   const conflict = sandboxId ? '(account_id, sandbox_id, name) where sandbox_id is not null' : '(account_id, name) where sandbox_id is null';
-  const [row] = await em.execute<(SecretRow & { replaced: boolean })[]>(
-    `insert into secrets (account_id, sandbox_id, name, ciphertext) values (?, ?, ?, ?)
-     on conflict ${conflict} do update set ciphertext = excluded.ciphertext, updated_at = now()
-     returning name, sandbox_id, created_at, (xmax <> 0) as replaced`,
-    [accountId, sandboxId, input.name, ciphertext],
+  return em.transactional(async (tx) => {
+    // One writer per account at a time, so the limits hold under concurrent requests from any
+    // number of replicas; the counts below are read after the lock, in a snapshot of their own.
+    await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 20261122))', [`secrets:${accountId}`]);
+    await checkSecretLimits(deps, tx, accountId, sandboxId, input.name, Buffer.byteLength(input.value));
+    const [row] = await tx.execute<(SecretRow & { replaced: boolean })[]>(
+      `insert into secrets (account_id, sandbox_id, name, ciphertext) values (?, ?, ?, ?)
+       on conflict ${conflict} do update set ciphertext = excluded.ciphertext, updated_at = now()
+       returning name, sandbox_id, created_at, (xmax <> 0) as replaced`,
+      [accountId, sandboxId, input.name, ciphertext],
+    );
+    return { row: row!, replaced: row!.replaced };
+  });
+}
+
+
+/** Count and bytes of the account's other secrets (the one being replaced does not count twice). */
+async function checkSecretLimits(
+  deps: AppDeps,
+  tx: EntityManager,
+  accountId: string,
+  sandboxId: string | null,
+  name: string,
+  valueBytes: number,
+): Promise<void> {
+  // A ciphertext is its value plus a fixed overhead (nonce, tag, key id): its length bounds the
+  // value's from above without decrypting anything.
+  const [usage] = await tx.execute<{ total: string; scoped: string; bytes: string | null }[]>(
+    `select count(*) as total,
+            count(*) filter (where sandbox_id is not distinct from ?) as scoped,
+            sum(octet_length(ciphertext)) as bytes
+       from secrets
+      where account_id = ? and not (name = ? and sandbox_id is not distinct from ?)`,
+    [sandboxId, accountId, name, sandboxId],
   );
-  return { row: row!, replaced: row!.replaced };
+  const config = deps.config;
+  const total = Number(usage?.total ?? 0);
+  const scoped = Number(usage?.scoped ?? 0);
+  if (total >= config.PADDOCK_SECRETS_MAX_PER_ACCOUNT) {
+    throw new ApiError('secret_limit_reached', `The account holds ${total} secrets, the most it may (PADDOCK_SECRETS_MAX_PER_ACCOUNT). Delete some first.`);
+  }
+  if (sandboxId && scoped >= config.PADDOCK_SECRETS_MAX_PER_SANDBOX) {
+    throw new ApiError('secret_limit_reached', `Sandbox ${sandboxId} holds ${scoped} secrets, the most one sandbox may. Delete some first.`);
+  }
+  const bytes = Number(usage?.bytes ?? 0) + valueBytes;
+  if (bytes > config.PADDOCK_SECRETS_MAX_BYTES_PER_ACCOUNT) {
+    throw new ApiError(
+      'secret_limit_reached',
+      `The account's secrets would hold ${bytes} bytes together, over the ${config.PADDOCK_SECRETS_MAX_BYTES_PER_ACCOUNT} it may. Delete some first.`,
+    );
+  }
 }
 
 export async function listSecrets(em: EntityManager, accountId: string, sandboxId: string | undefined): Promise<SecretRow[]> {

@@ -1,5 +1,2 @@
-// Paddock's TypeScript client: the one module the CLI, the MCP server and scripts talk HTTP through.
-export { PaddockClient, type PaddockClientOptions, type CallOptions } from './client.ts';
-export { PaddockError, PaddockApiError, PaddockConnectionError, InsecureBaseUrlError } from './errors.ts';
-export { checkBaseUrl } from './base-url.ts';
-export type * from './types.ts';
+// The SDK lives in shared/sdk (the @paddock/sdk package): the CLI, its MCP server and the API's remote MCP use it.
+export * from '../../shared/sdk/index.ts';

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { fieldFlags } from '../output/fields.ts';
 import type { Allowlist } from '../api/types.ts';
 import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
@@ -18,11 +19,14 @@ export function allowlistCommand(program: Command): void {
     show(opts, await apiClient().getAllowlist());
   });
 
-  jsonOption(
-    allowlist
-      .command('set')
-      .description('replace the allowlist')
-      .argument('<program...>', 'program names, e.g. python3 ls cat'),
+  fieldFlags(
+    jsonOption(
+      allowlist
+        .command('set')
+        .description('replace the allowlist')
+        .argument('<program...>', 'program names, e.g. python3 ls cat'),
+    ),
+    { 'body.commands': '<program...>' },
   ).action(async (commands: string[], opts: Json) => {
     show(opts, await apiClient().setAllowlist(commands));
   });

@@ -1,14 +1,10 @@
 import type { Command } from 'commander';
-import { checkBaseUrl } from '../api/base-url.ts';
+import { checkBaseUrl } from '../api/index.ts';
 import { updateConfigFile } from '../config/file.ts';
 import { maskKey, resolveConfig } from '../config/resolve.ts';
-import { CliError, EXIT_USAGE } from '../errors.ts';
 import { printResult, say } from '../output/print.ts';
-import { askNonEmpty } from '../terminal/prompt.ts';
-import { readStdinValue, stdinIsPiped } from '../terminal/stdin.ts';
+import { apiKeyFrom, saveApiKey } from '../services/config.ts';
 import { jsonOption } from './options.ts';
-
-const KEY_SHAPE = /^[a-z]+_live_[A-Za-z0-9]+$/;
 
 export function configCommand(program: Command): void {
   const config = program.command('config').description('the local configuration: base URL and API key');
@@ -29,23 +25,14 @@ export function configCommand(program: Command): void {
 
   config
     .command('set-key')
-    .description('save an API key (pdk_live_…); without the argument it is read from standard input or asked for')
+    .description('save an API key (pdk_live_…) once the service has accepted it; without the argument it is read from standard input or asked for')
     .argument('[api_key]', 'the key; leave it out to keep it out of shell history')
-    .action(async (given: string | undefined) => {
-      const key = (
-        given ??
-        (stdinIsPiped()
-          ? await readStdinValue()
-          : await askNonEmpty('API key: ', { what: 'The API key', instead: 'the key as an argument, or on standard input', hidden: true }))
-      ).trim();
-      if (!KEY_SHAPE.test(key)) {
-        throw new CliError('That is not an API key: keys look like pdk_live_ followed by letters and digits.', { exitCode: EXIT_USAGE });
-      }
-      const { path } = resolveConfig();
-      updateConfigFile(path, (file) => {
-        file.api_key = key;
-      });
-      say(`API key ${maskKey(key)} saved (in ${path}).`);
+    .option('--no-verify', 'save it without checking it against the service (offline)')
+    .action(async (given: string | undefined, opts: { verify: boolean }) => {
+      const key = await apiKeyFrom(given);
+      const saved = await saveApiKey(key, { verify: opts.verify });
+      say(`API key ${maskKey(key)} saved (in ${saved.path})${saved.account ? `: it belongs to ${saved.account.email} (${saved.account.id})` : ''}.`);
+      if (!opts.verify) say('It was not checked against the service (--no-verify).');
       if (process.env.PADDOCK_API_KEY) say('Note: PADDOCK_API_KEY is set, and overrides it while it stays set.');
     });
 

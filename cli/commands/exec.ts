@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
+import { fieldFlags } from '../output/fields.ts';
 import type { ExecInput } from '../api/types.ts';
 import { CliError, EXIT_EXEC_FAILED, EXIT_INTERRUPTED, withExitCode } from '../errors.ts';
 import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
 import { bufferedExec, commandOf, exitCodeOf, streamExec } from '../services/exec.ts';
+import { startProcess } from '../services/processes.ts';
 import { pickSession } from '../services/sessions.ts';
 import { readStdin, stdinIsPiped } from '../terminal/stdin.ts';
 import { jsonOption, keyValue, positiveNumber, sessionOption } from './options.ts';
@@ -15,10 +17,11 @@ interface ExecFlags {
   env?: Record<string, string>;
   stdin: boolean;
   json?: boolean;
+  background?: boolean;
 }
 
 export function execCommand(program: Command): void {
-  jsonOption(
+  const exec = jsonOption(
     sessionOption(
       program
         .command('exec')
@@ -26,7 +29,9 @@ export function execCommand(program: Command): void {
         .description(
           'run a command in a session, its output streamed live; exits with its exit code.\n' +
             'One argument is a shell command line (run by /bin/sh -c); several are the program and its arguments.\n' +
-            'Piped standard input is passed on to the command.',
+            'Piped standard input is passed on to the command.\n' +
+            'With --background it is started as a background process and its id (proc_…) printed at once:\n' +
+            'see `paddock ps`, `paddock logs` and `paddock kill`.',
         )
         .usage('[options] -- <command> [args...]')
         .argument('<command...>', 'the command and its arguments (put them after --)')
@@ -34,11 +39,26 @@ export function execCommand(program: Command): void {
         .option('--cwd <dir>', 'the working directory (default /workspace)')
         .option('-e, --env <NAME=value>', 'an environment variable (repeatable)', keyValue)
         .option('--no-stdin', 'do not pass standard input on, even when it is piped')
+        .option('-b, --background', 'start it in the background and print its process id (no --timeout, no standard input)')
         .passThroughOptions(),
     ),
-  ).action(async (args: string[], opts: ExecFlags) => {
+  );
+  fieldFlags(exec, {
+    'body.command': '<command>',
+    cwd: '--cwd',
+    'body.env': '--env',
+    timeoutSeconds: '--timeout',
+    'body.stdin': 'standard input',
+  }).action(async (args: string[], opts: ExecFlags) => {
     const client = apiClient();
     const sessionId = await pickSession(client, opts.session);
+    if (opts.background) {
+      if (opts.timeout !== undefined) throw new CliError('--timeout does not go with --background: a background process runs until it ends or is killed.');
+      const started = await startProcess(client, sessionId, { command: commandOf(args), cwd: opts.cwd, env: opts.env });
+      printResult(opts, started, (p) => p.id);
+      if (!opts.json) say(`Started in the background; follow it with: paddock logs -f ${started.id}`);
+      return;
+    }
     const input: ExecInput = { command: commandOf(args), cwd: opts.cwd, env: opts.env, timeoutSeconds: opts.timeout };
     if (opts.stdin && stdinIsPiped()) input.stdin = (await readStdin()).toString('utf8');
 
@@ -68,7 +88,7 @@ export function execCommand(program: Command): void {
 }
 
 /** Writes output as it comes, waiting when the reader is slower than the command. */
-function writer(stream: NodeJS.WriteStream): (data: string) => Promise<void> {
+export function writer(stream: NodeJS.WriteStream): (data: string) => Promise<void> {
   return (data) =>
     new Promise((resolve) => {
       if (stream.write(data)) resolve();

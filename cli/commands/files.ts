@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
-import { CliError, EXIT_USAGE } from '../errors.ts';
+import { CliError, EXIT_GREP_TROUBLE, EXIT_NO_MATCH, EXIT_USAGE, withExitCode } from '../errors.ts';
 import { bytes } from '../output/format.ts';
+import { fieldFlags, type FieldFlags } from '../output/fields.ts';
 import { grepLines, listingTable } from '../output/files.ts';
 import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
+import { downloadArchive, uploadArchive, type DownloadFlags, type UploadFlags } from '../services/archives.ts';
 import { fileContent, type ContentFlags } from '../services/files.ts';
 import { pickSession } from '../services/sessions.ts';
 import { jsonOption, positiveInt, sessionOption } from './options.ts';
@@ -16,12 +18,13 @@ async function target(opts: Common) {
   return { client, id: await pickSession(client, opts.session) };
 }
 
-const sub = (files: Command, name: string, description: string) => jsonOption(sessionOption(files.command(name).description(description)));
+const sub = (files: Command, name: string, description: string, fields: FieldFlags) =>
+  fieldFlags(jsonOption(sessionOption(files.command(name).description(description))), { sandboxId: '--session', ...fields });
 
 export function filesCommand(program: Command): void {
   const files = program.command('files').description("work with the files in a session (relative paths start at /workspace)");
 
-  sub(files, 'view', 'print a file, or a range of its lines')
+  sub(files, 'view', 'print a file, or a range of its lines', { 'query.path': '<path>', startLine: '--start', endLine: '--end' })
     .argument('<path>', 'the file')
     .option('--start <line>', 'the first line (1-based)', positiveInt)
     .option('--end <line>', 'the last line', positiveInt)
@@ -34,7 +37,7 @@ export function filesCommand(program: Command): void {
       if (view.truncated) say(`(lines ${view.startLine}-${view.endLine} of ${view.totalLines}: more with --start ${view.endLine + 1})`);
     });
 
-  sub(files, 'create', 'create or replace a file with content from --content, a local file (--from), or standard input')
+  sub(files, 'create', 'create or replace a file with content from --content, a local file (--from), or standard input', { 'query.path': '<path>', 'body.content': 'the content', contentBase64: 'the content', overwrite: '--no-overwrite' })
     .argument('<path>', 'the file to write (parent directories are created)')
     .option('--content <text>', 'the content')
     .option('--from <local_file>', 'copy the content of this local file')
@@ -46,7 +49,7 @@ export function filesCommand(program: Command): void {
       printResult(opts, written, (w) => `${w.overwritten ? 'Replaced' : 'Created'} ${w.path} (${bytes(w.size)})`);
     });
 
-  sub(files, 'edit', 'replace an exact piece of text in a file')
+  sub(files, 'edit', 'replace an exact piece of text in a file', { 'query.path': '<path>', oldText: '--old', newText: '--new', replaceAll: '--all' })
     .argument('<path>', 'the file')
     .requiredOption('--old <text>', 'the exact text to replace')
     .requiredOption('--new <text>', 'the text to put instead')
@@ -58,7 +61,7 @@ export function filesCommand(program: Command): void {
       printResult(opts, r, (x) => `${x.replacements} replacement${x.replacements === 1 ? '' : 's'} in ${x.path}`);
     });
 
-  sub(files, 'ls', 'list a directory')
+  sub(files, 'ls', 'list a directory', { 'query.path': '[path]' })
     .argument('[path]', 'the directory (default /workspace)')
     .action(async (path: string | undefined, opts: Common) => {
       const { client, id } = await target(opts);
@@ -68,7 +71,7 @@ export function filesCommand(program: Command): void {
       if (!opts.json && listing.truncated) say('(the listing was cut: too many entries)');
     });
 
-  sub(files, 'glob', 'find files by a glob pattern (** crosses directories)')
+  sub(files, 'glob', 'find files by a glob pattern (** crosses directories)', { 'query.pattern': '<pattern>', 'query.path': '--path' })
     .argument('<pattern>', 'e.g. "**/*.py"')
     .option('--path <dir>', 'where to start (default /workspace)')
     .action(async (pattern: string, opts: Common & { path?: string }) => {
@@ -79,16 +82,44 @@ export function filesCommand(program: Command): void {
       if (!opts.json && r.truncated) say('(more matches were left out)');
     });
 
-  sub(files, 'grep', 'search file contents with a regular expression (POSIX extended)')
+  sub(files, 'grep', 'search file contents with a regular expression (POSIX extended)', { 'query.pattern': '<pattern>', 'query.path': '--path', 'query.glob': '--glob', ignoreCase: '--ignore-case' })
     .argument('<pattern>', 'the regular expression')
     .option('--path <path>', 'a directory to search recursively, or one file (default /workspace)')
     .option('--glob <glob>', 'only files matching this glob')
     .option('-i, --ignore-case', 'ignore case')
     .action(async (pattern: string, opts: Common & { path?: string; glob?: string; ignoreCase?: boolean }) => {
-      const { client, id } = await target(opts);
-      const r = await client.grep(id, { pattern, path: opts.path, glob: opts.glob, ignoreCase: opts.ignoreCase });
+      // Like grep: 0 when something matched, 1 when nothing did, 2 when the search went wrong.
+      let r;
+      try {
+        const { client, id } = await target(opts);
+        r = await client.grep(id, { pattern, path: opts.path, glob: opts.glob, ignoreCase: opts.ignoreCase });
+      } catch (err) {
+        throw withExitCode(err, EXIT_GREP_TROUBLE);
+      }
       printResult(opts, r, grepLines);
       if (!opts.json && r.matches.length === 0) say('No matches.');
       if (!opts.json && r.truncated) say('(more matches were left out)');
+      if (r.matches.length === 0) process.exitCode = EXIT_NO_MATCH;
+    });
+
+  sub(files, 'download', 'download a directory (or a file) as a tar archive, streamed', { 'query.path': '<path>' })
+    .argument('<path>', 'the directory or file in the session')
+    .option('-o, --output <file>', 'where to save it: tar.gz when it ends in .gz or .tgz, "-" for standard output (default <name>.tar here)')
+    .action(async (path: string, opts: Common & DownloadFlags) => {
+      const { client, id } = await target(opts);
+      const saved = await downloadArchive(client, id, path, opts);
+      if (saved.file !== '-') printResult(opts, saved, (s) => `Saved ${s.file} (${bytes(s.bytes)})`);
+    });
+
+  sub(files, 'upload', 'upload a local directory into the session as a tar archive, streamed and extracted there', { 'query.path': '<path>' })
+    .argument('<local_dir>', 'the local directory whose contents are sent')
+    .argument('<path>', 'the directory in the session to extract into (created when missing)')
+    .option('--no-gitignore', 'send everything: by default what git ignores is left out (in a git work tree the files git lists; elsewhere .gitignore files and .git are left out)')
+    .option('--gzip', 'compress on the way (for slow links)')
+    .addHelpText('after', '\nBy default .gitignore is honoured: ignored files and the .git directory are not sent. --no-gitignore sends everything.')
+    .action(async (localDir: string, path: string, opts: Common & UploadFlags) => {
+      const { client, id } = await target(opts);
+      const r = await uploadArchive(client, id, localDir, path, opts);
+      printResult(opts, r, (x) => `Extracted ${x.files} entr${x.files === 1 ? 'y' : 'ies'} into ${x.path} (${bytes(x.bytes)} sent)`);
     });
 }

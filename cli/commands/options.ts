@@ -1,4 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { fieldFlags } from '../output/fields.ts';
+import { PASSWORD_RULE } from '../services/credentials.ts';
 
 /** Collects repeated KEY=VALUE flags into a record. */
 export function keyValue(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -27,9 +29,14 @@ export function sessionOption(cmd: Command): Command {
   return cmd.option('-s, --session <session_id>', 'the session to use (default: the one active session, when there is exactly one)');
 }
 
-export function credentialOptions(cmd: Command): Command {
-  return cmd
-    .option('--email <email>', 'the account email (asked for when not given)')
-    .option('--password <password>', 'the password (visible in shell history: prefer the prompt or --password-stdin)')
-    .option('--password-stdin', 'read the password from standard input');
+/** --email, --password, --password-stdin; `newPassword` (signup) states the service's rule for one. */
+export function credentialOptions(cmd: Command, options: { newPassword?: boolean } = {}): Command {
+  const rule = options.newPassword ? ` (${PASSWORD_RULE})` : '';
+  return fieldFlags(
+    cmd
+      .option('--email <email>', 'the account email (asked for when not given)')
+      .option('--password <password>', `the password${rule}; visible in shell history: prefer the prompt or --password-stdin`)
+      .option('--password-stdin', `read the password${rule} from standard input`),
+    { 'body.email': '--email', 'body.password': '--password' },
+  );
 }

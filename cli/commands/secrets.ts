@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { fieldFlags } from '../output/fields.ts';
 import { table } from '../output/format.ts';
 import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
@@ -7,7 +8,12 @@ import { jsonOption } from './options.ts';
 
 type Flags = { json?: boolean; session?: string };
 
-const scoped = (cmd: Command) => jsonOption(cmd.option('-s, --session <session_id>', 'a secret of this session only (default: account-wide)'));
+const scoped = (cmd: Command) =>
+  fieldFlags(jsonOption(cmd.option('-s, --session <session_id>', 'a secret of this session only (default: account-wide)')), {
+    sandboxId: '--session',
+    'body.name': '<name>',
+    'body.value': 'the value',
+  });
 
 export function secretsCommand(program: Command): void {
   const secrets = program

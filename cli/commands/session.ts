@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { fieldFlags } from '../output/fields.ts';
 import type { SandboxListState } from '../api/types.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { printResult, say } from '../output/print.ts';
@@ -13,7 +14,7 @@ type Json = { json?: boolean };
 export function sessionCommand(program: Command): void {
   const session = program.command('session').description('create, inspect, list and destroy sessions (sandboxes)');
 
-  jsonOption(
+  const create = jsonOption(
     session
       .command('create')
       .description('create a session and wait until it runs; prints its id')
@@ -21,7 +22,8 @@ export function sessionCommand(program: Command): void {
       .option('--metadata <key=value>', 'a metadata entry (repeatable)', keyValue)
       .option('--env <NAME=value>', 'an environment variable for every exec (repeatable)', keyValue)
       .option('--no-wait', 'answer at once, while the session is still pending'),
-  ).action(async (opts: Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; wait: boolean }) => {
+  );
+  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env' }).action(async (opts: Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; wait: boolean }) => {
     const spinner = startSpinner('Creating a session…');
     try {
       const s = await createSession(apiClient(), {

@@ -1,4 +1,4 @@
-import { checkBaseUrl } from '../api/base-url.ts';
+import { checkBaseUrl } from '../api/index.ts';
 import { readConfigFile } from './file.ts';
 import { configPath } from './path.ts';
 

@@ -1,17 +1,28 @@
 import { homedir } from 'node:os';
 import { Option, type Command } from 'commander';
-import { MCP_SCOPES, MCP_TARGETS, type McpScope } from '../../shared/mcp/targets.ts';
+import { MCP_SCOPES, MCP_TARGETS, MCP_TRANSPORTS, type McpScope, type McpTransport } from '../../shared/mcp/targets.ts';
 import { resolveConfig } from '../config/resolve.ts';
 import { printResult, say } from '../output/print.ts';
 import { mcpInit, type McpInitResult } from './init.ts';
-import { resolvePaddockCommand } from './paddock-command.ts';
+import { resolvePaddockCommand, selfCommand } from './paddock-command.ts';
 import { serveMcp } from './serve.ts';
 
 interface InitFlags {
   scope?: McpScope;
   print?: boolean;
   command?: string;
+  transport?: McpTransport;
   json?: boolean;
+}
+
+/** The remote server's address, from the CLI's configured base URL (none when unconfigured). */
+function remoteUrl(): string | undefined {
+  try {
+    const { baseUrl } = resolveConfig(process.env);
+    return baseUrl ? `${baseUrl.replace(/\/+$/, '')}/v1/mcp` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const TARGET_HELP = MCP_TARGETS.map((t) => `${t.name} (${t.label})`).join(', ');
@@ -32,17 +43,25 @@ export function registerMcpCommands(program: Command): void {
     .description("add the paddock MCP server to an AI app's own config file (other servers and comments are kept, a backup is made)")
     .argument('<target>', `the app: ${TARGET_HELP}`)
     .addOption(new Option('--scope <scope>', 'user: for every project (default); project: the config file in this folder').choices(MCP_SCOPES))
+    .addOption(
+      new Option('--transport <transport>', 'stdio: the app runs paddock (default); http: it connects to the API\'s /v1/mcp, with the key from its PADDOCK_API_KEY').choices(
+        MCP_TRANSPORTS,
+      ),
+    )
     .option('--print', 'print the resulting file instead of writing it')
-    .option('--command <path>', 'the command the app runs (default: the path of this paddock, or `paddock` for --scope project)')
+    .option('--command <path>', 'the command the app runs (default: this Node and this paddock by absolute path, so the app needs no node on its PATH; `paddock` for --scope project)')
     .option('--json', 'print the outcome as JSON, for scripts')
     .action((target: string, flags: InitFlags) => {
       const result = mcpInit({
         target,
         scope: flags.scope,
         command: flags.command,
+        transport: flags.transport,
+        remoteUrl: flags.transport === 'http' ? remoteUrl() : undefined,
         print: flags.print,
         ctx: { platform: process.platform, homedir: homedir(), env: process.env, cwd: process.cwd() },
-        resolveCommand: () => resolvePaddockCommand({ platform: process.platform, env: process.env, argv1: process.argv[1] }),
+        resolveCommand: () =>
+          selfCommand(process.argv[1], process.execPath) ?? resolvePaddockCommand({ platform: process.platform, env: process.env, argv1: process.argv[1] }),
       });
       report(result, flags);
     });
@@ -57,6 +76,7 @@ function report(r: McpInitResult, flags: InitFlags): void {
     written: r.written,
     backup: r.backup ?? null,
     command: r.command,
+    args: [...r.launcher, 'mcp', 'serve'],
   };
   if (flags.print) {
     if (flags.json) printResult({ json: true }, { ...outcome, text: r.text }, () => undefined);
@@ -67,7 +87,11 @@ function report(r: McpInitResult, flags: InitFlags): void {
   }
   printResult({ json: flags.json }, outcome, (o) => {
     if (o.status === 'unchanged') return `${r.target.label} already has the paddock server in ${o.path}; nothing changed.`;
-    const lines = [`${o.status === 'created' ? 'Created' : 'Updated'} ${o.path}: the paddock server runs \`${o.command} mcp serve\`.`];
+    const what =
+      flags.transport === 'http'
+        ? `the paddock server is ${remoteUrl()}, with the API key from PADDOCK_API_KEY in ${r.target.label}'s environment`
+        : `the paddock server runs \`${[o.command, ...o.args].join(' ')}\``;
+    const lines = [`${o.status === 'created' ? 'Created' : 'Updated'} ${o.path}: ${what}.`];
     if (o.backup) lines.push(`Backup of the previous file: ${o.backup}`);
     lines.push(`Restart ${r.target.label} (or reload its MCP servers) to use it.`);
     return lines.join('\n');

@@ -5,13 +5,16 @@ import { dirname } from 'node:path';
 import {
   DEFAULT_COMMAND,
   MCP_TARGET_NAMES,
+  REMOTE_FIELDS,
   SERVER_NAME,
+  STDIO_FIELDS,
   findMcpTarget,
   managedFields,
   resolveConfigPath,
   scopesOf,
   type McpScope,
   type McpTarget,
+  type McpTransport,
   type PlatformContext,
 } from '../../shared/mcp/targets.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
@@ -31,8 +34,17 @@ export interface McpInitOptions {
   /** Compute the result but write nothing. */
   print?: boolean;
   ctx: PlatformContext;
-  resolveCommand?: () => string;
+  resolveCommand?: () => string | ServerCommand;
+  /** stdio (default): the app runs `paddock mcp serve`; http: it connects to remoteUrl (/v1/mcp). */
+  transport?: McpTransport;
+  remoteUrl?: string;
   now?: () => Date;
+}
+
+/** A command and the arguments before `mcp serve`: a Node and the CLI's own script, say. */
+export interface ServerCommand {
+  command: string;
+  launcher: string[];
 }
 
 export type McpInitStatus = 'created' | 'updated' | 'unchanged';
@@ -51,6 +63,8 @@ export interface McpInitResult {
   /** The whole file as it is (or, with print, would be) afterwards. */
   text: string;
   command: string;
+  /** The arguments before `mcp serve`. */
+  launcher: string[];
 }
 
 /** `20250102T030405Z`: sorts by time and is a valid file name everywhere. */
@@ -74,7 +88,8 @@ export function mcpInit(options: McpInitOptions): McpInitResult {
     });
   }
   // A project file is shared (checked in), so it names the command, not this machine's path to it.
-  const command = options.command ?? (scope === 'project' ? DEFAULT_COMMAND : (options.resolveCommand?.() ?? DEFAULT_COMMAND));
+  const resolved = options.command ?? (scope === 'project' ? DEFAULT_COMMAND : (options.resolveCommand?.() ?? DEFAULT_COMMAND));
+  const { command, launcher } = typeof resolved === 'string' ? { command: resolved, launcher: [] } : resolved;
 
   let path = resolveConfigPath(target, scope, options.ctx);
   let original = '';
@@ -85,7 +100,20 @@ export function mcpInit(options: McpInitOptions): McpInitResult {
     original = readFileSync(path, 'utf8');
   }
 
-  const change = { serversKey: target.serversKey, name: SERVER_NAME, fields: managedFields(target, command), defaults: { ...target.defaults } };
+  const remote = options.transport === 'http';
+  if (remote && (!target.remote || target.format === 'toml')) {
+    throw new McpInitError(`paddock cannot add a remote server to ${target.label}'s config file.`, {
+      hint: target.remote ? `Merge the snippet of \`GET /v1/mcp/config?target=${target.name}&transport=http\` by hand, or use --transport stdio.` : 'Use --transport stdio.',
+      exitCode: EXIT_USAGE,
+      code: 'unsupported_transport',
+    });
+  }
+  if (remote && !options.remoteUrl) {
+    throw new McpInitError('No API base URL is configured for the remote server.', { hint: 'Run `paddock login` (or `paddock config set-url`) first.', code: 'not_configured' });
+  }
+  const change = remote
+    ? { serversKey: target.serversKey, name: SERVER_NAME, fields: target.remote!(options.remoteUrl!), defaults: {}, removed: STDIO_FIELDS }
+    : { serversKey: target.serversKey, name: SERVER_NAME, fields: managedFields(target, command, launcher), defaults: { ...target.defaults }, removed: REMOTE_FIELDS };
   let merged;
   try {
     merged = mergeEntry(target.format, original, change, path);
@@ -94,7 +122,7 @@ export function mcpInit(options: McpInitOptions): McpInitResult {
     throw new McpInitError(err.message, { code: 'config_not_editable' });
   }
   const status: McpInitStatus = !exists ? 'created' : merged.changed ? 'updated' : 'unchanged';
-  const result: McpInitResult = { target, scope, path, status, written: false, text: merged.text, command };
+  const result: McpInitResult = { target, scope, path, status, written: false, text: merged.text, command, launcher };
   if (options.print || status === 'unchanged') return result;
 
   mkdirSync(dirname(path), { recursive: true });

@@ -17,6 +17,8 @@ export interface EntryChange {
   fields: Record<string, unknown>;
   /** Fields set only when the entry lacks them. */
   defaults: Record<string, unknown>;
+  /** Fields taken out (those of the other transport), unless they are among `fields`. */
+  removed?: readonly string[];
 }
 
 export interface MergeResult {
@@ -46,6 +48,7 @@ export function same(a: unknown, b: unknown): boolean {
 export function desiredEntry(existing: unknown, change: EntryChange): Json {
   if (!isObject(existing)) return { ...change.fields, ...structuredClone(change.defaults) };
   const out: Json = { ...existing };
+  for (const k of change.removed ?? []) if (!(k in change.fields)) delete out[k];
   for (const [k, v] of Object.entries(change.fields)) out[k] = v;
   for (const [k, v] of Object.entries(change.defaults)) if (!(k in out)) out[k] = structuredClone(v);
   return out;
@@ -109,6 +112,9 @@ function mergeJson(original: string, change: EntryChange, file: string): MergeRe
     // Field by field, so the user's own fields and comments inside the entry stay.
     for (const [k, v] of Object.entries(desired)) {
       if (!same(existing[k], v)) text = applyEdits(text, modify(text, [...entryPath, k], v, options));
+    }
+    for (const k of Object.keys(existing)) {
+      if (!(k in desired)) text = applyEdits(text, modify(text, [...entryPath, k], undefined, options));
     }
   }
   if (!text.endsWith('\n')) text += formattingOf(text).eol;

@@ -1,4 +1,4 @@
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { posix, win32 } from 'node:path';
 import { DEFAULT_COMMAND } from '../../shared/mcp/targets.ts';
 
@@ -50,4 +50,23 @@ export function resolvePaddockCommand(ctx: CommandContext): string {
     }
   }
   return DEFAULT_COMMAND;
+}
+
+/**
+ * The entry's command when this CLI can name itself: the Node running it now and its own script,
+ * both absolute, so the app starts it with a Node known to run it, whatever `node` comes first on
+ * the app's PATH (a GUI app's PATH, or an old Node a version manager put first). Undefined when
+ * the running script is not the CLI's (then resolvePaddockCommand's answer is used).
+ */
+export function selfCommand(argv1: string | undefined, execPath: string): { command: string; launcher: string[] } | undefined {
+  if (!argv1) return undefined;
+  let script: string;
+  try {
+    script = realpathSync(argv1);
+  } catch {
+    return undefined;
+  }
+  // The installed package's bin, its bundle, or the sources' entry.
+  if (!/[\\/](bin[\\/]paddock\.cjs|dist[\\/]paddock\.js|cli[\\/]main\.ts)$/.test(script)) return undefined;
+  return { command: execPath, launcher: [script] };
 }

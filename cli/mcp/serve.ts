@@ -3,7 +3,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { maskKey, resolveConfig } from '../config/resolve.ts';
 import { apiClient } from '../services/client.ts';
 import { CLI_VERSION } from '../version.ts';
-import { createPaddockMcpServer } from './server.ts';
+import { createPaddockMcpServer } from '../../shared/mcp/tools.ts';
+import { CliError } from '../errors.ts';
 
 function log(message: string): void {
   // stdout carries the protocol: anything for a person goes to stderr (the client's log).
@@ -16,7 +17,12 @@ function log(message: string): void {
  * changed with `paddock config` takes effect at once.
  */
 export async function serveMcp(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const server = createPaddockMcpServer({ client: () => apiClient(resolveConfig(env)), version: CLI_VERSION });
+  const server = createPaddockMcpServer({
+    client: () => apiClient(resolveConfig(env)),
+    version: CLI_VERSION,
+    describeError: (err) =>
+      err instanceof CliError ? { code: err.code ?? 'not_configured', message: err.hint ? `${err.message} ${err.hint}` : err.message } : undefined,
+  });
   try {
     const config = resolveConfig(env);
     if (config.baseUrl && config.apiKey) log(`serving on stdio; API ${config.baseUrl}, key ${maskKey(config.apiKey)}`);

@@ -1,6 +1,7 @@
 import { CommanderError } from 'commander';
-import { InsecureBaseUrlError, PaddockApiError, PaddockConnectionError, PaddockError } from '../api/errors.ts';
+import { InsecureBaseUrlError, PaddockApiError, PaddockConnectionError, PaddockError } from '../api/index.ts';
 import { CliError, EXIT_ERROR, exitCodeOverride } from '../errors.ts';
+import { inFlagTerms, type ErrorContext } from './fields.ts';
 import { hintFor } from './hints.ts';
 
 export interface DescribedError {
@@ -12,22 +13,27 @@ export interface DescribedError {
   exitCode: number;
 }
 
-/** Turns anything thrown into what the person (or script) is told. */
-export function describeError(err: unknown): DescribedError {
-  const described = describe(err);
+/**
+ * Turns anything thrown into what the person (or script) is told; with the command that ran,
+ * the API's field names in its message become that command's flags.
+ */
+export function describeError(err: unknown, context?: ErrorContext): DescribedError {
+  const described = describe(err, context);
   const override = exitCodeOverride(err);
   return override === undefined ? described : { ...described, exitCode: override };
 }
 
-function describe(err: unknown): DescribedError {
+function describe(err: unknown, context: ErrorContext | undefined): DescribedError {
   if (err instanceof CliError) return { message: err.message, code: err.code, hint: err.hint, exitCode: err.exitCode };
   if (err instanceof PaddockApiError) {
+    let hint = hintFor(err.code, err.retryAfter);
+    if (context && hint) hint = hint.replace('`--help`', `\`${context.command} --help\``);
     return {
-      message: err.detail,
+      message: context ? inFlagTerms(err.detail, context.fields) : err.detail,
       code: err.code,
       status: err.status,
       requestId: err.requestId,
-      hint: hintFor(err.code, err.retryAfter),
+      hint,
       exitCode: EXIT_ERROR,
     };
   }
@@ -54,8 +60,8 @@ function describe(err: unknown): DescribedError {
 }
 
 /** Writes the error on stderr: as JSON when --json was asked for, else as text. */
-export function printError(err: unknown, json: boolean, stderr: NodeJS.WritableStream = process.stderr): number {
-  const d = describeError(err);
+export function printError(err: unknown, json: boolean, stderr: NodeJS.WritableStream = process.stderr, context?: ErrorContext): number {
+  const d = describeError(err, context);
   if (json) {
     const { exitCode: _, ...rest } = d;
     stderr.write(`${JSON.stringify({ error: rest })}\n`);

@@ -3,13 +3,13 @@ export function hintFor(code: string, retryAfter?: number): string | undefined {
   switch (code) {
     case 'missing_credential':
     case 'invalid_credential':
-      return 'Set a valid API key with `paddock config set-key` (or PADDOCK_API_KEY), or create an account with `paddock signup`.';
+      return 'Run `paddock login` for a new API key, or set a valid one with `paddock config set-key` (or PADDOCK_API_KEY); no account yet: `paddock signup`.';
     case 'wrong_credential_type':
       return 'API keys work on sandbox routes, email and password on key management; check PADDOCK_API_KEY and `paddock config show`.';
     case 'invalid_login':
       return 'Check the email and password (the password is case-sensitive).';
     case 'email_taken':
-      return 'Use another email; if the account is yours, save one of its API keys with `paddock config set-key`.';
+      return 'Use another email; if the account is yours, `paddock login` gives this CLI a new key for it.';
     case 'api_key_not_found':
       return 'List the account\'s keys with `paddock keys ls`.';
     case 'sandbox_not_found':
@@ -36,6 +36,14 @@ export function hintFor(code: string, retryAfter?: number): string | undefined {
       return 'The --old text must match the file exactly, whitespace included: look at it with `paddock files view`.';
     case 'edit_ambiguous':
       return 'Give more surrounding text in --old so that it matches once, or pass --all to replace every occurrence.';
+    case 'webhook_not_found':
+      return 'List your webhooks with `paddock webhooks ls`.';
+    case 'webhook_url_not_allowed':
+      return 'Webhooks go to public https:// URLs only (never localhost or private, link-local or metadata addresses).';
+    case 'webhook_limit_reached':
+      return 'Remove an endpoint you no longer need (`paddock webhooks ls`, then `paddock webhooks rm <webhook_id>`).';
+    case 'event_not_found':
+      return 'The event is unknown or older than the retention period: run `paddock events` without --after.';
     case 'secret_not_found':
       return 'List secrets with `paddock secrets ls` (add --session <session_id> for a session\'s own secrets).';
     case 'image_not_allowed':

@@ -1,16 +1,16 @@
-import { PaddockClient } from '../api/client.ts';
-import { checkBaseUrl } from '../api/base-url.ts';
+import { PaddockClient } from '../api/index.ts';
+import { checkBaseUrl } from '../api/index.ts';
 import { resolveConfig, type ResolvedConfig } from '../config/resolve.ts';
 import { CliError } from '../errors.ts';
 import { CLI_VERSION } from '../version.ts';
 
-const USER_AGENT = `paddock-cli/${CLI_VERSION}`;
+export const USER_AGENT = `paddock-cli/${CLI_VERSION}`;
 
 /** The base address in effect, checked against the https rule; an error naming how to set it. */
 export function requireBaseUrl(config: ResolvedConfig = resolveConfig()): string {
   if (!config.baseUrl) {
     throw new CliError('No base URL is set.', {
-      hint: 'Run `paddock signup --url <base_url>` or `paddock config set-url <base_url>`, or set PADDOCK_BASE_URL.',
+      hint: 'Run `paddock signup --url <base_url>` (or `paddock login --url <base_url>` for an existing account) or `paddock config set-url <base_url>`, or set PADDOCK_BASE_URL.',
       code: 'not_configured',
     });
   }
@@ -22,7 +22,7 @@ export function apiClient(config: ResolvedConfig = resolveConfig()): PaddockClie
   const baseUrl = requireBaseUrl(config);
   if (!config.apiKey) {
     throw new CliError('No API key is set.', {
-      hint: 'Run `paddock signup`, or save a key with `paddock config set-key`, or set PADDOCK_API_KEY.',
+      hint: 'Run `paddock signup` (a new account) or `paddock login` (an existing one), or save a key with `paddock config set-key`, or set PADDOCK_API_KEY.',
       code: 'not_configured',
     });
   }

@@ -1,7 +1,7 @@
 import { constants } from 'node:os';
-import type { PaddockClient } from '../api/client.ts';
+import type { PaddockClient } from '../api/index.ts';
 import type { ExecExitEvent, ExecInput, ExecResult } from '../api/types.ts';
-import { PaddockApiError } from '../api/errors.ts';
+import { PaddockApiError } from '../api/index.ts';
 import { EXIT_TIMED_OUT } from '../errors.ts';
 
 export interface StreamSinks {

@@ -1,4 +1,4 @@
-import type { PaddockClient } from '../api/client.ts';
+import type { PaddockClient } from '../api/index.ts';
 import type { Sandbox, SandboxListState } from '../api/types.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { countdown, duration } from '../output/format.ts';

@@ -16,7 +16,12 @@ export function noPromptError(what: string, instead: string): CliError {
   });
 }
 
-/** Asks a question on stderr and reads the answer from the terminal; `hidden` does not echo it. */
+/**
+ * Asks a question on stderr and reads the answer from the terminal; `hidden` does not echo it.
+ * Each question has its readline of its own, closed with all its listeners (readline's own
+ * `close` listener is what detaches it from standard input: without it, an earlier question's
+ * readline would go on echoing what is typed at a later, hidden one).
+ */
 export async function ask(question: string, options: { what: string; instead: string; hidden?: boolean }): Promise<string> {
   if (!canPrompt()) throw noPromptError(options.what, options.instead);
   let muted = false;
@@ -27,21 +32,24 @@ export async function ask(question: string, options: { what: string; instead: st
     },
   });
   const rl = createInterface({ input: process.stdin, output, terminal: true });
+  let onClose: (() => void) | undefined;
   try {
     return await new Promise<string>((resolve, reject) => {
       rl.on('SIGINT', () => {
         process.stderr.write('\n');
         reject(new CliError('Interrupted.', { exitCode: EXIT_INTERRUPTED }));
       });
-      rl.on('close', () => reject(new CliError('No answer: standard input closed.', { hint: `Pass ${options.instead}.`, exitCode: EXIT_USAGE })));
+      onClose = () => reject(new CliError('No answer: standard input closed.', { hint: `Pass ${options.instead}.`, exitCode: EXIT_USAGE }));
+      rl.on('close', onClose);
       rl.question(question, (answer) => {
         if (options.hidden) process.stderr.write('\n');
         resolve(answer);
       });
+      // The question is out; from here on, what readline echoes of the typing is dropped.
       muted = Boolean(options.hidden);
     });
   } finally {
-    rl.removeAllListeners('close');
+    if (onClose) rl.off('close', onClose);
     rl.close();
   }
 }

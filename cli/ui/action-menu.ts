@@ -2,9 +2,10 @@ import { useState } from 'react';
 import { Box, Text, useInput } from 'ink';
 import { h } from './h.ts';
 
-export type SessionAction = 'exec' | 'files' | 'destroy' | 'back';
+export type SessionAction = 'shell' | 'exec' | 'files' | 'destroy' | 'back';
 
 export const ACTIONS: { action: SessionAction; label: string }[] = [
+  { action: 'shell', label: 'Open a shell' },
   { action: 'exec', label: 'Run a command' },
   { action: 'files', label: 'Browse files' },
   { action: 'destroy', label: 'Destroy' },

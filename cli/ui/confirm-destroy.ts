@@ -1,5 +1,6 @@
 import { Box, Text, useInput } from 'ink';
 import { h } from './h.ts';
+import { colour } from './colour.ts';
 
 export interface ConfirmDestroyProps {
   sessionId: string;
@@ -12,7 +13,7 @@ export function ConfirmDestroy({ sessionId, onAnswer }: ConfirmDestroyProps) {
   return h(
     Box,
     { flexDirection: 'column' },
-    h(Text, { color: 'red', bold: true }, `Destroy session ${sessionId}?`),
+    h(Text, { color: colour('red'), bold: true }, `Destroy session ${sessionId}?`),
     h(Text, null, 'Its files and processes are gone for good. Press y to destroy, any other key to cancel.'),
   );
 }

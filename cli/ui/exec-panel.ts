@@ -4,6 +4,7 @@ import { describeError } from '../output/error.ts';
 import { h } from './h.ts';
 import type { PickerApi } from './picker-api.ts';
 import { TextInput } from './text-input.ts';
+import { colour } from './colour.ts';
 
 const KEEP_LINES = 500;
 
@@ -84,10 +85,10 @@ export function ExecPanel({ api, sessionId, onBack, height = 15 }: ExecPanelProp
       { flexDirection: 'column', borderStyle: 'single', paddingX: 1 },
       shown.length === 0
         ? h(Text, { dimColor: true }, 'The output shows here.')
-        : shown.map((l, i) => h(Text, { key: i, color: l.stream === 'stderr' ? 'red' : l.stream === 'status' ? 'cyan' : undefined }, l.text || ' ')),
+        : shown.map((l, i) => h(Text, { key: i, color: colour(l.stream === 'stderr' ? 'red' : l.stream === 'status' ? 'cyan' : undefined) }, l.text || ' ')),
     ),
     running
-      ? h(Text, { color: 'yellow' }, 'Running… (esc stops it)')
-      : h(Box, null, h(Text, { color: 'cyan' }, '$ '), h(TextInput, { value: command, onChange: setCommand, onSubmit: (c: string) => void run(c), active: !running, placeholder: 'a shell command line, then enter' })),
+      ? h(Text, { color: colour('yellow') }, 'Running… (esc stops it)')
+      : h(Box, null, h(Text, { color: colour('cyan') }, '$ '), h(TextInput, { value: command, onChange: setCommand, onSubmit: (c: string) => void run(c), active: !running, placeholder: 'a shell command line, then enter' })),
   );
 }

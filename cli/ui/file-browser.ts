@@ -6,6 +6,7 @@ import { describeError } from '../output/error.ts';
 import { bytes } from '../output/format.ts';
 import { h } from './h.ts';
 import type { PickerApi } from './picker-api.ts';
+import { colour } from './colour.ts';
 
 export interface FileBrowserProps {
   api: PickerApi;
@@ -87,7 +88,7 @@ export function FileBrowser({ api, sessionId, onBack, height = 15 }: FileBrowser
     } else if (key.escape || input === 'q') onBack();
   });
 
-  const errorLine = error ? h(Text, { color: 'red' }, error) : null;
+  const errorLine = error ? h(Text, { color: colour('red') }, error) : null;
   if (file) {
     const lines = file.content !== undefined ? file.content.replace(/\n$/, '').split('\n') : [`(binary content, ${bytes(file.size)})`];
     return h(

@@ -1,5 +1,6 @@
 import { Text } from 'ink';
 import { h } from './h.ts';
+import { colour } from './colour.ts';
 
 export interface Message {
   kind: 'error' | 'info';
@@ -9,5 +10,5 @@ export interface Message {
 /** One line of news: an error in red (the picker keeps running), or information. */
 export function MessageLine({ message }: { message: Message | undefined }) {
   if (!message) return null;
-  return h(Text, { color: message.kind === 'error' ? 'red' : 'green', wrap: 'wrap' }, message.text);
+  return h(Text, { color: colour(message.kind === 'error' ? 'red' : 'green'), wrap: 'wrap' }, message.text);
 }

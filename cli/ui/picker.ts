@@ -10,6 +10,7 @@ import type { PickerApi } from './picker-api.ts';
 import { QuotaFooter } from './quota-footer.ts';
 import { SessionTable } from './session-table.ts';
 import { errorText, useSessions } from './use-sessions.ts';
+import { colour } from './colour.ts';
 
 type Screen =
   | { kind: 'list' }
@@ -32,6 +33,8 @@ export interface PickerProps {
   refreshMs?: number;
   /** The clock, for the countdowns (tests fix it). */
   clock?: () => number;
+  /** "Open a shell": runs with the terminal handed over (Ink suspended); answers a line to show after. */
+  openShell?: (sessionId: string) => Promise<string>;
 }
 
 /**
@@ -39,8 +42,8 @@ export interface PickerProps {
  * to the cap; arrow keys, enter for actions, n to create, r to refresh, q to quit; the quota in the
  * footer; errors shown on a line of their own, never thrown.
  */
-export function Picker({ api, refreshMs = 5000, clock = Date.now }: PickerProps) {
-  const { exit } = useApp();
+export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: PickerProps) {
+  const { exit, suspendTerminal } = useApp();
   const { sessions, account, error, refresh } = useSessions(api, refreshMs);
   const [screen, setScreen] = useState<Screen>({ kind: 'list' });
   const [selectedId, setSelectedId] = useState<string | undefined>(undefined);
@@ -105,6 +108,18 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now }: PickerProps)
     if (screen.kind !== 'actions') return;
     const sessionId = screen.sessionId;
     if (action === 'back') setScreen({ kind: 'list' });
+    else if (action === 'shell') {
+      setScreen({ kind: 'list' });
+      if (!openShell) return setMessage({ kind: 'error', text: 'A shell cannot be opened here.' });
+      // The shell needs the whole terminal: Ink lets go of it, and redraws when the shell ends.
+      let said = '';
+      void suspendTerminal(async () => {
+        said = await openShell(sessionId);
+      }).then(() => {
+        setMessage({ kind: 'info', text: said });
+        void refresh();
+      });
+    }
     else if (action === 'exec') setScreen({ kind: 'exec', sessionId });
     else if (action === 'files') setScreen({ kind: 'files', sessionId });
     else setScreen({ kind: 'confirm', sessionId });
@@ -146,9 +161,9 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now }: PickerProps)
   return h(
     Box,
     { flexDirection: 'column' },
-    h(Text, { bold: true, color: 'magenta' }, 'Paddock sessions'),
+    h(Text, { bold: true, color: colour('magenta') }, 'Paddock sessions'),
     body,
-    busy ? h(Text, { color: 'yellow' }, busy) : null,
+    busy ? h(Text, { color: colour('yellow') }, busy) : null,
     h(MessageLine, { message: error ? { kind: 'error', text: error } : message }),
     h(QuotaFooter, { account, keys: KEYS[screen.kind] }),
   );

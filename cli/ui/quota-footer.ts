@@ -2,6 +2,7 @@ import { Box, Text } from 'ink';
 import type { Account } from '../api/types.ts';
 import { decimal } from '../output/format.ts';
 import { h } from './h.ts';
+import { colour } from './colour.ts';
 
 export interface QuotaFooterProps {
   account: Account | undefined;
@@ -14,5 +15,5 @@ export function QuotaFooter({ account, keys }: QuotaFooterProps) {
     ? `${decimal(account.usage.sandboxHours.used)}/${decimal(account.usage.sandboxHours.limit)} sandbox-hours this month · ` +
       `${account.usage.concurrentSandboxes.active}/${account.usage.concurrentSandboxes.limit} concurrent sandboxes`
     : 'quota: loading…';
-  return h(Box, { flexDirection: 'column', marginTop: 1 }, h(Text, { color: 'cyan' }, quota), h(Text, { dimColor: true }, keys));
+  return h(Box, { flexDirection: 'column', marginTop: 1 }, h(Text, { color: colour('cyan') }, quota), h(Text, { dimColor: true }, keys));
 }

@@ -29,6 +29,8 @@ export const ApiKey = defineEntity({
     createdAt: p.datetime(),
     lastUsedAt: p.datetime().nullable(),
     revokedAt: p.datetime().nullable(),
+    /** null: every scope. */
+    scopes: p.json<string[]>().nullable(),
   },
 });
 export type ApiKey = InferEntity<typeof ApiKey>;
@@ -56,6 +58,8 @@ export const Sandbox = defineEntity({
     destroyedAt: p.datetime().nullable(),
     destroyReason: p.string().$type<DestroyReason>().nullable(),
     failureMessage: p.string().nullable(),
+    /** When sandbox.expiring is due (PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt); null: none. */
+    expiryWarningAt: p.datetime().nullable(),
   },
 });
 export type Sandbox = InferEntity<typeof Sandbox>;

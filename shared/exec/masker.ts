@@ -1,59 +1,161 @@
 /**
+ * The shortest value masked, and so the shortest secret POST /v1/secrets accepts: masking a one-
+ * or two-character value would turn every occurrence of those characters in the output into ***.
+ * (A shorter value stored before the rule is still injected, unmasked.)
+ */
+export const MASK_MIN_BYTES = 4;
+
+/**
  * Replaces secret values with *** in a stream of output chunks, also when a value is split
- * across two chunks: the last (longest value − 1) bytes of each chunk are held back until the
- * next chunk (or the end) shows whether they start a secret. Works on bytes, so a multi-byte
+ * across chunks. One pass over the bytes whatever the number of secrets (an Aho-Corasick
+ * automaton over their bytes), and only the bytes that could still begin a secret are held back
+ * until the next chunk (or the end) decides them. Every byte inside an occurrence of any secret
+ * is masked; overlapping occurrences become one ***, each of several back to back its own. Works on bytes, so a multi-byte
  * character split across chunks is never garbled.
  */
 export class SecretMasker {
-  private readonly secrets: Buffer[];
-  private readonly holdBack: number;
-  private pending: Buffer = Buffer.alloc(0);
   static readonly MASK = Buffer.from('***');
+  private readonly automaton: Automaton | undefined;
+  private state = 0;
+  /** Bytes not yet passed on: they could still be part of a secret. */
+  private pending: Buffer = Buffer.alloc(0);
+  /** Masked spans within `pending`, as [start, end) offsets, sorted and disjoint. */
+  private spans: [number, number][] = [];
 
   constructor(values: Iterable<string>) {
-    const unique = [...new Set([...values].filter((v) => v.length > 0))];
-    // Longest first, so a value that contains another is masked whole.
-    this.secrets = unique.map((v) => Buffer.from(v, 'utf8')).sort((a, b) => b.length - a.length);
-    this.holdBack = Math.max(0, ...this.secrets.map((s) => s.length - 1));
+    const secrets = [...new Set(values)].map((v) => Buffer.from(v, 'utf8')).filter((b) => b.length >= MASK_MIN_BYTES);
+    this.automaton = secrets.length > 0 ? new Automaton(secrets) : undefined;
   }
 
   get active(): boolean {
-    return this.secrets.length > 0;
+    return this.automaton !== undefined;
+  }
+
+  /** How many bytes are held back now (each could still start a secret). */
+  get held(): number {
+    return this.pending.length;
   }
 
   push(chunk: Uint8Array): Buffer {
-    if (!this.active) return Buffer.from(chunk);
-    const buf = this.pending.length ? Buffer.concat([this.pending, chunk]) : Buffer.from(chunk);
-    const { out, rest } = this.replace(buf);
-    const keep = Math.min(this.holdBack, rest.length);
-    this.pending = Buffer.from(rest.subarray(rest.length - keep));
-    return Buffer.concat([...out, rest.subarray(0, rest.length - keep)]);
-  }
-
-  /** The end of the stream: what was held back cannot be the start of a secret any more. */
-  flush(): Buffer {
-    const { out, rest } = this.replace(this.pending);
-    this.pending = Buffer.alloc(0);
-    return Buffer.concat([...out, rest]);
-  }
-
-  private replace(buf: Buffer): { out: Buffer[]; rest: Buffer } {
-    const out: Buffer[] = [];
-    let from = 0;
-    for (;;) {
-      let best = -1;
-      let bestLength = 0;
-      for (const secret of this.secrets) {
-        const at = buf.indexOf(secret, from);
-        if (at !== -1 && (best === -1 || at < best)) {
-          best = at;
-          bestLength = secret.length;
-        }
-      }
-      if (best === -1) break;
-      out.push(buf.subarray(from, best), SecretMasker.MASK);
-      from = best + bestLength;
+    const automaton = this.automaton;
+    if (!automaton) return Buffer.from(chunk);
+    const base = this.pending.length;
+    const buf = base ? Buffer.concat([this.pending, chunk]) : Buffer.from(chunk);
+    let state = this.state;
+    for (let i = 0; i < chunk.length; i++) {
+      state = automaton.step(state, chunk[i]!);
+      const length = automaton.matchLength[state]!;
+      if (length > 0) this.mark(base + i + 1 - length, base + i + 1);
     }
-    return { out, rest: buf.subarray(from) };
+    this.state = state;
+    // Bytes before the longest live prefix of a secret can no longer begin one.
+    // (After a release the live prefix may be longer than what is held: then all of it is held.)
+    let boundary = Math.max(0, buf.length - automaton.depth[state]!);
+    // A masked span the boundary cuts is held whole, so it is masked once.
+    for (const [start, end] of this.spans) if (start < boundary && boundary < end) boundary = start;
+    return this.emit(buf, boundary);
+  }
+
+  /** The end of the stream: what was held back is passed on, masked as it stands. */
+  flush(): Buffer {
+    const out = this.emit(this.pending, this.pending.length);
+    this.state = 0;
+    return out;
+  }
+
+  /**
+   * A pause in the stream: what was held back is passed on, as at the end, so a reader is never
+   * kept waiting for bytes that only might begin a secret. The automaton keeps its place: when
+   * the output goes on to finish a secret whose first bytes were released, the rest of it is
+   * still masked (the released part cannot be taken back).
+   */
+  release(): Buffer {
+    return this.emit(this.pending, this.pending.length);
+  }
+
+  private mark(start: number, end: number): void {
+    // Matches are found in order of their ends; a longer one may start before earlier spans, or
+    // (after a release) before the bytes still held: what is left of it is masked.
+    let s = Math.max(0, start);
+    let e = end;
+    // Overlapping occurrences are one span; adjacent ones stay two (***  ***), whatever the chunking.
+    while (this.spans.length > 0 && this.spans.at(-1)![1] > s) {
+      const [ps, pe] = this.spans.pop()!;
+      s = Math.min(s, ps);
+      e = Math.max(e, pe);
+    }
+    this.spans.push([s, e]);
+  }
+
+  private emit(buf: Buffer, boundary: number): Buffer {
+    const parts: Buffer[] = [];
+    let from = 0;
+    const kept: [number, number][] = [];
+    for (const [start, end] of this.spans) {
+      if (end <= boundary) {
+        parts.push(buf.subarray(from, start), SecretMasker.MASK);
+        from = end;
+      } else kept.push([start - boundary, end - boundary]);
+    }
+    parts.push(buf.subarray(from, boundary));
+    this.spans = kept;
+    this.pending = Buffer.from(buf.subarray(boundary));
+    return parts.length === 1 ? Buffer.from(parts[0]!) : Buffer.concat(parts);
+  }
+}
+
+/**
+ * The Aho-Corasick automaton of a set of byte strings: a trie whose states are the prefixes of
+ * the secrets, with failure links. A step follows failure links until a child matches, which
+ * is constant time amortised over the stream (each byte deepens the state by at most one), and
+ * memory is proportional to the secrets' bytes.
+ */
+class Automaton {
+  /** Per state: its children by byte. */
+  private readonly next: Map<number, number>[] = [new Map()];
+  private readonly fail: number[] = [0];
+  /** Per state: the length of the prefix it stands for. */
+  readonly depth: number[] = [0];
+  /** Per state: the longest secret that ends here (itself or through failure links), 0 for none. */
+  readonly matchLength: number[] = [0];
+
+  constructor(patterns: Buffer[]) {
+    for (const pattern of patterns) {
+      let state = 0;
+      for (const byte of pattern) {
+        let child = this.next[state]!.get(byte);
+        if (child === undefined) {
+          child = this.next.length;
+          this.next.push(new Map());
+          this.fail.push(0);
+          this.depth.push(this.depth[state]! + 1);
+          this.matchLength.push(0);
+          this.next[state]!.set(byte, child);
+        }
+        state = child;
+      }
+      this.matchLength[state] = Math.max(this.matchLength[state]!, pattern.length);
+    }
+    // Breadth first, so a state's failure target is done before the state.
+    const queue: number[] = [...this.next[0]!.values()];
+    for (let head = 0; head < queue.length; head++) {
+      const state = queue[head]!;
+      for (const [byte, child] of this.next[state]!) {
+        let f = this.fail[state]!;
+        while (f !== 0 && !this.next[f]!.has(byte)) f = this.fail[f]!;
+        const target = this.next[f]!.get(byte);
+        this.fail[child] = target !== undefined && target !== child ? target : 0;
+        this.matchLength[child] = Math.max(this.matchLength[child]!, this.matchLength[this.fail[child]!]!);
+        queue.push(child);
+      }
+    }
+  }
+
+  step(state: number, byte: number): number {
+    for (let s = state; ; s = this.fail[s]!) {
+      const child = this.next[s]!.get(byte);
+      if (child !== undefined) return child;
+      if (s === 0) return 0;
+    }
   }
 }

@@ -11,6 +11,8 @@ export class OutputStream {
   private readonly maxBytes: number;
   private admitted = 0;
   truncated = false;
+  /** Bytes the command wrote to this stream, kept or not. */
+  received = 0;
 
   constructor(secrets: Iterable<string>, maxBytes: number) {
     this.masker = new SecretMasker(secrets);
@@ -19,7 +21,18 @@ export class OutputStream {
 
   /** The text to send for this chunk ('' when held back or past the cap). */
   push(chunk: Uint8Array): string {
+    this.received += chunk.byteLength;
     return this.admit(this.masker.push(chunk), true);
+  }
+
+  /** How many bytes the masker holds back now (each could still begin a secret). */
+  get held(): number {
+    return this.masker.held;
+  }
+
+  /** A pause: the text held back because it could begin a secret, passed on now. */
+  release(): string {
+    return this.admit(this.masker.release(), true);
   }
 
   end(): string {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Queue, type JobsOptions, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { imageKey } from '../pool/warm-pool.ts';
 
 // Every job Paddock runs, in one place: its name, its payload schema, how often it is tried
 // and how long to wait between tries. Job ids are deterministic, so enqueuing the same work
@@ -10,8 +11,9 @@ export const SANDBOX_QUEUE = 'sandboxes';
 const sandboxId = z.string().regex(/^sbx_[0-9a-z]{24}$/);
 
 export const jobCatalogue = {
+  /** Carries what the API decided (the resolved image, the cap's instant): the worker derives neither again. */
   create: {
-    payload: z.object({ sandboxId }),
+    payload: z.object({ sandboxId, image: z.string().min(1).max(512), expiresAt: z.iso.datetime() }),
     attempts: 5,
     backoff: { type: 'exponential', delay: 500 },
     jobId: (p: { sandboxId: string }) => `create-${p.sandboxId}`,
@@ -27,6 +29,22 @@ export const jobCatalogue = {
     attempts: 10,
     backoff: { type: 'exponential', delay: 500 },
     jobId: (p: { sandboxId: string }) => `expire-${p.sandboxId}`,
+  },
+  /** Delayed until PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt: records sandbox.expiring. */
+  expiring: {
+    payload: z.object({ sandboxId }),
+    attempts: 10,
+    backoff: { type: 'exponential', delay: 500 },
+    jobId: (p: { sandboxId: string }) => `expiring-${p.sandboxId}`,
+  },
+  /** Brings an image's warm pool back to PADDOCK_WARM_POOL_SIZE; one at a time per image. */
+  refill: {
+    payload: z.object({ image: z.string().min(1).max(512) }),
+    attempts: 3,
+    backoff: { type: 'exponential', delay: 1000 },
+    jobId: (p: { image: string }) => `refill-${imageKey(p.image)}`,
+    // Gone once done, so that the next claim's refill is a new job, not a duplicate of this one.
+    keep: false,
   },
 } as const;
 
@@ -53,8 +71,9 @@ export async function enqueue<N extends JobName>(
   const def = jobCatalogue[name];
   const data = def.payload.parse(payload);
   return queue.add(name, data, {
-    ...RETENTION,
-    jobId: def.jobId(data),
+    ...('keep' in def && def.keep === false ? { removeOnComplete: true, removeOnFail: true } : RETENTION),
+    // Each definition's jobId takes its own payload, which `data` is (parsed by its schema above).
+    jobId: (def.jobId as (p: JobPayload<N>) => string)(data as JobPayload<N>),
     attempts: def.attempts,
     backoff: def.backoff,
     ...(options.delayMs !== undefined ? { delay: Math.max(0, options.delayMs) } : {}),

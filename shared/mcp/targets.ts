@@ -9,6 +9,11 @@ export type McpOs = 'macos' | 'linux' | 'windows';
 export type McpFormat = 'json' | 'jsonc' | 'toml';
 
 export const MCP_SCOPES = ['user', 'project'] as const;
+export const MCP_TRANSPORTS = ['stdio', 'http'] as const;
+export type McpTransport = (typeof MCP_TRANSPORTS)[number];
+/** The fields of a stdio entry, which a remote entry replaces (and the other way round). */
+export const STDIO_FIELDS = ['type', 'command', 'args', 'env', 'source'] as const;
+export const REMOTE_FIELDS = ['type', 'url', 'serverUrl', 'httpUrl', 'headers', 'bearer_token_env_var'] as const;
 export type McpScope = (typeof MCP_SCOPES)[number];
 
 /** The name of Paddock's entry in every client's server list. */
@@ -50,6 +55,12 @@ export interface McpTarget {
   /** Entry fields set only when the entry lacks them, so the user's own values win. */
   defaults?: Readonly<Record<string, unknown>>;
   scopes: { user: ScopeSpec; project?: ScopeSpec };
+  /**
+   * The entry for Paddock's remote server (/v1/mcp, Streamable HTTP), where the client takes one:
+   * the API key is named by reference to PADDOCK_API_KEY in the client's environment, in the
+   * client's own syntax, so no file ever holds it.
+   */
+  remote?: (url: string) => Record<string, unknown>;
   /** The client's documentation of this file. */
   docs: string;
 }
@@ -88,6 +99,7 @@ export const MCP_TARGETS = [
       // Project scope: .mcp.json at the project root, meant to be checked in.
       project: { paths: everywhere('project', '.mcp.json') },
     },
+    remote: (url) => ({ type: 'http', url, headers: { Authorization: 'Bearer ${PADDOCK_API_KEY}' } }),
     docs: 'https://docs.anthropic.com/en/docs/claude-code/mcp',
   },
   {
@@ -99,6 +111,7 @@ export const MCP_TARGETS = [
       user: { paths: everywhere('home', '.cursor', 'mcp.json') },
       project: { paths: everywhere('project', '.cursor', 'mcp.json') },
     },
+    remote: (url) => ({ url, headers: { Authorization: 'Bearer ${env:PADDOCK_API_KEY}' } }),
     docs: 'https://docs.cursor.com/context/model-context-protocol',
   },
   {
@@ -107,6 +120,7 @@ export const MCP_TARGETS = [
     format: 'json',
     serversKey: ['mcpServers'],
     scopes: { user: { paths: everywhere('home', '.codeium', 'windsurf', 'mcp_config.json') } },
+    remote: (url) => ({ serverUrl: url, headers: { Authorization: 'Bearer ${env:PADDOCK_API_KEY}' } }),
     docs: 'https://docs.windsurf.com/windsurf/cascade/mcp',
   },
   {
@@ -120,6 +134,7 @@ export const MCP_TARGETS = [
       user: { paths: appDataDir('Code', 'User', 'mcp.json') },
       project: { paths: everywhere('project', '.vscode', 'mcp.json') },
     },
+    remote: (url) => ({ type: 'http', url, headers: { Authorization: 'Bearer ${env:PADDOCK_API_KEY}' } }),
     docs: 'https://code.visualstudio.com/docs/copilot/reference/mcp-configuration',
   },
   {
@@ -132,6 +147,7 @@ export const MCP_TARGETS = [
       // Read only in projects the user has marked trusted.
       project: { paths: everywhere('project', '.codex', 'config.toml') },
     },
+    remote: (url) => ({ url, bearer_token_env_var: 'PADDOCK_API_KEY' }),
     docs: 'https://developers.openai.com/codex/mcp',
   },
   {
@@ -143,6 +159,7 @@ export const MCP_TARGETS = [
       user: { paths: everywhere('home', '.gemini', 'settings.json') },
       project: { paths: everywhere('project', '.gemini', 'settings.json') },
     },
+    remote: (url) => ({ httpUrl: url, headers: { Authorization: 'Bearer $PADDOCK_API_KEY' } }),
     docs: 'https://geminicli.com/docs/tools/mcp-server/',
   },
   {
@@ -265,8 +282,8 @@ export function displayConfigPaths(target: McpTarget, scope: McpScope): Record<M
 // ---- the entry ----
 
 /** The fields of Paddock's entry that are always set, in the client's order. */
-export function managedFields(target: McpTarget, command: string): Record<string, unknown> {
-  return { ...target.fields, command, args: [...SERVER_ARGS] };
+export function managedFields(target: McpTarget, command: string, launcher: readonly string[] = []): Record<string, unknown> {
+  return { ...target.fields, command, args: [...launcher, ...SERVER_ARGS] };
 }
 
 /** Paddock's whole server entry for a new file: managed fields, then defaults. */
@@ -282,7 +299,8 @@ export function entryDocument(target: McpTarget, entry: Record<string, unknown>)
 }
 
 /** The text to merge into the client's file: the entry under the target's servers key. */
-export function configSnippet(target: McpTarget, command: string = DEFAULT_COMMAND): string {
-  const doc = entryDocument(target, serverEntry(target, command));
+export function configSnippet(target: McpTarget, command: string = DEFAULT_COMMAND, remoteUrl?: string): string {
+  const entry = remoteUrl !== undefined && target.remote ? target.remote(remoteUrl) : serverEntry(target, command);
+  const doc = entryDocument(target, entry);
   return target.format === 'toml' ? stringifyToml(doc) : `${JSON.stringify(doc, null, 2)}\n`;
 }

@@ -22,18 +22,49 @@ export interface RuntimeSandbox {
   reason?: string;
 }
 
+/**
+ * Bytes of one stream of one command that may be on their way to the consumer, not yet taken.
+ * Past it a runtime stops reading the command's output, so the command waits on its own write: a
+ * flood costs this much memory, never more, however slow the reader at the end.
+ */
+export const OUTPUT_WINDOW_BYTES = 256 * 1024;
+
+/**
+ * Bytes of a streamed stdin taken from its source and not yet written to the command's pipe. The
+ * source is read no faster than the command reads: a command that stops reading holds its
+ * producer, hop by hop, instead of filling memory.
+ */
+export const STDIN_WINDOW_BYTES = 256 * 1024;
+
+/**
+ * The command's input: bytes given whole, or a stream written as it comes (see
+ * STDIN_WINDOW_BYTES). The end of either closes the command's stdin. A command that exits, or
+ * closes its stdin, before a stream ends stops its reading (the iterator's return() is called).
+ * A stream that throws stops the command as an abort does, its stdin never closed as if complete,
+ * and exec rejects with that error once the command is gone.
+ */
+export type ExecStdin = Uint8Array | AsyncIterable<Uint8Array>;
+
+export function isStdinStream(stdin: ExecStdin | undefined): stdin is AsyncIterable<Uint8Array> {
+  return stdin !== undefined && !(stdin instanceof Uint8Array);
+}
+
 export interface ExecRequest {
   /** Run as given: argv[0] is looked up on the sandbox's PATH. */
   argv: string[];
   /** Working directory inside the sandbox; default /workspace. */
   cwd?: string;
   env?: Record<string, string>;
-  stdin?: Uint8Array;
+  stdin?: ExecStdin;
   timeoutMs: number;
   /** Aborting kills the command's whole process tree, as a timeout does. */
   signal?: AbortSignal;
-  onStdout?: (chunk: Uint8Array) => void;
-  onStderr?: (chunk: Uint8Array) => void;
+  /**
+   * Output as it comes. A returned promise holds the stream: the runtime reads no more of it
+   * until the promise settles, so a slow consumer slows the command instead of filling memory.
+   */
+  onStdout?: (chunk: Uint8Array) => void | Promise<void>;
+  onStderr?: (chunk: Uint8Array) => void | Promise<void>;
 }
 
 export interface ExecResult {
@@ -43,6 +74,35 @@ export interface ExecResult {
   signal: string | null;
   timedOut: boolean;
   durationMs: number;
+}
+
+export interface TerminalRequest {
+  /** Run as given on a pseudo-terminal of the sandbox's own: argv[0] is looked up on the sandbox's PATH. */
+  argv: string[];
+  env?: Record<string, string>;
+  /** The terminal's size when the command starts. */
+  cols: number;
+  rows: number;
+  /** Aborting ends the terminal: its command's whole process tree is killed. */
+  signal?: AbortSignal;
+  /**
+   * The terminal's output as it comes. A returned promise holds it: the runtime reads no more
+   * until the promise settles, so a slow reader slows the command instead of filling memory.
+   */
+  onOutput: (chunk: Uint8Array) => void | Promise<void>;
+}
+
+export interface TerminalSession {
+  /**
+   * Keystrokes for the terminal. The promise settles once the runtime has passed them on; the
+   * caller sends no more until then (so input a command does not read waits in the caller's
+   * socket, not in memory). After the end, writes are dropped.
+   */
+  write(data: Uint8Array): Promise<void>;
+  /** The terminal's new size: the command's foreground process group gets SIGWINCH. */
+  resize(cols: number, rows: number): void;
+  /** Settles once the command has ended and everything it started is killed; rejects with SandboxGoneError when the sandbox ended under it. */
+  readonly exit: Promise<{ exitCode: number | null; signal: string | null }>;
 }
 
 export interface SandboxRuntime {
@@ -59,6 +119,11 @@ export interface SandboxRuntime {
   list(): Promise<RuntimeSandbox[]>;
   /** Runs one command; rejects with SandboxGoneError when the sandbox does not exist or is not running. */
   exec(id: string, request: ExecRequest): Promise<ExecResult>;
+  /**
+   * Starts a command on a pseudo-terminal inside the sandbox, with exec's isolation (the sandbox
+   * user, its namespaces and limits). Rejects with SandboxGoneError as exec does.
+   */
+  terminal(id: string, request: TerminalRequest): Promise<TerminalSession>;
   close(): Promise<void>;
 }
 

@@ -1,14 +1,30 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Sandbox, type DestroyReason } from '../db/entities.ts';
+import type { EventAnnouncer } from '../events/announce.ts';
+import { recordEvent } from '../events/record.ts';
+import { ADD_DESTROYED_TO_ROLLUP } from '../usage/billing.ts';
+import type { RecordedEvent } from '../events/types.ts';
+import { SANDBOX_COLUMNS, sandboxSnapshot, type SandboxRow } from './snapshot.ts';
 
 // Every change of a sandbox's state is a conditional update: it applies only from the state it
 // expects, so two processes racing (a worker finishing a create while a user destroys, two
-// reapers) can never move a sandbox backwards or destroy it twice.
+// reapers) can never move a sandbox backwards or destroy it twice. The events a change causes are
+// recorded in the same transaction (shared/events/record.ts): an event exists exactly when its
+// change does. `announcer` starts their delivery after the commit.
 
 /** pending → running. False when the sandbox was meanwhile destroyed or is being destroyed. */
-export async function markRunning(em: EntityManager, id: string): Promise<boolean> {
-  const n = await em.nativeUpdate(Sandbox, { id, state: 'active', status: 'pending' }, { status: 'running', readyAt: new Date() });
-  return n === 1;
+export async function markRunning(em: EntityManager, id: string, announcer?: EventAnnouncer): Promise<boolean> {
+  const events = await em.transactional(async (tx) => {
+    const [row] = await tx.execute<SandboxRow[]>(
+      `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning ${SANDBOX_COLUMNS}`,
+      [new Date(), id],
+    );
+    if (!row) return undefined;
+    return [await sandboxEvent(tx, row, 'sandbox.running')];
+  });
+  if (!events) return false;
+  await announcer?.announce(events);
+  return true;
 }
 
 /** Asks for destruction: status terminating, the first reason given wins. False if already destroyed. */
@@ -19,28 +35,71 @@ export async function markTerminating(em: EntityManager, id: string, reason: Des
   return row?.state === 'active';
 }
 
-/** active → destroyed; a sandbox destroyed for `failed` ends with status failed, else terminated. */
+/**
+ * active → destroyed; a sandbox destroyed for `failed` ends with status failed (events
+ * sandbox.failed, then sandbox.destroyed), else terminated (sandbox.destroyed).
+ */
 export async function markDestroyed(
   em: EntityManager,
   id: string,
   reason: DestroyReason,
   failureMessage?: string,
+  announcer?: EventAnnouncer,
 ): Promise<boolean> {
-  const row = await em.findOne(Sandbox, { id }, { fields: ['state', 'destroyReason'], disableIdentityMap: true });
-  if (!row || row.state === 'destroyed') return false;
-  const finalReason = row.destroyReason ?? reason;
-  const n = await em.nativeUpdate(
-    Sandbox,
-    { id, state: 'active' },
-    {
-      state: 'destroyed',
-      status: finalReason === 'failed' ? 'failed' : 'terminated',
-      destroyedAt: new Date(),
-      destroyReason: finalReason,
-      ...(failureMessage ? { failureMessage: failureMessage.slice(0, 1000) } : {}),
-    },
-  );
-  // A sandbox's own secrets go with it.
-  await em.execute('delete from secrets where sandbox_id = ?', [id]);
-  return n === 1;
+  const events = await em.transactional(async (tx) => {
+    const [row] = await tx.execute<SandboxRow[]>(
+      `update sandboxes
+          set state = 'destroyed',
+              status = case when coalesce(destroy_reason, ?) = 'failed' then 'failed' else 'terminated' end,
+              destroyed_at = ?,
+              destroy_reason = coalesce(destroy_reason, ?),
+              failure_message = coalesce(?, failure_message)
+        where id = ? and state = 'active'
+        returning ${SANDBOX_COLUMNS}`,
+      [reason, new Date(), reason, failureMessage ? failureMessage.slice(0, 1000) : null, id],
+    );
+    // A sandbox's own secrets go with it.
+    await tx.execute('delete from secrets where sandbox_id = ?', [id]);
+    if (!row) return undefined;
+    // Its time moves from "running" to its months' rollups in the same commit: usage never
+    // counts it twice, nor drops it.
+    await tx.execute(ADD_DESTROYED_TO_ROLLUP, [id]);
+    const recorded: (RecordedEvent | undefined)[] = [];
+    if (row.status === 'failed') recorded.push(await sandboxEvent(tx, row, 'sandbox.failed'));
+    recorded.push(await sandboxEvent(tx, row, 'sandbox.destroyed'));
+    return recorded;
+  });
+  if (!events) return false;
+  await announcer?.announce(events);
+  return true;
+}
+
+/**
+ * Records sandbox.expiring once for an active sandbox whose cap is near (the delayed job, or the
+ * sweep when that job was lost). False when already warned, destroyed or past its cap.
+ */
+export async function markExpiring(em: EntityManager, id: string, announcer?: EventAnnouncer): Promise<boolean> {
+  const events = await em.transactional(async (tx) => {
+    const [row] = await tx.execute<SandboxRow[]>(
+      `update sandboxes set expiry_warned_at = now()
+        where id = ? and state = 'active' and expiry_warned_at is null and expires_at > now()
+        returning ${SANDBOX_COLUMNS}`,
+      [id],
+    );
+    if (!row) return undefined;
+    return [await sandboxEvent(tx, row, 'sandbox.expiring')];
+  });
+  if (!events) return false;
+  await announcer?.announce(events);
+  return true;
+}
+
+export function sandboxEvent(tx: EntityManager, row: SandboxRow, type: 'sandbox.running' | 'sandbox.failed' | 'sandbox.destroyed' | 'sandbox.expiring' | 'sandbox.created') {
+  return recordEvent(tx, {
+    accountId: row.account_id,
+    sandboxId: row.id,
+    type,
+    data: { sandbox: sandboxSnapshot(row) },
+    dedupeKey: `${type}:${row.id}`,
+  });
 }

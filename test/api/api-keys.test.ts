@@ -49,12 +49,12 @@ runTenantCheck({
   },
 });
 
-test('create answers 201 {id, name, key, start, createdAt}; the key is pdk_live_ + base62 and works at once', async () => {
+test('create answers 201 {id, name, key, scopes, start, createdAt}; the key is pdk_live_ + base62 and works at once', async () => {
   const account = await newAccount(api.url, 'create');
   const before = Date.now();
   const res = await createKey(account, { name: 'laptop' });
   assert.equal(res.status, 201, JSON.stringify(res.body));
-  assert.deepEqual(Object.keys(res.body).sort(), ['createdAt', 'id', 'key', 'name', 'start']);
+  assert.deepEqual(Object.keys(res.body).sort(), ['createdAt', 'id', 'key', 'name', 'scopes', 'start']);
   assert.match(res.body.id, /^key_[0-9a-z]{24}$/);
   assert.equal(res.body.name, 'laptop');
   assert.match(res.body.key, /^pdk_live_[0-9A-Za-z]{50}$/);
@@ -109,7 +109,7 @@ test('the raw key appears only in the create response: never in the list, the ac
   const list = later[0]!.body.data as Record<string, unknown>[];
   const entry = list.find((k) => k.id === created.body.id);
   assert.ok(entry);
-  assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'start']);
+  assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'id', 'lastUsedAt', 'name', 'scopes', 'start']);
   assert.equal(entry.start, created.body.start);
 });
 
@@ -223,10 +223,10 @@ test('a session token whose account no longer exists cannot create a key (401, n
 
 test('unknown fields and unknown query parameters are refused with 400 naming them', async () => {
   const account = await newAccount(api.url, 'strict');
-  const body = await createKey(account, { name: 'x', scopes: ['admin'] });
+  const body = await createKey(account, { name: 'x', role: 'admin' });
   assertProblem(body, 400, 'invalid_request');
-  assert.equal(body.body.errors[0].field, 'scopes');
-  assert.match(body.body.detail, /scopes/);
+  assert.equal(body.body.errors[0].field, 'role');
+  assert.match(body.body.detail, /role/);
   const query = await call(api.url, 'GET', '/v1/api-keys?includeRevoked=true', { token: account.token });
   assertProblem(query, 400, 'invalid_request');
   assert.deepEqual(query.body.errors[0], { location: 'query', field: 'includeRevoked', message: query.body.errors[0].message });

@@ -127,6 +127,9 @@ test('GET /metrics answers Prometheus text with request counts and, after a 429,
   assert.match(text, /^# TYPE paddock_rate_limit_refusals_total counter$/m);
   assert.match(text, /^paddock_rate_limit_refusals_total\{bucket="auth"\} 2$/m);
   assert.match(text, /^paddock_http_request_duration_seconds_bucket\{/m);
+  // Work on the event loop that others wait behind shows as lag (docs/deploy.md alerts on its p99).
+  assert.match(text, /^paddock_api_nodejs_eventloop_lag_p99_seconds \d/m);
+  assert.match(text, /^paddock_api_nodejs_eventloop_lag_max_seconds \d/m);
   // Metric labels never carry ids or query strings: the route is the pattern.
   assert.equal(/acct_|key_[0-9a-z]{24}/.test(text), false);
 });

@@ -12,12 +12,13 @@ import { uniqueEmail } from '../helpers/config.ts';
 
 /** Test-only routes behind the account-keyed buckets; each counts the requests it served. */
 function bucketRoutes() {
-  const served = { sandbox_ops: 0, sandbox_lifecycle: 0 };
+  const served = { sandbox_ops: 0, sandbox_lifecycle: 0, account: 0 };
   const make = (bucket: Exclude<BucketName, 'auth'>, method: 'get' | 'post', path: string) =>
     route(
       {
         method,
         path,
+        operationId: `test_${bucket}`,
         summary: `test route behind ${bucket}`,
         tag: 'test',
         auth: 'apiKey',
@@ -222,4 +223,20 @@ test('a 429 carries the security headers and the request id like any answer', as
   assert.equal(refused.headers.get('x-content-type-options'), 'nosniff');
   assert.equal(refused.headers.get('x-ratelimit-limit'), '1');
   assert.equal(refused.headers.get('x-ratelimit-remaining'), '0');
+});
+
+test('the account bucket covers the routes the others do not: account, allowlist, secrets, API keys', async () => {
+  const { api } = await stack({ PADDOCK_RATE_ACCOUNT_PER_MIN: '5' }); // newAccount takes one (its key)
+  const [a, b] = await Promise.all([newAccount(api.url, 'acctbucket'), newAccount(api.url, 'acctbucketb')]);
+  const answers = [
+    await call(api.url, 'GET', '/v1/account', { token: a.key }),
+    await call(api.url, 'GET', '/v1/allowlist', { token: a.key }),
+    await call(api.url, 'GET', '/v1/secrets', { token: a.key }),
+    await call(api.url, 'GET', '/v1/api-keys', { token: a.token }),
+  ];
+  assert.deepEqual(answers.map((r) => r.status), [200, 200, 200, 200]);
+  assert.equal(answers[0]!.headers.get('x-ratelimit-limit'), '5');
+  const refused = await call(api.url, 'PUT', '/v1/allowlist', { token: a.key, body: { commands: [] } });
+  assertRateLimited(refused, 'account');
+  assert.equal((await call(api.url, 'GET', '/v1/account', { token: b.key })).status, 200, 'another account has its own bucket');
 });

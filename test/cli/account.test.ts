@@ -62,9 +62,12 @@ test('signup shows the API error code and a hint: an email already taken, a shor
   failsWith(again, 'email_taken', 1);
   assert.match(again.stderr, /^Hint: /m);
 
-  const short = await runCli(tempHome(), ['signup', '--url', stack.url, '--email', uniqueEmail(), '--password', 'short']);
-  failsWith(short, 'invalid_request', 1);
-  assert.match(short.stderr, /at least 10 characters/);
+  // The password rule is the CLI's to check, before anything is sent; the help states it.
+  const short = await runCli(tempHome(), ['signup', '--url', stack.url, '--email', uniqueEmail(), '--password-stdin'], { input: 'short\n' });
+  failsWith(short, 'invalid_password', 2);
+  assert.match(short.stderr, /^Error: The password must be at least 10 characters \(it has 5\)\./m);
+  assert.match(short.stderr, /Hint: .*--password-stdin/);
+  assert.match(ok(await runCli(tempHome(), ['signup', '--help'])), /--password <password> +the password \(at least 10 characters\)/);
 
   const json = await runCli(tempHome(), ['signup', '--url', stack.url, '--email', user.email, '--password', PASSWORD, '--json']);
   assert.equal(json.code, 1);
@@ -107,9 +110,16 @@ test('keys ls and keys rm log in with email and password on every run and keep n
   const saved = parse(readFileSync(join(user.home, 'config', 'paddock', 'config.toml'), 'utf8'));
   assert.deepEqual(Object.keys(saved).sort(), ['api_key', 'base_url']);
 
-  const rm = await user.run(['keys', 'rm', keys[0].id, ...auth], { input: PASSWORD });
+  // It is the key this CLI uses: without a terminal, only --yes revokes it.
+  const refused = await user.run(['keys', 'rm', keys[0].id, ...auth], { input: PASSWORD });
+  failsWith(refused, 'confirmation_required', 2);
+  assert.match(refused.stderr, new RegExp(`${keys[0].id} \\(.*\\) is the API key this CLI uses`));
+  assert.match(refused.stderr, /Hint: Pass --yes/);
+  ok(await user.run(['whoami']));
+
+  const rm = await user.run(['keys', 'rm', keys[0].id, '--yes', ...auth], { input: PASSWORD });
   ok(rm);
-  assert.match(rm.stderr, new RegExp(`Revoked API key ${keys[0].id}`));
+  assert.match(rm.stderr, new RegExp(`Revoked API key ${keys[0].id}\\. It was the key this CLI uses: \`paddock login\``));
   // The revoked key stops working at once; the CLI says what to do.
   const after = await user.run(['whoami']);
   failsWith(after, 'invalid_credential', 1);
@@ -133,4 +143,98 @@ test('keys with a wrong password show invalid_login', async () => {
   failsWith(r, 'invalid_login', 1);
   const missing = await user.run(['keys', 'rm', 'key_doesnotexist', '--email', user.email, '--password-stdin'], { input: PASSWORD });
   failsWith(missing, 'api_key_not_found', 1);
+});
+
+test('login is the way back in: a new API key, saved with the base URL, after the old one was revoked', async () => {
+  const user = await signedUpUser(stack.url);
+  const auth = ['--email', user.email, '--password-stdin'];
+  const [old] = json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD }));
+  ok(await user.run(['keys', 'rm', old.id, '--yes', ...auth], { input: PASSWORD }));
+  failsWith(await user.run(['whoami']), 'invalid_credential', 1);
+
+  const r = await user.run(['login', ...auth, '--key-name', 'laptop'], { input: PASSWORD });
+  assert.match(ok(r), new RegExp(`^Logged in as ${user.email.replace('.', '\\.')} \\(acct_[0-9a-z]+\\)\\.\\n$`));
+  assert.match(r.stderr, /New API key pdk_live_\w+… \(key_\w+\) and the base URL saved in /);
+  assert.equal(json(await user.run(['whoami', '--json'])).email, user.email);
+  const keys = json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD }));
+  assert.deepEqual(keys.map((k: { name: string; current: boolean }) => [k.name, k.current]), [['laptop', true]]);
+
+  // On a new machine: --url gives the base URL; a wrong password saves nothing.
+  const home = tempHome();
+  const wrong = await runCli(home, ['login', '--url', stack.url, ...auth], { input: 'not the password' });
+  failsWith(wrong, 'invalid_login', 1);
+  assert.equal(json(await runCli(home, ['config', 'show', '--json'])).apiKey, null);
+  const fresh = await runCli(home, ['login', '--url', stack.url, ...auth, '--json'], { input: PASSWORD });
+  const out = json(fresh);
+  assert.equal(out.account.email, user.email);
+  assert.equal(out.baseUrl, stack.url);
+  const savedKey = String(parse(readFileSync(join(home, 'config', 'paddock', 'config.toml'), 'utf8')).api_key);
+  assert.ok(!fresh.stdout.includes(savedKey) && !fresh.stderr.includes(savedKey), 'the raw key stays in the config file');
+  assert.equal(json(await runCli(home, ['whoami', '--json'])).email, user.email);
+
+  // Without a terminal, each missing input is named.
+  const noEmail = await runCli(tempHome(), ['login', '--url', stack.url]);
+  failsWith(noEmail, 'input_required', 2);
+  assert.match(noEmail.stderr, /Pass --email <email>/);
+});
+
+test('keys create prints the new key once, on stdout only, and saves nothing; another key is revoked without --yes', async () => {
+  const user = await signedUpUser(stack.url);
+  const auth = ['--email', user.email, '--password-stdin'];
+  const configFile = join(user.home, 'config', 'paddock', 'config.toml');
+  const before = readFileSync(configFile, 'utf8');
+  const r = await user.run(['keys', 'create', '--name', 'ci runner', ...auth], { input: PASSWORD });
+  const key = ok(r).trim();
+  assert.match(key, /^pdk_live_[A-Za-z0-9]+$/);
+  assert.ok(!r.stderr.includes(key), 'the key is on stdout only');
+  assert.match(r.stderr, /Created API key key_\w+ \(ci runner\)\. This is the only time it is shown/);
+  assert.equal(readFileSync(configFile, 'utf8'), before);
+  const me = await call(stack.url, 'GET', '/v1/account', { token: key });
+  assert.equal(me.body.email, user.email);
+
+  const listed = json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD }));
+  const created = listed.find((k: { name: string }) => k.name === 'ci runner');
+  assert.equal(created.current, false);
+  const withJson = json(await user.run(['keys', 'create', ...auth, '--json'], { input: PASSWORD }));
+  assert.match(withJson.key, /^pdk_live_/);
+  assert.match(withJson.id, /^key_/);
+
+  // Not the CLI's own key: no confirmation needed.
+  const rm = await user.run(['keys', 'rm', created.id, ...auth], { input: PASSWORD });
+  ok(rm);
+  assert.ok(!rm.stderr.includes('this CLI uses'));
+  assert.equal((await call(stack.url, 'GET', '/v1/account', { token: key })).status, 401);
+  ok(await user.run(['whoami']));
+});
+
+test('config set-key saves a key the service accepts, and refuses a revoked one, keeping the old', async () => {
+  const user = await signedUpUser(stack.url);
+  const auth = ['--email', user.email, '--password-stdin'];
+  const key = ok(await user.run(['keys', 'create', ...auth], { input: PASSWORD })).trim();
+  const saved = await user.run(['config', 'set-key'], { input: `${key}\n` });
+  ok(saved);
+  assert.match(saved.stderr, new RegExp(`saved \\(in .*\\): it belongs to ${user.email.replace('.', '\\.')} \\(acct_`));
+  const configFile = join(user.home, 'config', 'paddock', 'config.toml');
+  assert.equal(parse(readFileSync(configFile, 'utf8')).api_key, key);
+
+  const other = ok(await user.run(['keys', 'create', ...auth], { input: PASSWORD })).trim();
+  const otherId = json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD })).find((k: { start: string }) => other.startsWith(k.start)).id;
+  ok(await user.run(['keys', 'rm', otherId, ...auth], { input: PASSWORD }));
+  const refused = await user.run(['config', 'set-key', other]);
+  failsWith(refused, 'invalid_credential', 1);
+  assert.match(refused.stderr, /does not accept this API key .*; it was not saved\./);
+  assert.equal(parse(readFileSync(configFile, 'utf8')).api_key, key);
+});
+
+test('API errors speak the flags of the command that sent them', async () => {
+  const user = await signedUpUser(stack.url);
+  // body.password, as the login route names it: --password here.
+  const long = await user.run(['keys', 'ls', '--email', user.email, '--password-stdin'], { input: 'x'.repeat(1100) });
+  failsWith(long, 'invalid_request', 1);
+  assert.match(long.stderr, /^Error: --password: /m);
+  assert.ok(!long.stderr.includes('body.'), long.stderr);
+  assert.match(long.stderr, /Hint: Check the arguments against `paddock keys ls --help`\./);
+  const badEmail = await runCli(tempHome(), ['login', '--url', stack.url, '--email', 'not-an-email', '--password-stdin'], { input: PASSWORD });
+  failsWith(badEmail, 'invalid_request', 1);
+  assert.match(badEmail.stderr, /^Error: --email: /m);
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
-import { cliEnv, failsWith, json, newSession, ok, repoRoot, signedUpUser } from './cli-helpers.ts';
+import { cliEnv, failsWith, json, newSession, ok, repoRoot, signedUpUser, cliCommand } from './cli-helpers.ts';
 
 const stack = await startSandboxStack();
 
@@ -55,7 +55,8 @@ test('secrets create reads the value from standard input, never an argument; ls 
 test('secrets create with nothing on standard input fails instead of prompting', async () => {
   const user = await signedUpUser(stack.url);
   // Standard input is /dev/null: no terminal to prompt on, and no value.
-  const child = spawn(process.execPath, ['cli/main.ts', 'secrets', 'create', 'EMPTY'], { cwd: repoRoot, env: cliEnv(user.home), stdio: ['ignore', 'pipe', 'pipe'] });
+  const [node, script] = cliCommand();
+  const child = spawn(node!, [script!, 'secrets', 'create', 'EMPTY'], { cwd: repoRoot, env: cliEnv(user.home), stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -65,7 +65,7 @@ test('the whole flow against a real stack: signup, login, keys, sandbox, exec, f
   await c.clearAllowlist();
   assert.deepEqual((await c.getAllowlist()).commands, []);
 
-  assert.equal((await c.createSecret({ name: 'TOKEN', value: 'v' })).name, 'TOKEN');
+  assert.equal((await c.createSecret({ name: 'TOKEN', value: 'v-long-enough' })).name, 'TOKEN');
   assert.deepEqual((await c.listSecrets()).map((x) => x.name), ['TOKEN']);
   await c.deleteSecret('TOKEN');
   assert.deepEqual(await c.listSecrets(), []);

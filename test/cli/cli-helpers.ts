@@ -47,9 +47,19 @@ export function cliEnv(home: string, extra: Record<string, string | undefined> =
   return env;
 }
 
-/** Starts `node cli/main.ts ARGS` as a real child process with pipes (so no TTY). */
+/**
+ * The CLI as the tests run it: the installed package (PADDOCK_TEST_CLI, the bin of the packed
+ * @paddock/cli that scripts/test.ts installs into a temporary prefix), else the sources.
+ */
+export function cliCommand(): string[] {
+  const installed = process.env.PADDOCK_TEST_CLI;
+  return [process.execPath, installed || join(repoRoot, 'cli/main.ts')];
+}
+
+/** Starts the CLI with ARGS as a real child process with pipes (so no TTY). */
 export function spawnCli(home: string, args: string[], env: Record<string, string | undefined> = {}): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['cli/main.ts', ...args], { cwd: repoRoot, env: cliEnv(home, env), stdio: 'pipe' });
+  const [node, script] = cliCommand();
+  return spawn(node!, [script!, ...args], { cwd: repoRoot, env: cliEnv(home, env), stdio: 'pipe' });
 }
 
 /** Runs the CLI to its end; answers its exit code, stdout and stderr. */

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ const KEY = 'pdk_live_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefghijKLMNOP';
 test('config set-url and set-key write TOML at $XDG_CONFIG_HOME/paddock/config.toml with mode 0600', async () => {
   const home = tempHome();
   ok(await runCli(home, ['config', 'set-url', 'https://paddock.example.com/']));
-  ok(await runCli(home, ['config', 'set-key', KEY]));
+  ok(await runCli(home, ['config', 'set-key', KEY, '--no-verify']));
   const path = join(home, 'config', 'paddock', 'config.toml');
   assert.deepEqual({ ...parse(readFileSync(path, 'utf8')) }, { base_url: 'https://paddock.example.com', api_key: KEY });
   assert.equal(statSync(path).mode & 0o777, 0o600);
@@ -29,9 +30,32 @@ test('without XDG_CONFIG_HOME the file is ~/.config/paddock/config.toml', async 
 
 test('config set-key reads the key from standard input when it is not an argument', async () => {
   const home = tempHome();
-  ok(await runCli(home, ['config', 'set-key'], { input: `${KEY}\n` }));
+  ok(await runCli(home, ['config', 'set-key', '--no-verify'], { input: `${KEY}\n` }));
   const shown = json(await runCli(home, ['config', 'show', '--json']));
   assert.equal(shown.apiKey, 'pdk_live_AbCd…MNOP');
+});
+
+test('config set-key checks the key with the service first: with no base URL, or none reachable, it is not saved, and --no-verify is named', async () => {
+  const home = tempHome();
+  const noUrl = await runCli(home, ['config', 'set-key', KEY]);
+  failsWith(noUrl, 'not_configured', 2);
+  assert.match(noUrl.stderr, /Hint: .*--no-verify/);
+
+  // A port nothing listens on: taken, then closed again.
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((done) => server.close(done));
+  ok(await runCli(home, ['config', 'set-url', `http://127.0.0.1:${port}`]));
+  const offline = await runCli(home, ['config', 'set-key', KEY]);
+  failsWith(offline, 'connection_failed', 1);
+  assert.match(offline.stderr, /was not saved/);
+  assert.match(offline.stderr, /Hint: .*--no-verify/);
+  assert.equal(json(await runCli(home, ['config', 'show', '--json'])).apiKey, null);
+
+  const unchecked = ok(await runCli(home, ['config', 'set-key', KEY, '--no-verify']));
+  assert.equal(unchecked, '');
+  assert.equal(json(await runCli(home, ['config', 'show', '--json'])).apiKey, 'pdk_live_AbCd…MNOP');
 });
 
 test('config set-key refuses something that is not a key', async () => {
@@ -44,7 +68,7 @@ test('config set-key refuses something that is not a key', async () => {
 test('config show masks the key, and says where each value comes from; the environment overrides the file', async () => {
   const home = tempHome();
   ok(await runCli(home, ['config', 'set-url', 'https://file.example.com']));
-  ok(await runCli(home, ['config', 'set-key', KEY]));
+  ok(await runCli(home, ['config', 'set-key', KEY, '--no-verify']));
 
   const text = ok(await runCli(home, ['config', 'show']));
   assert.match(text, /Base URL: +https:\/\/file\.example\.com\n/);
@@ -124,7 +148,7 @@ test('paddock with no arguments and no terminal prints the help and exits 0', as
 test('every command has --help', async () => {
   const home = tempHome();
   const commands = [
-    ['signup'], ['whoami'], ['keys', 'ls'], ['keys', 'rm'], ['config', 'set-url'], ['config', 'set-key'], ['config', 'show'],
+    ['signup'], ['login'], ['whoami'], ['keys', 'create'], ['keys', 'ls'], ['keys', 'rm'], ['completion'], ['config', 'set-url'], ['config', 'set-key'], ['config', 'show'],
     ['session', 'create'], ['session', 'get'], ['session', 'ls'], ['session', 'rm'], ['exec'],
     ['files', 'view'], ['files', 'create'], ['files', 'edit'], ['files', 'ls'], ['files', 'glob'], ['files', 'grep'],
     ['allowlist', 'get'], ['allowlist', 'set'], ['allowlist', 'clear'], ['secrets', 'create'], ['secrets', 'ls'], ['secrets', 'rm'],
@@ -135,6 +159,47 @@ test('every command has --help', async () => {
       assert.match(out, new RegExp(`^Usage: paddock ${c.join(' ')}`), out);
     }),
   );
+});
+
+test('--version prints the version of package.json', async () => {
+  const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'cli', 'package.json'), 'utf8'));
+  assert.equal(ok(await runCli(tempHome(), ['--version'])), `${version}\n`);
+});
+
+test('paddock completion bash completes commands, subcommands and flags from the command tree', async () => {
+  const home = tempHome();
+  const script = ok(await runCli(home, ['completion', 'bash']));
+  // The completion function run by bash itself, as it runs at a TAB.
+  const complete = (words: string[]) => {
+    const args = words.map((w) => `'${w.replace(/'/g, `'\\''`)}'`).join(' ');
+    const r = spawnSync('bash', ['-c', `${script}\nCOMP_WORDS=(${args}); COMP_CWORD=${words.length - 1}; _paddock; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.split('\n').filter(Boolean);
+  };
+  assert.deepEqual(complete(['paddock', 'fi']), ['files']);
+  assert.deepEqual(complete(['paddock', 'lo']), ['login', 'logs']);
+  assert.deepEqual(complete(['paddock', 'logs', '-']), ['-f', '--follow', '-s', '--session', '-h', '--help']);
+  assert.deepEqual(complete(['paddock', 'keys', '']), ['create', 'ls', 'rm', '-h', '--help']);
+  assert.deepEqual(complete(['paddock', '--json', 'files', 'gr']), ['grep']);
+  assert.deepEqual(complete(['paddock', 'files', 'grep', '--ig']), ['--ignore-case']);
+  // The value of a flag is not taken for a command: `--path files` stays in grep.
+  assert.ok(complete(['paddock', 'files', 'grep', '--path', 'files', '--']).includes('--glob'));
+  assert.deepEqual(complete(['paddock', 'keys', 'rm', '--y']), ['--yes']);
+  assert.deepEqual(complete(['paddock', 'completion', '']), ['bash', 'zsh', 'fish', '-h', '--help']);
+  // After `--` the words are exec's command: nothing is offered.
+  assert.deepEqual(complete(['paddock', 'exec', '--', 'l']), []);
+
+  // zsh and fish: made from the same tree (neither shell is on this machine to run them).
+  const zsh = ok(await runCli(home, ['completion', 'zsh']));
+  assert.match(zsh, /^#compdef paddock$/m);
+  assert.match(zsh, /'\/files\/grep'\)\n +commands=\(\)\n +options=\(.*'--ignore-case:ignore case'/);
+  const fish = ok(await runCli(home, ['completion', 'fish']));
+  assert.match(fish, /^complete -c paddock -n '__paddock_at \\'\/keys\\'' -a 'create' -d 'create an API key/m);
+  assert.match(fish, /^complete -c paddock -n '__paddock_at \\'\/files\/grep\\'' -l 'ignore-case' -s 'i' -d 'ignore case'$/m);
+
+  const bad = await runCli(home, ['completion', 'powershell']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /bash, zsh, fish/);
 });
 
 test('a usage error exits 2 and names the problem on stderr', async () => {

@@ -106,3 +106,11 @@ test('a command refused by the allowlist runs nothing and exits 125 with the cod
   ok(await user.run(['allowlist', 'clear']));
   assert.deepEqual(json(await user.run(['files', 'glob', 'should-not-exist', '--json'])).matches, []);
 });
+
+test("exec's errors name its own flags: the API's timeoutSeconds is --timeout", async () => {
+  const { user } = await session();
+  const r = await user.run(['exec', '--timeout', '100000', '--', 'true']);
+  failsWith(r, 'invalid_request', 125);
+  assert.match(r.stderr, /^Error: --timeout: at most 900 seconds/m);
+  assert.ok(!r.stderr.includes('timeoutSeconds'), r.stderr);
+});

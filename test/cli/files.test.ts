@@ -57,6 +57,13 @@ test('files view prints lines, a range with --start and --end, and --json the AP
   assert.equal(v.totalLines, 4);
   assert.equal(v.content, 'l1\nl2\nl3\nl4\n');
   failsWith(await u.run(['files', 'view', 'nope.txt']), 'file_not_found', 1);
+  // The API's query.startLine and endLine are --start and --end here.
+  const past = await u.run(['files', 'view', 'lines.txt', '--start', '9']);
+  failsWith(past, 'invalid_request', 1);
+  assert.match(past.stderr, /^Error: --start: the file has 4 lines\./m);
+  const backwards = await u.run(['files', 'view', 'lines.txt', '--start', '3', '--end', '2']);
+  assert.match(backwards.stderr, /^Error: --end: must not be less than --start \(3\)\./m);
+  assert.ok(!/startLine|endLine|query\./.test(past.stderr + backwards.stderr));
   const zero = await u.run(['files', 'view', 'lines.txt', '--start', '0']);
   assert.equal(zero.code, 2);
   assert.match(zero.stderr, /--start <line>.*must be a whole number/);
@@ -67,9 +74,11 @@ test('files edit replaces exact text, with errors that say what to do', async ()
   ok(await u.run(['files', 'create', 'edit.txt', '--content', 'a b a b\n']));
   const none = await u.run(['files', 'edit', 'edit.txt', '--old', 'zzz', '--new', 'y']);
   failsWith(none, 'edit_no_match', 1);
+  assert.match(none.stderr, /^Error: --old does not occur in "\/workspace\/edit\.txt"\./m);
   const twice = await u.run(['files', 'edit', 'edit.txt', '--old', 'a', '--new', 'y']);
   failsWith(twice, 'edit_ambiguous', 1);
-  assert.match(twice.stderr, /--all/);
+  assert.match(twice.stderr, /^Error: --old occurs more than once in .*; give more context or set --all\./m);
+  assert.ok(!/oldText|replaceAll/.test(none.stderr + twice.stderr));
   assert.equal(ok(await u.run(['files', 'edit', 'edit.txt', '--old', 'a b a', '--new', 'c'])), '1 replacement in /workspace/edit.txt\n');
   assert.deepEqual(json(await u.run(['files', 'edit', 'edit.txt', '--old', 'b', '--new', 'd', '--all', '--json'])), {
     path: '/workspace/edit.txt',
@@ -98,6 +107,20 @@ test('files ls, glob and grep', async () => {
   assert.deepEqual(grep.trimEnd().split('\n').sort(), ['/workspace/tree/src/main.py:1:print("Hello")', '/workspace/tree/src/util.py:1:def hello():']);
   const g = json(await u.run(['files', 'grep', 'readme', '--path', 'tree', '--json']));
   assert.deepEqual(g.matches, [{ path: '/workspace/tree/README.md', line: 1, text: 'hello readme' }]);
+
+  // Exit codes as grep's: 0 a match, 1 none, 2 trouble.
+  const none = await u.run(['files', 'grep', 'no such text anywhere', '--path', 'tree']);
+  assert.equal(none.code, 1, none.stderr);
+  assert.equal(none.stdout, '');
+  assert.match(none.stderr, /No matches\./);
+  const noneJson = await u.run(['files', 'grep', 'no such text anywhere', '--path', 'tree', '--json']);
+  assert.equal(noneJson.code, 1);
+  assert.deepEqual(JSON.parse(noneJson.stdout).matches, []);
+  const missing = await u.run(['files', 'grep', 'hello', '--path', 'no/such/dir']);
+  assert.equal(missing.code, 2, missing.stderr);
+  assert.match(missing.stderr, /^Error: .*\[file_not_found\]/m);
+  const badPattern = await u.run(['files', 'grep', '(unclosed', '--path', 'tree']);
+  assert.equal(badPattern.code, 2, badPattern.stderr);
 });
 
 test('files create from a local file that cannot be read fails before any request', async () => {
@@ -106,4 +129,44 @@ test('files create from a local file that cannot be read fails before any reques
   assert.equal(r.code, 2);
   assert.match(r.stderr, /Cannot read \/does\/not\/exist/);
   failsWith(await u.run(['files', 'view', 'x.txt']), 'file_not_found', 1);
+});
+
+test('files upload sends a local tree, leaving out what git ignores unless --no-gitignore; files download saves it back, tar.gz by its name', async () => {
+  const u = await user();
+  const { mkdirSync, readFileSync, existsSync } = await import('node:fs');
+  const { spawnSync } = await import('node:child_process');
+  const tree = join(tempHome(), 'project');
+  mkdirSync(join(tree, 'sub'), { recursive: true });
+  writeFileSync(join(tree, 'a.txt'), 'a\n');
+  writeFileSync(join(tree, 'sub/b.txt'), 'b\n');
+  writeFileSync(join(tree, 'debug.log'), 'ignored\n');
+  writeFileSync(join(tree, '.gitignore'), '*.log\n');
+  const listing = async (dir: string) => ok(await u.run(['exec', '--', 'sh', '-c', `cd ${dir} && find . -mindepth 1 -not -path "./.git/*" | sort`]));
+
+  // Not a git work tree: .gitignore files are honoured all the same.
+  const plain = json(await u.run(['files', 'upload', tree, 'up/plain', '--json']));
+  assert.equal(plain.path, '/workspace/up/plain');
+  assert.equal(await listing('up/plain'), './.gitignore\n./a.txt\n./sub\n./sub/b.txt\n');
+
+  assert.equal(spawnSync('git', ['init', '-q', tree]).status, 0);
+  const viaGit = await u.run(['files', 'upload', tree, 'up/git', '--gzip']);
+  assert.match(ok(viaGit), /^Extracted \d+ entries into \/workspace\/up\/git \(.+ sent\)\n$/);
+  assert.equal(await listing('up/git'), './.gitignore\n./a.txt\n./sub\n./sub/b.txt\n');
+
+  ok(await u.run(['files', 'upload', tree, 'up/all', '--no-gitignore']));
+  assert.match(await listing('up/all'), /\.\/\.git\n[^]*\.\/debug\.log\n/);
+
+  const saved = join(tempHome(), 'back.tgz');
+  assert.match(ok(await u.run(['files', 'download', 'up/git', '-o', saved])), /^Saved .*back\.tgz \(.+\)\n$/);
+  assert.deepEqual(readFileSync(saved).subarray(0, 2), Buffer.from([0x1f, 0x8b]));
+  const names = spawnSync('tar', ['-tzf', saved], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).sort();
+  assert.deepEqual(names, ['./', './.gitignore', './a.txt', './sub/', './sub/b.txt']);
+  assert.ok(!existsSync(`${saved}.part`));
+
+  const piped = await u.run(['files', 'download', 'up/git/a.txt', '-o', '-']);
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.match(piped.stdout, /^a\.txt\0/);
+  assert.match(piped.stdout, /ustar/);
+  failsWith(await u.run(['files', 'download', 'up/none', '-o', join(tempHome(), 'none.tar')]), 'file_not_found', 1);
+  assert.match(ok(await u.run(['files', 'upload', '--help'])), /\.gitignore is honoured[^]*--no-gitignore/);
 });

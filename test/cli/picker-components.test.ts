@@ -1,7 +1,7 @@
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cleanup, render } from 'ink-testing-library';
-import { PaddockApiError } from '../../cli/api/errors.ts';
+import { PaddockApiError } from '../../cli/api/index.ts';
 import type { Account, ExecStreamEvent, Sandbox } from '../../cli/api/types.ts';
 import { h } from '../../cli/ui/h.ts';
 import { Picker } from '../../cli/ui/picker.ts';
@@ -143,12 +143,14 @@ test('QuotaFooter shows the sandbox-hours and the concurrent sandboxes', () => {
 test('ActionMenu moves with the arrows and chooses with enter; esc goes back', async () => {
   const chosen: string[] = [];
   const { lastFrame, stdin } = render(h(ActionMenu, { sessionId: 'sbx_x', onChoose: (a: string) => chosen.push(a) }));
-  assert.match(lastFrame() ?? '', /> Run a command/);
+  assert.match(lastFrame() ?? '', /> Open a shell/);
   await tick();
   stdin.write(DOWN);
-  await frameWhere(lastFrame, (f) => /> Browse files/.test(f), 'the second action');
+  await frameWhere(lastFrame, (f) => /> Run a command/.test(f), 'the second action');
   stdin.write(DOWN);
-  await frameWhere(lastFrame, (f) => /> Destroy/.test(f), 'the third action');
+  await frameWhere(lastFrame, (f) => /> Browse files/.test(f), 'the third action');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (f) => /> Destroy/.test(f), 'the fourth action');
   stdin.write(ENTER);
   await tick();
   stdin.write(ESC);
@@ -219,7 +221,9 @@ test('Picker: enter opens the actions; run a command and see its output', async 
   const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
   await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
   stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'the actions');
+  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'run chosen');
   stdin.write(ENTER);
   await frameWhere(lastFrame, (x) => x.includes('Run a command in sbx_one'), 'the exec panel');
   stdin.write('echo hello');
@@ -239,7 +243,8 @@ test('Picker: browse files, open a folder and a file, go back up', async () => {
   const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
   await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
   stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'the actions');
+  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+  stdin.write(DOWN);
   stdin.write(DOWN);
   await frameWhere(lastFrame, (x) => x.includes('> Browse files'), 'browse chosen');
   stdin.write(ENTER);
@@ -263,7 +268,8 @@ test('Picker: destroy asks for confirmation; n keeps it, y destroys', async () =
   await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
   const openDestroy = async () => {
     stdin.write(ENTER);
-    await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'the actions');
+    await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+    stdin.write(DOWN);
     stdin.write(DOWN);
     stdin.write(DOWN);
     await frameWhere(lastFrame, (x) => x.includes('> Destroy'), 'destroy chosen');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { exited } from '../helpers/processes.ts';
-import { cliEnv, json, newSession, repoRoot, signedUpUser } from './cli-helpers.ts';
+import { cliEnv, json, newSession, repoRoot, signedUpUser, cliCommand } from './cli-helpers.ts';
 
 // A smoke run of the real picker in a pseudo-terminal: util-linux `script` gives `paddock` a TTY,
 // and the keys written to script's standard input reach it as typed.
@@ -17,7 +17,7 @@ test('paddock with no arguments in a terminal opens the picker: it draws, moves,
   const first = await newSession(user);
 
   // CI=true on purpose: CI runners set it, and Ink must still draw in a real terminal.
-  const child = spawn('script', ['-qfec', 'stty cols 120 rows 40; exec node cli/main.ts', '/dev/null'], {
+  const child = spawn('script', ['-qfec', `stty cols 120 rows 40; exec ${cliCommand().map((a) => `'${a}'`).join(' ')}`, '/dev/null'], {
     cwd: repoRoot,
     env: cliEnv(user.home, { TERM: 'xterm-256color', CI: 'true' }),
     stdio: 'pipe',

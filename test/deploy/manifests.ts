@@ -114,6 +114,7 @@ export const USABLE_SECRETS: Record<string, string> = {
   PADDOCK_JWT_SECRET_PREVIOUS: 'y'.repeat(48),
   PADDOCK_SECRETS_KEY_PREVIOUS: 'cd'.repeat(32),
   PADDOCK_METRICS_TOKEN: 't'.repeat(24),
+  PADDOCK_WEBHOOK_SECRETS_KEY: 'ef'.repeat(32),
 };
 
 function fillSecrets(example: string): string {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { startReplicas } from '../helpers/replicas.ts';
-import { startPrivatePostgres } from '../helpers/private-services.ts';
+import { startPrivatePostgres, startPrivateRedis } from '../helpers/private-services.ts';
 import { assertProblem, newAccount, type TestAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
 import { assertConsistent, sandboxRows } from './probes.ts';
@@ -20,10 +20,12 @@ const CAP = 3;
 const READY_TIMEOUT_SECONDS = 10;
 const LOOPS_PER_ACCOUNT = 3;
 
-// A database of the test's own: one scenario instruments it (a trigger, a table lock).
+// A database and a Redis of the test's own: one scenario instruments them (a trigger, paused writes).
 const postgres = await startPrivatePostgres();
+const redisServer = await startPrivateRedis();
 const replicas = await startReplicas({
   databaseUrl: postgres.url,
+  redisUrl: redisServer.url,
   overrides: {
     PADDOCK_QUOTA_CONCURRENT_SANDBOXES: String(CAP),
     PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: String(READY_TIMEOUT_SECONDS),
@@ -87,12 +89,13 @@ test('a web killed after committing a sandbox, before enqueuing its jobs: the sw
   await replicas.db.query(`create or replace trigger paddock_test_pause after insert on idempotency_keys
     for each row when (new.key like 'pause-%') execute function paddock_test_pause()`);
   const holder = await replicas.db.connect();
-  const tableLocker = await replicas.db.connect();
+  // The create goes from its commit straight to Redis: writes paused on the test's own Redis hold
+  // it there, committed and not yet enqueued.
+  const admin = new Redis(redisServer.url);
   const blockedBy = async (pid: number) =>
     (await replicas.db.query<{ pid: number; query: string }>('select pid, query from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [pid])).rows;
   try {
     const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-    const lockerPid = (await tableLocker.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
     await holder.query('select pg_advisory_lock($1)', [lockId]);
 
     const web = replicas.webs[0]!;
@@ -101,34 +104,23 @@ test('a web killed after committing a sandbox, before enqueuing its jobs: the sw
       (err: unknown) => ({ status: undefined, error: String(err) }),
     );
     // 1. The create holds its row inside its transaction, waiting on the trigger.
-    const [creator] = await eventually('the create waiting in its transaction', 20_000, async () => {
-      const rows = await blockedBy(holderPid);
-      return rows.length ? rows : undefined;
-    });
-    // 2. Queue an exclusive lock on sandboxes behind that transaction, then let it commit: the
-    //    create's next read of the table (right after the commit, before enqueuing) now waits.
-    await tableLocker.query('begin');
-    const locked = tableLocker.query('lock table sandboxes in access exclusive mode');
-    await eventually('the table lock queued behind the create', 20_000, async () =>
-      (await blockedBy(creator!.pid)).some((r) => r.pid === lockerPid) ? true : undefined,
-    );
+    await eventually('the create waiting in its transaction', 20_000, async () => ((await blockedBy(holderPid)).length ? true : undefined));
+    // 2. Redis stops taking writes (its own reads, the rate limit's included, are done); the
+    //    create then commits, and its enqueue waits.
+    await admin.call('client', 'pause', '120000', 'WRITE');
     await holder.query('select pg_advisory_unlock($1)', [lockId]);
-    await locked;
-    const [reader] = await eventually('the create reading its row after the commit', 20_000, async () => {
-      const rows = await blockedBy(lockerPid);
-      return rows.some((r) => /sandboxes/.test(r.query)) ? rows : undefined;
-    });
-    assert.match(reader!.query, /^select/i);
+    await eventually('the create committed', 20_000, async () => ((await sandboxRows(replicas.db, [a.id])).length ? true : undefined));
+    await sleep(200);
     // 3. Now kill it: committed, never enqueued.
     assert.equal((await replicas.kill('web', 0, 'SIGKILL')).signal, 'SIGKILL');
-    await tableLocker.query('commit');
+    await admin.call('client', 'unpause');
     const answer = await request;
     assert.equal(answer.status, undefined, 'the client saw a broken connection');
   } finally {
+    await admin.call('client', 'unpause').catch(() => undefined);
+    admin.disconnect();
     await holder.query('select pg_advisory_unlock_all()').catch(() => undefined);
-    await tableLocker.query('rollback').catch(() => undefined);
     holder.release();
-    tableLocker.release();
   }
 
   const [row] = await sandboxRows(replicas.db, [a.id]);

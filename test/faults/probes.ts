@@ -1,3 +1,4 @@
+import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
 import type { JsonResponse } from '../helpers/http.ts';
@@ -71,7 +72,7 @@ export async function sandboxRows(db: pg.Pool, accountIds: string[]): Promise<Sa
  * or destroyed (none pending or terminating for ever), the runtime holds exactly the active rows,
  * one sandbox per id, and none of them is past its cap.
  */
-export async function assertConsistent(replicas: Replicas, accountIds: string[]): Promise<SandboxRow[]> {
+export async function assertConsistent(replicas: Replicas, accountIds: string[], options: { inserted?: string[] } = {}): Promise<SandboxRow[]> {
   const rows = await sandboxRows(replicas.db, accountIds);
   const unsettled = rows.filter((r) => r.state === 'active' && r.status !== 'running');
   assert.deepEqual(unsettled, [], 'every sandbox is running or destroyed');
@@ -88,6 +89,8 @@ export async function assertConsistent(replicas: Replicas, accountIds: string[])
   const now = Date.now();
   const overdue = rows.filter((r) => r.state === 'active' && r.expires_at.getTime() < now - 1000);
   assert.deepEqual(overdue, [], 'no sandbox is past its cap');
+  // Every transition has its events, once each, in order, and no event lacks its transition.
+  if (rows.length > 0) await assertEventsMatchTransitions(replicas.db, { sandboxIds: rows.map((r) => r.id), inserted: options.inserted });
   return rows;
 }
 

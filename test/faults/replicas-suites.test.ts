@@ -21,6 +21,10 @@ const replicas = await startReplicas({
     // The suite's own signups come from the proxy's address, each race from an address of its own.
     PADDOCK_RATE_AUTH_PER_MIN: String(AUTH_PER_MIN),
     PADDOCK_TRUST_PROXY: 'true',
+    // The bucket race sends 30 file operations at once: only the bucket may refuse them here
+    // (admission control has its own suite, test/security/admission.test.ts).
+    PADDOCK_INFLIGHT_FILES_PER_SANDBOX: '100',
+    PADDOCK_INFLIGHT_FILES_PER_ACCOUNT: '100',
   },
 });
 const webs = () => replicas.webs.map((w) => w.url);

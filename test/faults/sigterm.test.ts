@@ -166,8 +166,11 @@ test('SIGTERM to a worker running jobs: they finish (none left to be taken over)
       ...running.map((r) => call(replicas.url, 'DELETE', `/v1/sandboxes/${r.body.id}?wait=false`, { token: a.key })),
     ]);
     for (const r of burst) assert.equal(r.status >= 200 && r.status < 300, true, JSON.stringify(r.body));
+    // This test's jobs only: a job of an earlier test that worker 1 took as it was stopped (the
+    // queue's Lua step runs in Redis even when its client is frozen) stays active with it.
+    const ours = new Set([...running, ...burst].map((r) => (r.body as { id?: string }).id).filter(Boolean));
     const active = await eventually('worker 0 running jobs', 20_000, async () => {
-      const jobs = await queue.getActive();
+      const jobs = (await queue.getActive()).filter((job) => ours.has((job.data as { sandboxId?: string }).sandboxId));
       return jobs.length > 0 ? jobs : undefined;
     });
     const exit = replicas.kill('worker', 0, 'SIGTERM');
@@ -176,7 +179,7 @@ test('SIGTERM to a worker running jobs: they finish (none left to be taken over)
     assert.match(replicas.workers[0]!.output(), /"msg":"stopped"/);
     // Every job it was running finished before it exited: none left active for a takeover.
     for (const job of active) assert.equal(await queue.getJobState(job.id!), 'completed', `${job.name} ${job.id}`);
-    assert.equal(await queue.getActiveCount(), 0);
+    assert.deepEqual((await queue.getActive()).filter((job) => ours.has((job.data as { sandboxId?: string }).sandboxId)), []);
     const rows = await sandboxRows(replicas.db, [a.id]);
     for (const job of active) {
       const sandboxId = (job.data as { sandboxId: string }).sandboxId;

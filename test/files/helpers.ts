@@ -32,8 +32,8 @@ export function fileClient(stack: SandboxStack, key: string, id: string): FileCl
       const result = await stack.apis[0]!.deps.runtime.exec(id, {
         argv: ['/bin/sh', '-c', script],
         timeoutMs: 10_000,
-        onStdout: (c) => out.push(Buffer.from(c)),
-        onStderr: (c) => err.push(Buffer.from(c)),
+        onStdout: (c) => void out.push(Buffer.from(c)),
+        onStderr: (c) => void err.push(Buffer.from(c)),
       });
       return { exitCode: result.exitCode, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
     },

@@ -27,6 +27,11 @@ export interface World {
   /** Sandboxes and keys created during the run, with the account that created them. */
   churn: { id: string; owner: AccountName }[];
   spareKeys: { id: string; owner: AccountName }[];
+  /** Webhook endpoints the fuzz keeps (their owners' DELETEs go to a spare one instead), and spares made during the run. */
+  webhooks: { A: string; B: string };
+  /** Background processes of each stable sandbox, by sandbox id: one that runs (it reads stdin), one that has ended. */
+  procs: Record<string, { running: string; ended: string }>;
+  spareWebhooks: { id: string; owner: AccountName }[];
   /** Strings that must never appear in any answer. */
   planted: { label: string; value: string }[];
   routes: Map<string, Route>;
@@ -53,6 +58,8 @@ export function documentedCodes(doc: {
 
 const MISSING_SANDBOX = `sbx_${'0'.repeat(24)}`;
 const MISSING_KEY = `key_${'0'.repeat(24)}`;
+const MISSING_WEBHOOK = `wh_${'0'.repeat(24)}`;
+const MISSING_PROC = `proc_${'0'.repeat(24)}`;
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -75,13 +82,18 @@ function pick<T>(items: T[]): T | undefined {
 }
 
 /** The live value behind a reference such as "@sbx.A1"; anything else is returned as it is. */
-function resolveRef(value: string, plan: Plan, world: World): string {
+function resolveRef(value: string, plan: Plan, world: World, resolved?: Map<string, string>): string {
   if (!value.startsWith('@')) return value;
   const actor = actorOf(plan);
   // (Any plan whose path is a sandbox's may be sent with DELETE: GET /v1/sandboxes/:id's too.)
   const path = world.routes.get(plan.route)?.spec.path;
   const destroyingSandbox = path === '/v1/sandboxes/:id' && plan.method === 'DELETE';
   const revokingKey = path === '/v1/api-keys/:keyId' && plan.method === 'DELETE';
+  const deletingWebhook = path === '/v1/webhooks/:webhookId' && plan.method === 'DELETE';
+  const spareWebhook = () => {
+    const mine = world.spareWebhooks.filter((k) => k.owner === actor);
+    return pick(mine.length ? mine : world.spareWebhooks)?.id ?? MISSING_WEBHOOK;
+  };
   const churn = () => {
     const mine = world.churn.filter((c) => c.owner === actor);
     return pick(mine.length ? mine : world.churn)?.id ?? MISSING_SANDBOX;
@@ -119,6 +131,23 @@ function resolveRef(value: string, plan: Plan, world: World): string {
       return spare();
     case '@key.missing':
       return MISSING_KEY;
+    case '@wh.A':
+    case '@wh.B': {
+      const owner = value.slice(4) as 'A' | 'B';
+      if (deletingWebhook && actor === owner) return spareWebhook();
+      return world.webhooks[owner];
+    }
+    case '@wh.missing':
+      return MISSING_WEBHOOK;
+    case '@proc.same':
+      // The process of the sandbox this request names (the path's id, resolved before it).
+      // Input goes to the one that runs; everything else (output, with follow too, and stop) to the
+      // one that has ended, so no request waits on a process that never ends.
+      const sandboxId = resolved?.get('id') ?? '';
+      if (!Object.hasOwn(world.procs, sandboxId)) return MISSING_PROC;
+      return path?.endsWith('/stdin') ? world.procs[sandboxId]!.running : world.procs[sandboxId]!.ended;
+    case '@proc.missing':
+      return MISSING_PROC;
     case '@secret.A':
       return world.secretName;
     case '@email.fresh':
@@ -165,6 +194,7 @@ function buildBody(body: BodyPlan, plan: Plan, world: World): Buffer {
     case 'text':
       return Buffer.from(body.text.replace(/@(?:sbx|key|secret|email)\.\w+|@password/g, (ref) => resolveRef(ref, plan, world)));
     case 'bytes':
+    case 'raw':
       return Buffer.from(body.hex, 'hex');
     case 'huge': {
       const base = resolveDeep(body.base, plan, world) as Record<string, unknown>;
@@ -222,9 +252,11 @@ export interface BuiltRequest {
 
 export function buildRequest(plan: Plan, world: World): BuiltRequest {
   const route = world.routes.get(plan.route)!;
+  const resolved = new Map<string, string>();
   let path = route.spec.path.replace(/:(\w+)/g, (_, name: string) => {
     const segment = plan.params[name]!;
-    const value = resolveRef(segment.value, plan, world);
+    const value = resolveRef(segment.value, plan, world, resolved);
+    resolved.set(name, value);
     return segment.raw ? value : encode(value);
   });
   if (Array.isArray(plan.query)) {
@@ -239,7 +271,7 @@ export function buildRequest(plan: Plan, world: World): BuiltRequest {
   let body: Buffer | undefined;
   if (plan.body && plan.method !== 'HEAD') {
     body = buildBody(plan.body, plan, world);
-    if (!('content-type' in headers)) headers['content-type'] = 'application/json';
+    if (!('content-type' in headers)) headers['content-type'] = plan.body.kind === 'raw' ? plan.body.contentType : 'application/json';
   }
   if (headers['content-type'] === '') delete headers['content-type'];
   if (headers['idempotency-key'] === '') delete headers['idempotency-key'];
@@ -500,7 +532,8 @@ export function judge(plan: Plan, req: BuiltRequest, answer: Answer, world: Worl
     const declared = route.spec.responses[answer.status];
     if (!declared) problems.push(`success status ${answer.status} is not documented`);
     else if (/application\/x-ndjson/.test(type)) {
-      const schema = declared.alternatives?.find((a) => a.contentType === 'application/x-ndjson')?.schema;
+      const ndjsonFirst = declared.contentType === 'application/x-ndjson';
+      const schema = ndjsonFirst ? declared.schema : declared.alternatives?.find((a) => a.contentType === 'application/x-ndjson')?.schema;
       if (!schema) problems.push('streamed an undocumented media type');
       const lines = answer.text.split('\n').filter((l) => l !== '');
       const parsed = lines.map((l) => {
@@ -515,8 +548,15 @@ export function judge(plan: Plan, req: BuiltRequest, answer: Answer, world: Worl
         if (schema && !schema.safeParse(line).success) problems.push(`stream line does not match the schema: ${JSON.stringify(line).slice(0, 200)}`);
       }
       const last = parsed.at(-1);
-      if (!last || (last.type !== 'exit' && last.type !== 'error')) problems.push('the stream does not end with an exit or error line');
+      // A command's stream ends with how it ended; a background process's output, read while it
+      // runs (without follow), ends where its kept output ends.
+      const stillRunning = ndjsonFirst && !new URL(req.target, 'http://x').searchParams.has('follow');
+      if (!stillRunning && (!last || (last.type !== 'exit' && last.type !== 'error'))) problems.push('the stream does not end with an exit or error line');
       if (last?.type === 'error' && (errorCatalogue[last.code!]?.status ?? 500) >= 500) problems.push(`the stream ended with error ${String(last.code)}`);
+    } else if (declared.contentType && !/json/.test(declared.contentType)) {
+      // Data, not JSON (an archive): its media type must be one the route documents.
+      const documented = [declared.contentType, ...(declared.alternatives ?? []).map((a) => a.contentType)];
+      if (!documented.some((t) => type.startsWith(t))) problems.push(`success with an undocumented media type ${type}`);
     } else if (declared.schema) {
       let value: unknown;
       try {
@@ -565,6 +605,8 @@ export function harvest(plan: Plan, req: BuiltRequest, answer: Answer, world: Wo
     world.churn.push({ id: body.id, owner: actor });
   } else if (plan.route === 'POST /v1/api-keys' && answer.status === 201 && body.id) {
     world.spareKeys.push({ id: body.id, owner: actor });
+  } else if (plan.route === 'POST /v1/webhooks' && answer.status === 201 && body.id) {
+    world.spareWebhooks.push({ id: body.id, owner: actor });
   } else if (plan.route === 'DELETE /v1/sandboxes/:id' && answer.status === 200 && body.state === 'destroyed') {
     world.churn = world.churn.filter((c) => c.id !== body.id);
   }

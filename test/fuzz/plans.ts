@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { z } from 'zod';
 import type { Route } from '../../api/routes/route.ts';
+import { tarOf } from '../files/tar-writer.ts';
 
 // Request plans for the route fuzzer, derived from the route list itself: a route added to
 // api/routes/index.ts is fuzzed without touching this file. Each route's zod schemas are turned
@@ -35,6 +36,8 @@ export type BodyPlan =
   | { kind: 'text'; text: string }
   /** Bytes given as hex, for what is not UTF-8. */
   | { kind: 'bytes'; hex: string }
+  /** Bytes of their own media type (an archive), given as hex. */
+  | { kind: 'raw'; hex: string; contentType: string }
   /** A JSON body with one string field of `size` characters (built at send time, not printed). */
   | { kind: 'huge'; field: string; size: number; base: Record<string, unknown> };
 
@@ -186,6 +189,7 @@ interface JsonSchema {
   type?: string | string[];
   enum?: unknown[];
   anyOf?: JsonSchema[];
+  const?: unknown;
   oneOf?: JsonSchema[];
   properties?: Record<string, JsonSchema>;
   required?: string[];
@@ -224,6 +228,7 @@ function fromSchema(schema: JsonSchema, field: string, semantic: Semantic): fc.A
   const special = semantic(field);
   if (special) return special;
   if (schema.enum) return fc.constantFrom(...schema.enum);
+  if (schema.const !== undefined) return fc.constant(schema.const);
   const alternatives = schema.anyOf ?? schema.oneOf;
   if (alternatives) return fc.oneof(...alternatives.map((s) => fromSchema(s, field, semantic)));
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
@@ -270,6 +275,16 @@ const sandboxRef = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(...SANDBOX_REFS) },
 );
 const keyRef = fc.constantFrom('@key.spare', '@key.A', '@key.B', '@key.spare', '@key.missing');
+const webhookRef = fc.constantFrom('@wh.A', '@wh.B', '@wh.A', '@wh.missing');
+// Webhook URLs: mostly deliverable-looking ones (the test stack's network is offline: nothing is
+// ever sent), and the refused kinds.
+const webhookUrl = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('https://fuzz.hooks.example/', 'https://hooks.example/in?x=1', 'https://[2001:db8::1]/h') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('http://hooks.example/', 'https://127.0.0.1/', 'https://[::1]/', 'https://169.254.169.254/', 'https://localhost/', 'https://u:p@hooks.example/', 'not a url', 'ftp://x/'),
+  },
+);
 
 export const SANDBOX_PATHS = [
   'notes.txt',
@@ -384,6 +399,8 @@ function semanticFor(route: Route): Semantic {
         return key.includes('/secrets') ? envName : undefined;
       case 'value':
         return fc.oneof(smallText, fc.constant('fuzz-secret-value'));
+      case 'url':
+        return webhookUrl;
       case 'env{}':
         return envName;
       case 'commands[]':
@@ -435,7 +452,11 @@ function segmentArb(name: string, mode: Mode): fc.Arbitrary<Segment> {
         ? keyRef
         : name === 'name'
           ? fc.oneof(fc.constant('@secret.A'), envName)
-          : fc.string({ minLength: 1, maxLength: 20 });
+          : name === 'webhookId'
+            ? webhookRef
+            : name === 'procId'
+              ? fc.constantFrom('@proc.same', '@proc.same', '@proc.same', '@proc.missing')
+              : fc.string({ minLength: 1, maxLength: 20 });
   return mostly(
     valid.map((value): Segment => ({ value })),
     fc.oneof(
@@ -498,6 +519,12 @@ function queryArb(route: Route, semantic: Semantic, mode: Mode): fc.Arbitrary<Pl
 
 function bodyArb(route: Route, semantic: Semantic, mode: Mode): fc.Arbitrary<BodyPlan | undefined> {
   const { spec } = route;
+  if (spec.streamedBody) {
+    // A small valid archive, else what a streamed body must refuse: JSON, garbage, nothing.
+    const archive: BodyPlan = { kind: 'raw', hex: tarOf([{ name: 'fuzz.txt', data: 'fuzz\n' }]).toString('hex'), contentType: spec.streamedBody.mediaTypes[0]! };
+    const refused = fc.constantFrom<BodyPlan | undefined>(undefined, { kind: 'json', value: {} }, { kind: 'raw', hex: '00ff'.repeat(300), contentType: spec.streamedBody.mediaTypes[0]! }, { kind: 'text', text: 'x' });
+    return mostly<BodyPlan | undefined>(fc.constant(archive), refused, mode, 1, 3);
+  }
   if (!spec.body) {
     // A body where none is taken: usually nothing, sometimes JSON or garbage.
     return mostly<BodyPlan | undefined>(

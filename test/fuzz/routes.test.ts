@@ -5,7 +5,7 @@ import { allRoutes } from '../../api/routes/index.ts';
 import { Sandbox, Account } from '../../shared/db/entities.ts';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
-import { newAccount } from '../helpers/accounts.ts';
+import { newAccount, type TestAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { anyPlanArb, routeKey } from './plans.ts';
 import { buildRequest, closeClient, documentedCodes, harvest, judge, send, undocumentedCode, type World } from './client.ts';
@@ -34,6 +34,7 @@ const stack = await startSandboxStack({
     PADDOCK_QUOTA_CONCURRENT_SANDBOXES: String(CONCURRENT_CAP),
     PADDOCK_RATE_AUTH_PER_MIN: '1000000',
     PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '1000000',
+    PADDOCK_RATE_ACCOUNT_PER_MIN: '1000000',
     PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: '1000000',
     PADDOCK_BODY_LIMIT_BYTES: '65536',
     PADDOCK_FILE_MAX_BYTES: '131072',
@@ -61,6 +62,21 @@ async function world(): Promise<World> {
   assert.equal((await call(stack.url, 'POST', '/v1/secrets', { token: A.key, body: { name: 'FUZZ_TOKEN', value: secretValue } })).status, 201);
   const spare = await call(stack.url, 'POST', '/v1/api-keys', { token: A.token, body: { name: 'revoked' } });
   assert.equal((await call(stack.url, 'DELETE', `/v1/api-keys/${spare.body.id}`, { token: A.token })).status, 204);
+  const hook = async (who: TestAccount) => {
+    const res = await call(stack.url, 'POST', '/v1/webhooks', { token: who.key, body: { url: 'https://fuzz.hooks.example/kept' } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.id as string;
+  };
+  const webhooks = { A: await hook(A), B: await hook(B) };
+  const procs: Record<string, { running: string; ended: string }> = {};
+  for (const [id, owner] of [[A1, A], [A2, A], [B1, B]] as const) {
+    const start = async (command: string) => {
+      const started = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token: owner.key, body: { command, background: true } });
+      assert.equal(started.status, 202, JSON.stringify(started.body));
+      return started.body.id as string;
+    };
+    procs[id] = { running: await start('cat > /dev/null'), ended: await start('echo fuzz') };
+  }
   const config = stack.config;
   return {
     api,
@@ -72,9 +88,13 @@ async function world(): Promise<World> {
     revokedKey: spare.body.key,
     churn: [],
     spareKeys: [],
+    webhooks,
+    procs,
+    spareWebhooks: [],
     planted: [
       { label: 'the JWT secret', value: config.PADDOCK_JWT_SECRET! },
       { label: 'the secrets key', value: config.PADDOCK_SECRETS_KEY! },
+      { label: 'the webhook secrets key', value: config.PADDOCK_WEBHOOK_SECRETS_KEY! },
       { label: 'the database URL', value: config.DATABASE_URL },
       { label: 'the Redis URL', value: config.REDIS_URL },
       { label: 'the password', value: A.password },

@@ -20,6 +20,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     PADDOCK_REDIS_PREFIX: `t${randomBytes(6).toString('hex')}`,
     PADDOCK_JWT_SECRET: randomBytes(32).toString('hex'),
     PADDOCK_SECRETS_KEY: randomBytes(32).toString('hex'),
+    PADDOCK_WEBHOOK_SECRETS_KEY: randomBytes(32).toString('hex'),
     PADDOCK_SCRYPT_LOG_N: '12',
     PADDOCK_RATE_AUTH_PER_MIN: '1000',
     PADDOCK_LOG_LEVEL: process.env.PADDOCK_TEST_LOG_LEVEL ?? 'silent',

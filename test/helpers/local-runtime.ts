@@ -44,8 +44,8 @@ export async function run(runtime: SandboxRuntime, id: string, argv: string[], r
   const result = await runtime.exec(id, {
     argv,
     timeoutMs: 10_000,
-    onStdout: (chunk) => (stdout += Buffer.from(chunk).toString()),
-    onStderr: (chunk) => (stderr += Buffer.from(chunk).toString()),
+    onStdout: (chunk) => void (stdout += Buffer.from(chunk).toString()),
+    onStderr: (chunk) => void (stderr += Buffer.from(chunk).toString()),
     ...request,
   });
   return { ...result, stdout, stderr };

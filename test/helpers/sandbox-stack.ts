@@ -11,6 +11,8 @@ import { startApi, type RunningApi } from '../../api/server.ts';
 import type { SandboxRuntime } from '../../shared/runtime/types.ts';
 import { startKubeStandin, type KubeStandin } from '../k8s-standin/index.ts';
 import { testConfig } from './config.ts';
+import type { WebhookTransport } from '../../shared/webhooks/transport.ts';
+import { offlineTransport } from './webhooks.ts';
 
 export type TestRuntime = 'local' | 'kubernetes';
 
@@ -49,9 +51,9 @@ export interface StandinCluster {
  * Under the kubernetes runtime, the Kubernetes API stand-in, its pods local sandboxes in
  * `dir`/cluster, as there is no cluster to test against; nothing under the local runtime.
  */
-export async function startStandinCluster(dir: string): Promise<StandinCluster | undefined> {
+export async function startStandinCluster(dir: string, diskMb = 2048): Promise<StandinCluster | undefined> {
   if (testRuntime() !== 'kubernetes') return undefined;
-  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax: 128 });
+  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax: 128, diskMb });
   const standin = await startKubeStandin({ backend }).catch(async (err: unknown) => {
     await backend.close();
     throw err;
@@ -79,7 +81,15 @@ export interface SandboxStack {
  * sandboxes), all on the real PostgreSQL and Redis, with a Redis prefix and data folder of its own.
  */
 export async function startSandboxStack(
-  options: { overrides?: Record<string, string>; apis?: number; workers?: number; reaper?: boolean; logLines?: string[] } = {},
+  options: {
+    overrides?: Record<string, string>;
+    apis?: number;
+    workers?: number;
+    reaper?: boolean;
+    logLines?: string[];
+    /** How the workers' webhook deliveries resolve and connect (test/helpers/webhooks.ts); default: no network at all. */
+    webhookTransport?: WebhookTransport;
+  } = {},
 ): Promise<SandboxStack> {
   const { dir: dataDir, config } = runtimeTestConfig('paddock-test-', { ...SUITE_IMAGES, ...options.overrides });
 
@@ -97,7 +107,8 @@ export async function startSandboxStack(
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  cluster = await startStandinCluster(dataDir);
+  // A suite that sizes the local sandboxes' disk sizes the stand-in's pods' alike.
+  cluster = await startStandinCluster(dataDir, options.overrides?.PADDOCK_LOCAL_DISK_MB ? config.PADDOCK_LOCAL_DISK_MB : undefined);
   const kubeConfig = cluster?.kubeConfig;
 
   // With logLines, every process logs at debug level into that array, for tests that read the logs.
@@ -105,7 +116,7 @@ export async function startSandboxStack(
   const log = capture ? createLogger('debug', 'worker', capture) : createLogger(config.PADDOCK_LOG_LEVEL, 'worker');
   const apiLog = capture ? createLogger('debug', 'web', capture) : undefined;
   const addWorker = async (o: { reaper?: boolean } = {}) => {
-    const w = await startWorkers(config, log, { kubeConfig, reaper: o.reaper ?? options.reaper ?? true });
+    const w = await startWorkers(config, log, { kubeConfig, reaper: o.reaper ?? options.reaper ?? true, webhookTransport: options.webhookTransport ?? offlineTransport });
     workers.push(w);
     return w;
   };

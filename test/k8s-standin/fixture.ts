@@ -59,6 +59,7 @@ function observe(runtime: SandboxRuntime): ObservedBackend {
     get: (id) => runtime.get(id),
     list: () => runtime.list(),
     exec: (id, request) => runtime.exec(id, request),
+    terminal: (id, request) => runtime.terminal(id, request),
     close: () => runtime.close(),
   };
   return observed;

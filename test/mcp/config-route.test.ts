@@ -27,8 +27,21 @@ describe('GET /v1/mcp/config', () => {
         windows: '%APPDATA%\\Claude\\claude_desktop_config.json',
       },
       format: 'json',
+      transport: 'stdio',
       snippet: `${JSON.stringify({ mcpServers: { paddock: { command: 'paddock', args: ['mcp', 'serve'] } } }, null, 2)}\n`,
     });
+  });
+
+  test('transport=http answers the remote entry for this API, the key named by reference only', async () => {
+    const res = await get('?target=cursor&transport=http');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.transport, 'http');
+    assert.deepEqual(JSON.parse(res.body.snippet), { mcpServers: { paddock: { url: `${api.url}/v1/mcp`, headers: { Authorization: 'Bearer ${env:PADDOCK_API_KEY}' } } } });
+    const codex = await get('?target=codex&transport=http');
+    assert.equal(codex.status, 200);
+    assert.deepEqual(JSON.parse(JSON.stringify(parseToml(codex.body.snippet))), { mcp_servers: { paddock: { url: `${api.url}/v1/mcp`, bearer_token_env_var: 'PADDOCK_API_KEY' } } });
+    assertProblem(await get('?target=claude-desktop&transport=http'), 400, 'invalid_request');
+    assertProblem(await get('?target=cursor&transport=carrier-pigeon'), 400, 'invalid_request');
   });
 
   test('every client: its own key and entry shape, and never the API key', async () => {
@@ -87,18 +100,19 @@ describe('GET /v1/mcp/config', () => {
     assertProblem(await get('?target=cursor&extra=1'), 400, 'invalid_request');
   });
 
-  test('is not rate limited: no rate-limit headers', async () => {
+  test('is in the account bucket, with its rate-limit headers', async () => {
     const res = await get('?target=cursor');
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get('x-ratelimit-limit'), null);
-    assert.equal(res.headers.get('x-ratelimit-remaining'), null);
+    assert.match(res.headers.get('x-ratelimit-limit') ?? '', /^\d+$/);
+    assert.match(res.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
   });
 
   test('is in the OpenAPI document with its query parameters', async () => {
     const res = await call(api.url, 'GET', '/v1/openapi.json');
     const op = res.body.paths['/v1/mcp/config'].get;
-    assert.deepEqual(op.security, [{ apiKey: [] }]);
-    assert.equal(op['x-rate-limit-bucket'], undefined);
+    assert.deepEqual(op.security, [{ apiKey: ['sandboxes:read'] }]);
+    assert.equal(op['x-required-scope'], 'sandboxes:read');
+    assert.equal(op['x-rate-limit-bucket'], 'account');
     const target = op.parameters.find((p: { name: string }) => p.name === 'target');
     assert.equal(target.required, true);
     assert.deepEqual(target.schema.enum, [...MCP_TARGET_NAMES]);

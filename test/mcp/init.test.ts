@@ -511,8 +511,8 @@ describe('the command the entry runs', () => {
 
 describe('paddock mcp init, through the command line', () => {
   /** Runs `paddock <args>` in a child whose HOME is a fake one. */
-  function cli(home: string, args: string[]) {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, '.config') };
+  function cli(home: string, args: string[], extra: NodeJS.ProcessEnv = {}) {
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), ...extra };
     return spawnSync(process.execPath, [join(root, 'cli/main.ts'), ...args], { cwd: home, env, encoding: 'utf8' });
   }
 
@@ -522,7 +522,10 @@ describe('paddock mcp init, through the command line', () => {
 
     const printed = cli(home, ['mcp', 'init', 'cursor', '--print']);
     assert.equal(printed.status, 0, printed.stderr);
-    assert.deepEqual(JSON.parse(printed.stdout).mcpServers.paddock.args, ['mcp', 'serve']);
+    // The Node running the CLI and the CLI's own script, by absolute path: no `node` on the app's PATH is needed.
+    const entry = JSON.parse(printed.stdout).mcpServers.paddock;
+    assert.equal(entry.command, process.execPath);
+    assert.deepEqual(entry.args, [join(root, 'cli', 'main.ts'), 'mcp', 'serve']);
     assert.match(printed.stderr, /would be created \(--print: nothing written\)/);
     assert.equal(existsSync(file), false);
 
@@ -535,6 +538,24 @@ describe('paddock mcp init, through the command line', () => {
     const again = cli(home, ['mcp', 'init', 'cursor', '--command', COMMAND, '--json']);
     assert.equal(again.status, 0, again.stderr);
     assert.equal(JSON.parse(again.stdout).status, 'unchanged');
+  });
+
+  test('--transport http points the app at /v1/mcp with the key by reference, and back to stdio takes the remote fields out', () => {
+    const home = fakeHome().homedir;
+    const file = join(home, '.claude.json');
+    const configured = { PADDOCK_BASE_URL: 'https://paddock.example', PADDOCK_API_KEY: 'pdk_live_secretvalue123' };
+    const remote = cli(home, ['mcp', 'init', 'claude-code', '--transport', 'http'], configured);
+    assert.equal(remote.status, 0, remote.stderr);
+    const text = readFileSync(file, 'utf8');
+    assert.doesNotMatch(text, /pdk_live_/, 'the key itself is never written');
+    assert.deepEqual(JSON.parse(text).mcpServers.paddock, { type: 'http', url: 'https://paddock.example/v1/mcp', headers: { Authorization: 'Bearer ${PADDOCK_API_KEY}' } });
+    const local = cli(home, ['mcp', 'init', 'claude-code', '--command', COMMAND], configured);
+    assert.equal(local.status, 0, local.stderr);
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')).mcpServers.paddock, { type: 'stdio', command: COMMAND, args: ['mcp', 'serve'] });
+    // A client whose file paddock cannot give a remote entry: exit 2, naming the way out.
+    const codex = cli(home, ['mcp', 'init', 'claude-desktop', '--transport', 'http'], configured);
+    assert.equal(codex.status, 2);
+    assert.match(codex.stderr, /--transport stdio/);
   });
 
   test('an unknown target fails with the list of valid ones', () => {

@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { CoreV1Api, Exec, KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { newId } from '../../shared/ids.ts';
 import {
@@ -440,7 +440,7 @@ describe('the kubernetes runtime against the API stand-in', () => {
 
     test('the in-pod watchdog ends the whole tree by itself should the runtime never kill it', async () => {
       // The wrapper alone, as a runtime that died mid-exec would have left it.
-      const argv = wrapperArgv({
+      const { argv, frame } = wrapperArgv({
         argv: ['sh', '-c', 'sleep 300 & echo $! > /tmp/watchdog.pid; echo waiting; sleep 300'],
         cwd: '/workspace',
         env: {},
@@ -457,7 +457,7 @@ describe('the kubernetes runtime against the API stand-in', () => {
       const started = Date.now();
       const status = await new Promise<V1Status>((resolve, reject) => {
         new Exec(fixture!.standin.kubeConfig)
-          .exec(NAMESPACE, id.replace('_', '-'), 'sandbox', argv, sink, null, null, false, resolve)
+          .exec(NAMESPACE, id.replace('_', '-'), 'sandbox', argv, sink, null, Readable.from([frame]), false, resolve)
           .catch(reject);
       });
       assert.ok(Date.now() - started < 4000, `ended after ${Date.now() - started} ms`);
@@ -477,7 +477,7 @@ describe('the kubernetes runtime against the API stand-in', () => {
       assert.equal((await run(runtime, id, ['sh', '-c', 'test -e /tmp/should-not-exist && echo ran || echo not'])).stdout, 'not\n');
     });
 
-    test('carries an environment as large as the API allows (64 values of 4 KiB) in the exec URL', async () => {
+    test('carries an environment as large as the API allows (64 values of 4 KiB) ahead of stdin', async () => {
       const env: Record<string, string> = {};
       for (let i = 0; i < 64; i++) env[`VAR_${i}`] = `${i}:${'é &?=%/'.repeat(585)}`.slice(0, 4096);
       const { result, stdout } = await run(runtime, id, ['printenv', 'VAR_63'], { env });
@@ -535,8 +535,8 @@ async function run(runtime: SandboxRuntime, id: string, argv: string[], extra: P
     argv,
     timeoutMs: 20_000,
     ...extra,
-    onStdout: (chunk) => out.push(Buffer.from(chunk)),
-    onStderr: (chunk) => err.push(Buffer.from(chunk)),
+    onStdout: (chunk) => void out.push(Buffer.from(chunk)),
+    onStderr: (chunk) => void err.push(Buffer.from(chunk)),
   });
   const stdoutBytes = Buffer.concat(out);
   return { result, stdout: stdoutBytes.toString(), stderr: Buffer.concat(err).toString(), stdoutBytes };

@@ -108,13 +108,29 @@ test('no network by default: not even the host loopback', async (t) => {
   assert.equal(links.trim().split('\n').length, 3, 'only the loopback device');
 });
 
-test('with network, a sandbox reaches the host (so the test above can fail)', async (t) => {
+test('with network, a sandbox has a link out but still not the host loopback', { skip: !asRoot && 'network needs root' }, async (t) => {
   const { runtime, sandbox } = await setupLocalRuntime(t, { network: true });
   const id = await sandbox();
   const port = await listening(t);
+  // The device is there, so a refusal below is the filter's, not a missing network.
+  assert.match((await run(runtime, id, ['cat', '/proc/net/dev'])).stdout, /\btap0:/);
+  assert.match((await run(runtime, id, ['cat', '/proc/net/route'])).stdout, /^tap0\s+00000000\s/m, 'a default route');
   const result = await run(runtime, id, ['bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3`], { timeoutMs: 5000 });
-  assert.equal(result.exitCode, 0, result.stderr);
-  assert.equal(result.stdout, 'hello from the host\n');
+  assert.notEqual(result.exitCode, 0, `reached the host: ${result.stdout}`);
+  assert.doesNotMatch(result.stdout, /hello from the host/);
+
+  // slirp4netns runs outside the sandbox's namespaces, named by its marker: destroy ends it too.
+  const slirps = async () => {
+    const found: number[] = [];
+    for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
+      const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+      if (args[0] === `paddock-sandbox-${id}`) found.push(Number(pid));
+    }
+    return found;
+  };
+  assert.equal((await slirps()).length, 1, 'one slirp4netns for the sandbox');
+  await runtime.destroy(id);
+  assert.deepEqual(await slirps(), [], 'slirp4netns outlived its sandbox');
 });
 
 test('a sandbox cannot see another sandbox\'s files', async (t) => {
@@ -178,18 +194,22 @@ test('a busy loop gets its CPU quota and no more, and the host keeps the rest', 
   const cgroup = `/sys/fs/cgroup/cpu/paddock/${id}`;
   assert.equal((await readFile(`${cgroup}/cpu.cfs_quota_us`, 'utf8')).trim(), '10000');
   assert.equal((await readFile(`${cgroup}/cpu.cfs_period_us`, 'utf8')).trim(), '100000');
-  const before = process.hrtime.bigint();
-  const loop = await run(runtime, id, ['sh', '-c', 'while :; do :; done'], { timeoutMs: 1500 });
-  assert.equal(loop.timedOut, true);
-  const wallMs = Number(process.hrtime.bigint() - before) / 1e6;
-  // Throttled in (nearly) every period it ran: at most 10 ms of CPU in each 100 ms.
+  // Spins for 2 s of wall time, then reports the CPU it got (bash's `times`: user and system).
+  const spin = 'start=${EPOCHREALTIME/./}; while (( ${EPOCHREALTIME/./} - start < 2000000 )); do :; done; times';
+  const loop = await run(runtime, id, ['bash', '-c', spin], { timeoutMs: 20_000 });
+  assert.equal(loop.exitCode, 0, loop.stderr);
+  const [user = '', system = ''] = loop.stdout.split('\n')[0]!.split(' ');
+  const seconds = (t: string) => Number(/^(\d+)m([\d.]+)s$/.exec(t)?.[1]) * 60 + Number(/^(\d+)m([\d.]+)s$/.exec(t)?.[2]);
+  const cpuMs = (seconds(user) + seconds(system)) * 1000;
   const stat = Object.fromEntries(
     (await readFile(`${cgroup}/cpu.stat`, 'utf8')).trim().split('\n').map((l) => l.split(' ') as [string, string]),
   );
-  assert.ok(Number(stat.nr_throttled) >= 5, JSON.stringify(stat));
-  assert.ok(Number(stat.nr_throttled) >= Number(stat.nr_periods) * 0.5, JSON.stringify(stat));
-  // Held back for most of the loop's time: at least half of its wall time, in ns.
-  assert.ok(Number(stat.throttled_time) / 1e6 >= wallMs * 0.5, `${JSON.stringify(stat)} over ${wallMs} ms`);
+  // No more than its quota: 10 ms in each 100 ms period over 2 s is 200 ms (with a period of slack).
+  assert.ok(cpuMs <= 200 + 20, `the loop got ${cpuMs} ms of CPU in 2 s; ${JSON.stringify(stat)}`);
+  assert.ok(cpuMs > 0, loop.stdout);
+  // When it had the CPU to spend (a busy host may give a low-weight sandbox less than its quota),
+  // the quota is what held it back: throttled in most periods.
+  if (cpuMs >= 140) assert.ok(Number(stat.nr_throttled) >= Number(stat.nr_periods) * 0.5, JSON.stringify(stat));
   assert.equal((await run(runtime, id, ['echo', 'sandbox ok'])).stdout, 'sandbox ok\n');
 });
 

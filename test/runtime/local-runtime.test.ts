@@ -262,7 +262,7 @@ test('output is streamed as the command produces it', async (t) => {
   const result = await runtime.exec(id, {
     argv: ['sh', '-c', 'echo one; sleep 1; echo two'],
     timeoutMs: 10_000,
-    onStdout: () => (firstChunkAt ||= performance.now() - started),
+    onStdout: () => void (firstChunkAt ||= performance.now() - started),
   });
   const finishedAt = performance.now() - started;
   assert.equal(result.exitCode, 0);

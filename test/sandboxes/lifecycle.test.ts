@@ -3,12 +3,23 @@ import assert from 'node:assert/strict';
 import { testRuntime } from '../helpers/sandbox-stack.ts';
 import { startDeployment } from '../helpers/deployment.ts';
 import { call } from '../helpers/http.ts';
-import { assertProblem, newAccount } from '../helpers/accounts.ts';
+import { assertProblem, newAccount as createAccount, type TestAccount } from '../helpers/accounts.ts';
+import { assertEventsMatchTransitions } from '../helpers/events.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { newId } from '../../shared/ids.ts';
+import { PaddockClient } from '../../shared/sdk/index.ts';
 import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
 
 // In-process, or through two webs and two workers (PADDOCK_TEST_DEPLOYMENT=replicas).
 const stack = await startDeployment({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '5' } });
 const runtime = () => stack.runtime;
+// Every account the suite makes, for the last test: the events of all their sandboxes.
+const accounts: string[] = [];
+async function newAccount(url: string): Promise<TestAccount> {
+  const a = await createAccount(url);
+  accounts.push(a.id);
+  return a;
+}
 
 test('create answers a running sandbox with every field of the contract', async () => {
   const a = await newAccount(stack.url);
@@ -60,6 +71,56 @@ test('list filters by state and answers newest first', async () => {
   assert.deepEqual(await ids('?state=destroyed'), [first.id]);
   assert.deepEqual(await ids('?state=all'), [second.id, first.id]);
   assertProblem(await call(stack.url, 'GET', '/v1/sandboxes?state=gone', { token: a.key }), 400, 'invalid_request');
+});
+
+test('the list pages through any number of sandboxes by ?after=, newest first, ties in a stable order', async () => {
+  // Rows only (no runtime sandbox behind them, and not among the accounts whose events the last
+  // test checks): 25 sandboxes, several created in the same microsecond.
+  const a = await createAccount(stack.url);
+  const other = await createAccount(stack.url);
+  const base = Date.now() - 60_000;
+  const rows = Array.from({ length: 25 }, (_, i) => ({ id: newId('sbx'), createdAt: new Date(base + Math.floor(i / 3) * 1000), state: i % 4 === 0 ? 'active' : 'destroyed' }));
+  for (const r of rows) {
+    await stack.sql(
+      `insert into sandboxes (id, account_id, state, status, image, created_at, expires_at, destroyed_at, destroy_reason)
+       values ($1, $2, $3, $4, 'test', $5, $5::timestamptz + interval '30 minutes',
+               case when $3 = 'destroyed' then $5::timestamptz + interval '1 minute' end, case when $3 = 'destroyed' then 'user' end)`,
+      [r.id, a.id, r.state, r.state === 'active' ? 'running' : 'terminated', r.createdAt],
+    );
+  }
+  const expected = (state: string) =>
+    rows
+      .filter((r) => state === 'all' || r.state === state)
+      .sort((x, y) => y.createdAt.getTime() - x.createdAt.getTime() || (x.id < y.id ? 1 : -1))
+      .map((r) => r.id);
+  for (const state of ['all', 'active', 'destroyed']) {
+    const seen: string[] = [];
+    let after: string | null = null;
+    for (let page = 0; page < 30; page++) {
+      const q: string = `?state=${state}&limit=4${after ? `&after=${after}` : ''}`;
+      const res = await call(stack.url, 'GET', `/v1/sandboxes${q}`, { token: a.key });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.ok(res.body.data.length <= 4);
+      seen.push(...res.body.data.map((s: any) => s.id));
+      after = res.body.next;
+      if (after === null) break;
+      assert.equal(after, res.body.data.at(-1).id);
+    }
+    assert.deepEqual(seen, expected(state), `state=${state}`);
+  }
+  // The SDK's iterator walks the same pages.
+  const viaSdk: string[] = [];
+  for await (const sandbox of new PaddockClient({ baseUrl: stack.url, apiKey: a.key }).sandboxes('all', { pageSize: 4 })) viaSdk.push(sandbox.id);
+  assert.deepEqual(viaSdk, expected('all'));
+  // The last page says so even when it is full.
+  const exact = await call(stack.url, 'GET', `/v1/sandboxes?state=all&limit=25`, { token: a.key });
+  assert.equal(exact.body.data.length, 25);
+  assert.equal(exact.body.next, null);
+  // A cursor that is not the caller's own sandbox answers 404, never an empty "last" page.
+  const theirs = (await call(stack.url, 'GET', '/v1/sandboxes?state=all&limit=1', { token: a.key })).body.data[0].id;
+  assertProblem(await call(stack.url, 'GET', `/v1/sandboxes?state=all&after=${theirs}`, { token: other.key }), 404, 'sandbox_not_found');
+  assertProblem(await call(stack.url, 'GET', `/v1/sandboxes?after=sbx_${'0'.repeat(24)}`, { token: a.key }), 404, 'sandbox_not_found');
+  assertProblem(await call(stack.url, 'GET', `/v1/sandboxes?after=${encodeURIComponent("x' or 1=1")}`, { token: a.key }), 404, 'sandbox_not_found');
 });
 
 test('?wait=false answers pending at once, and the sandbox then runs; delete ?wait=false answers terminating', async () => {
@@ -129,3 +190,12 @@ if (testRuntime() === 'kubernetes') {
     assert.equal(account.body.usage.sandboxHours.used, 0);
   });
 }
+
+test('last: every sandbox of this suite has exactly the events of its transitions, in order', async () => {
+  await eventually('every sandbox settled', 30_000, async () => {
+    const rows = (await stack.sql("select id from sandboxes where account_id = any($1) and state = 'active' and status <> 'running'", [accounts])) as unknown[];
+    return rows.length === 0 ? true : undefined;
+  });
+  const checked = await assertEventsMatchTransitions(stack.sql, { accountIds: accounts });
+  assert.ok(checked >= 5, `${checked} sandboxes checked`);
+});

@@ -5,6 +5,7 @@ import { startDeployment } from '../helpers/deployment.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
+import { newId } from '../../shared/ids.ts';
 
 // Two API instances on one PostgreSQL and Redis, as two replicas would be (in-process, or real
 // processes with PADDOCK_TEST_DEPLOYMENT=replicas).
@@ -99,6 +100,58 @@ test('GET /v1/account reports sandbox-hours used from running time and active sa
   // Destroyed: the figure stops growing.
   assert.equal(after2.body.usage.sandboxHours.used, after1.body.usage.sandboxHours.used);
   assert.ok(after2.body.usage.sandboxHours.used < 0.01);
+});
+
+test('usage counts each sandbox by the billing rule, per month: one spanning the month boundary counts only its part', async () => {
+  const a = await newAccount(apiA);
+  const monthStart = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1));
+  const minutes = (n: number) => n * 60_000;
+  // Rows only, each as a runtime sandbox that is gone (destroy finds nothing to kill): one from the
+  // previous month, one across the boundary, one this month, one that never became ready.
+  const rows = [
+    { ready: new Date(monthStart.getTime() - minutes(50)), expires: new Date(monthStart.getTime() - minutes(20)) },
+    { ready: new Date(monthStart.getTime() - minutes(10)), expires: new Date(Date.now() + minutes(30)) },
+    { ready: new Date(Date.now() - minutes(5)), expires: new Date(Date.now() + minutes(25)) },
+    { ready: null, expires: new Date(Date.now() + minutes(25)) },
+  ].map((r) => ({ ...r, id: newId('sbx') }));
+  for (const r of rows) {
+    await stack.sql(
+      `insert into sandboxes (id, account_id, state, status, image, created_at, ready_at, expires_at)
+       values ($1, $2, 'active', 'running', 'test', coalesce($3::timestamptz, now()) - interval '1 second', $3, $4)`,
+      [r.id, a.id, r.ready, r.expires],
+    );
+  }
+  // The first was destroyed last month (as if the reaper had); the others through the API now.
+  await stack.sql(
+    `update sandboxes set state = 'destroyed', status = 'terminated', destroy_reason = 'expired', destroyed_at = $2 where id = $1`,
+    [rows[0]!.id, rows[0]!.expires],
+  );
+  const usedHours = async () => (await call(apiB, 'GET', '/v1/account', { token: a.key })).body.usage.sandboxHours.used as number;
+  // The rule computed independently over every row of the account, at one instant.
+  const byRule = async () =>
+    Number(
+      ((await stack.sql(
+        `select coalesce(sum(extract(epoch from (coalesce(destroyed_at, now()) - greatest(ready_at, $2::timestamptz)))), 0) / 3600 as h
+           from sandboxes where account_id = $1 and ready_at is not null and coalesce(destroyed_at, now()) > $2::timestamptz`,
+        [a.id, monthStart],
+      )) as { h: string }[])[0]!.h,
+    );
+  const close = (x: number, y: number) => Math.abs(x - y) < 0.0005;
+  const [before, ruleBefore] = [await usedHours(), await byRule()];
+  assert.ok(close(before, ruleBefore), `${before} h reported while running, ${ruleBefore} h by the rule`);
+  for (const r of rows.slice(1)) assert.equal((await call(apiA, 'DELETE', `/v1/sandboxes/${r.id}`, { token: a.key })).status, 200);
+  const [after, ruleAfter] = [await usedHours(), await byRule()];
+  assert.ok(close(after, ruleAfter), `${after} h reported once destroyed, ${ruleAfter} h by the rule`);
+  // Time stopped with the destroys: the figure no longer grows.
+  await sleep(1500);
+  assert.equal(await usedHours(), after);
+  // Previous month: the part of the boundary sandbox before the month began. (The first row was
+  // destroyed behind Paddock's back, so nothing of it was rolled up: it is the rule alone above.)
+  const lastMonth = (await stack.sql('select seconds from usage_rollups where account_id = $1 and period_start < $2', [a.id, monthStart])) as {
+    seconds: number;
+  }[];
+  assert.equal(lastMonth.length, 1);
+  assert.ok(Math.abs(lastMonth[0]!.seconds - 10 * 60) < 1, `${lastMonth[0]!.seconds} s last month`);
 });
 
 test('Idempotency-Key: a retry answers the first sandbox, another body 422, a concurrent duplicate 409', async () => {

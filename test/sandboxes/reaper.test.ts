@@ -7,6 +7,7 @@ import { newAccount } from '../helpers/accounts.ts';
 import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
 import { newId } from '../../shared/ids.ts';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
+import { assertEventsMatchTransitions } from '../helpers/events.ts';
 
 // A cap of a few seconds and a one-second sweep, so expiry is observable in a test.
 const stack = await startSandboxStack({
@@ -24,6 +25,7 @@ test('the delayed expiry job destroys a sandbox within 2 s of its cap, with reas
   const lagMs = Date.parse(gone.destroyedAt) - Date.parse(gone.expiresAt);
   assert.ok(lagMs >= 0 && lagMs < 2000, `destroyed ${lagMs} ms after expiresAt`);
   assert.equal((await worker().runtime.get(s.id))?.status ?? 'gone', 'gone');
+  await assertEventsMatchTransitions(stack.apis[0]!.deps.pg, { accountId: a.id });
 });
 
 test('with its expiry job lost (Redis flushed), the sweep still destroys an overdue sandbox', async () => {
@@ -37,6 +39,7 @@ test('with its expiry job lost (Redis flushed), the sweep still destroys an over
   const lagMs = Date.parse(gone.destroyedAt) - Date.parse(gone.expiresAt);
   // The cap plus one sweep interval, with some slack for a busy machine.
   assert.ok(lagMs >= 0 && lagMs < 2500, `destroyed ${lagMs} ms after expiresAt`);
+  await assertEventsMatchTransitions(stack.apis[0]!.deps.pg, { accountId: a.id });
 });
 
 test('the sweep removes runtime sandboxes that have no active row (orphans)', async () => {
@@ -66,4 +69,5 @@ test('a sandbox whose create is picked up after the ready timeout is failed, not
   assert.match(failed.failureMessage, /ready within 1 s/);
   const account = await call(quiet.url, 'GET', '/v1/account', { token: a.key });
   assert.equal(account.body.usage.concurrentSandboxes.active, 0);
+  await assertEventsMatchTransitions(quiet.apis[0]!.deps.pg, { accountId: a.id });
 });

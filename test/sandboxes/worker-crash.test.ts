@@ -14,7 +14,8 @@ test('a worker killed with SIGKILL while creating: the job is retried, one sandb
   const stack = await startSandboxStack({ workers: 0, overrides: { PADDOCK_JOB_LOCK_SECONDS: '2' } });
   const proc = startRole('workers/main.ts', { ...envOf(stack.config, stack.kubeConfig), PADDOCK_LOG_LEVEL: 'info' });
   try {
-    for (let i = 0; i < 200 && !proc.output().includes('worker started'); i++) await sleep(25);
+    // A cold start on a busy host (type stripping the whole import graph) can take seconds.
+    for (let i = 0; i < 1200 && !proc.output().includes('worker started'); i++) await sleep(25);
     assert.match(proc.output(), /worker started/);
     const a = await newAccount(stack.url);
     const { body: s } = await createSandbox(stack.url, a.key, '?wait=false');

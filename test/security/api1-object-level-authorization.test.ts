@@ -25,6 +25,10 @@ const ID_KINDS: Record<string, { code: string; missing: string }> = {
   keyId: { code: 'api_key_not_found', missing: `key_${'0'.repeat(24)}` },
   name: { code: 'secret_not_found', missing: 'NO_SUCH_SECRET' },
   sandboxId: { code: 'sandbox_not_found', missing: `sbx_${'0'.repeat(24)}` },
+  webhookId: { code: 'webhook_not_found', missing: `wh_${'0'.repeat(24)}` },
+  // The path names the owner's sandbox too, which answers first; a process id of another sandbox
+  // named in one's own sandbox (process_not_found) is swept in test/exec/background.test.ts.
+  procId: { code: 'sandbox_not_found', missing: `proc_${'0'.repeat(24)}` },
 };
 
 const hasField = (schema: z.ZodType | undefined, field: string) =>
@@ -95,7 +99,7 @@ for (const route of targets) {
         const query = valid.path.includes('?') ? valid.path.slice(valid.path.indexOf('?')) : '';
         const pathWith = (id: string) =>
           route.spec.path.replace(/:(\w+)/g, (_, name: string) => (name === input.name ? encodeURIComponent(id) : groups[name]!)) + query;
-        send = (id) => call(stack.url, valid.method, pathWith(id), { token, body });
+        send = (id) => call(stack.url, valid.method, pathWith(id), { token, body, upgrade: valid.upgrade });
       } else if (input.where === 'query') {
         // The path's own ids are the stranger's, so that only the query names a foreign object.
         const own = await validRequestFor(route, strangerSpace);

@@ -43,7 +43,7 @@ for (const route of authenticated) {
     credential: route.spec.auth === 'apiKey' ? 'apiKey' : 'dashboard',
     makeTarget: async (_api, owner) => {
       const req = await validRequestFor(route, workspaceOf(owner));
-      return { path: req.path, body: req.body };
+      return { path: req.path, body: req.body, upgrade: req.upgrade };
     },
   });
 }
@@ -159,7 +159,7 @@ test('a revoked key is refused on every API-key route before anything else', asy
   assert.equal((await call(stack.url, 'DELETE', `/v1/api-keys/${spare.body.id}`, { token: owner.token })).status, 204);
   for (const route of routesWhere((r) => r.spec.auth === 'apiKey')) {
     const req = await validRequestFor(route, w);
-    const res = await call(stack.url, req.method, req.path, { token: spare.body.key, body: req.body });
+    const res = await call(stack.url, req.method, req.path, { token: spare.body.key, body: req.body, upgrade: req.upgrade });
     assertProblem(res, 401, 'invalid_credential');
   }
 });

@@ -44,7 +44,7 @@ test('every authenticated route, sent the other credential with a real target, a
   const before = await state();
   for (const { route, req } of requests) {
     const other = route.spec.auth === 'apiKey' ? owner.token : owner.key;
-    const res = await call(stack.url, req.method, req.path, { token: other, body: req.body });
+    const res = await call(stack.url, req.method, req.path, { token: other, body: req.body, upgrade: req.upgrade });
     assertProblem(res, 401, 'wrong_credential_type');
     assert.ok(res.body.detail, routeKey(route));
   }

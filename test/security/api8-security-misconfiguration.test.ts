@@ -25,6 +25,7 @@ const boom = route(
   {
     method: 'get',
     path: '/v1/test/boom',
+    operationId: 'testBoom',
     summary: 'throws',
     tag: 'test',
     auth: 'none',
@@ -52,10 +53,10 @@ test('every route: its success, and its answers without a credential, with a bad
     const req = await validRequestFor(r, w);
     const token = credentialFor(r, owner);
     const key = routeKey(r);
-    assertClean(`${key}`, await call(stack.url, req.method, req.path, { token, body: req.body }));
-    if (r.spec.auth !== 'none') assertClean(`${key} no credential`, await call(stack.url, req.method, req.path, { body: req.body }));
+    assertClean(`${key}`, await call(stack.url, req.method, req.path, { token, body: req.body, upgrade: req.upgrade }));
+    if (r.spec.auth !== 'none') assertClean(`${key} no credential`, await call(stack.url, req.method, req.path, { body: req.body, upgrade: req.upgrade }));
     const sep = req.path.includes('?') ? '&' : '?';
-    assertClean(`${key} bad query`, await call(stack.url, req.method, `${req.path}${sep}nope=1`, { token, body: req.body }));
+    assertClean(`${key} bad query`, await call(stack.url, req.method, `${req.path}${sep}nope=1`, { token, body: req.body, upgrade: req.upgrade }));
     const wrong = r.spec.method === 'patch' ? 'POST' : 'PATCH';
     assertClean(`${key} ${wrong}`, await rawRequest(stack.url, wrong, req.path, { headers: token ? { authorization: `Bearer ${token}` } : {} }));
     const head = await rawRequest(stack.url, 'HEAD', req.path, { headers: token ? { authorization: `Bearer ${token}` } : {} });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { allRoutes } from '../../api/routes/index.ts';
 import type { Route } from '../../api/routes/route.ts';
-import { call, type JsonResponse } from '../helpers/http.ts';
+import { call, RawBody, type JsonResponse } from '../helpers/http.ts';
+import { tarOf } from '../files/tar-writer.ts';
 import type { TestAccount } from '../helpers/accounts.ts';
 import { uniqueEmail } from '../helpers/config.ts';
 
@@ -45,6 +46,10 @@ export class Workspace {
   private sandbox?: Promise<string>;
   private victimSandbox?: string;
   private victimKey?: { id: string; key: string };
+  private webhook?: Promise<string>;
+  private process?: Promise<string>;
+  private victimProcess?: Promise<string>;
+  private victimWebhook?: string;
 
   constructor(url: string, owner: TestAccount) {
     this.url = url;
@@ -69,6 +74,26 @@ export class Workspace {
     assert.equal(res.status, 201, JSON.stringify(res.body));
   }
 
+  /** A background process (`cat`) in the owner's sandbox, which runs on: its output is read, its stdin written. */
+  processId(): Promise<string> {
+    this.process ??= this.newProcess(['cat']);
+    return this.process;
+  }
+
+  /** A background process that may be stopped: the same one once stopped (stopping one that has ended is still a 204). */
+  victimProcessId(): Promise<string> {
+    this.victimProcess ??= this.newProcess(['sleep', '600']);
+    return this.victimProcess;
+  }
+
+  private async newProcess(command: string[]): Promise<string> {
+    const res = await call(this.url, 'POST', `/v1/sandboxes/${await this.sandboxId()}/exec`, { token: this.owner.key, body: { command, background: true } });
+    // The sandbox_ops bucket is used up: any id then meets the same 429 first.
+    if (res.status === 429) return 'proc_000000000000000000000000';
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    return res.body.id as string;
+  }
+
   /** A sandbox that may be destroyed: the same one until it is. */
   async victimSandboxId(): Promise<string> {
     if (this.victimSandbox) {
@@ -84,18 +109,47 @@ export class Workspace {
   /** An API key that may be revoked: the same one until it is. */
   async victimKeyId(): Promise<string> {
     if (this.victimKey) {
-      const res = await call(this.url, 'GET', '/v1/account', { token: this.victimKey.key });
+      // A read in no bucket, so that checking the key takes none of the account bucket's tokens.
+      const res = await call(this.url, 'GET', '/v1/sandboxes', { token: this.victimKey.key });
       if (res.status === 200) return this.victimKey.id;
     }
     const res = await call(this.url, 'POST', '/v1/api-keys', { token: this.owner.token, body: { name: 'victim' } });
+    // The account bucket, shared with the revocation, is used up: any id then meets the same 429.
+    if (res.status === 429 && res.body?.code === 'rate_limited') return 'key_000000000000000000000000';
     assert.equal(res.status, 201, JSON.stringify(res.body));
     this.victimKey = { id: res.body.id, key: res.body.key };
     return this.victimKey.id;
   }
 
+  /** A webhook endpoint of the owner (never delivered to: the stack's network is offline). */
+  webhookId(): Promise<string> {
+    this.webhook ??= this.newWebhook('suite');
+    return this.webhook;
+  }
+
+  /** A webhook endpoint that may be deleted: the same one until it is. */
+  async victimWebhookId(): Promise<string> {
+    if (this.victimWebhook) {
+      const res = await call(this.url, 'GET', '/v1/webhooks', { token: this.owner.key });
+      if ((res.body?.data ?? []).some((w: { id: string }) => w.id === this.victimWebhook)) return this.victimWebhook;
+    }
+    this.victimWebhook = await this.newWebhook('victim');
+    return this.victimWebhook;
+  }
+
+  private async newWebhook(label: string): Promise<string> {
+    const res = await call(this.url, 'POST', '/v1/webhooks', { token: this.owner.key, body: { url: `https://${label}.hooks.example/`, description: label } });
+    // The account bucket, shared with the webhook routes, is used up: any id then meets the same 429.
+    if (res.status === 429 && res.body?.code === 'rate_limited') return 'wh_000000000000000000000000';
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.id as string;
+  }
+
   /** An account-wide secret of the owner (created, or replaced, on every call). */
   async secretName(name = 'SECURITY_SUITE'): Promise<string> {
     const res = await call(this.url, 'POST', '/v1/secrets', { token: this.owner.key, body: { name, value: 'suite-secret-value' } });
+    // The account bucket, shared with the secret routes, is used up: they meet the same 429 first.
+    if (res.status === 429 && res.body?.code === 'rate_limited') return name;
     assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
     return name;
   }
@@ -106,6 +160,8 @@ export interface ValidRequest {
   /** Path and query. */
   path: string;
   body?: unknown;
+  /** A WebSocket route's subprotocol: the request is sent as a real upgrade (call's `upgrade`). */
+  upgrade?: string;
   /** What the owner's credential answers. */
   ok: number[];
 }
@@ -127,12 +183,25 @@ const VALID: Record<string, Maker> = {
   'GET /v1/sandboxes/:id': async (w) => ({ path: await sbx(w), ok: [200] }),
   'DELETE /v1/sandboxes/:id': async (w) => ({ path: `/v1/sandboxes/${await w.victimSandboxId()}?wait=false`, ok: [200] }),
   'POST /v1/sandboxes/:id/exec': async (w) => ({ path: await sbx(w, '/exec'), body: { command: ['true'] }, ok: [200] }),
+  'GET /v1/sandboxes/:id/processes': async (w) => ({ path: await sbx(w, '/processes'), ok: [200] }),
+  'GET /v1/sandboxes/:id/processes/:procId/output': async (w) => ({ path: await sbx(w, `/processes/${await w.processId()}/output`), ok: [200] }),
+  'POST /v1/sandboxes/:id/processes/:procId/stdin': async (w) => ({ path: await sbx(w, `/processes/${await w.processId()}/stdin`), body: { data: 'x\n' }, ok: [204] }),
+  'DELETE /v1/sandboxes/:id/processes/:procId': async (w) => ({ path: await sbx(w, `/processes/${await w.victimProcessId()}`), ok: [204] }),
+  // A real upgrade, answered 101; the suite's client drops it at once, which ends the terminal.
+  'GET /v1/sandboxes/:id/terminal': async (w) => ({ path: await sbx(w, '/terminal?command=true'), upgrade: 'paddock.terminal.v1', ok: [101] }),
+  'POST /v1/sandboxes/:id/terminal/tickets': async (w) => ({ path: await sbx(w, '/terminal/tickets'), ok: [201] }),
   'GET /v1/sandboxes/:id/files': async (w) => ({ path: await sbx(w, '/files?path=notes.txt'), ok: [200] }),
   'PUT /v1/sandboxes/:id/files': async (w) => ({ path: await sbx(w, '/files?path=notes.txt'), body: { content: NOTES }, ok: [201] }),
   'PATCH /v1/sandboxes/:id/files': async (w) => ({ path: await sbx(w, '/files?path=notes.txt'), body: { oldText: 'hello', newText: 'hello' }, ok: [200] }),
   'GET /v1/sandboxes/:id/files/ls': async (w) => ({ path: await sbx(w, '/files/ls'), ok: [200] }),
   'GET /v1/sandboxes/:id/files/glob': async (w) => ({ path: await sbx(w, '/files/glob?pattern=*.txt'), ok: [200] }),
   'GET /v1/sandboxes/:id/files/grep': async (w) => ({ path: await sbx(w, '/files/grep?pattern=hello'), ok: [200] }),
+  'GET /v1/sandboxes/:id/files/archive': async (w) => ({ path: await sbx(w, '/files/archive?path=notes.txt'), ok: [200] }),
+  'PUT /v1/sandboxes/:id/files/archive': async (w) => ({
+    path: await sbx(w, '/files/archive?path=unpacked'),
+    body: new RawBody(tarOf([{ name: 'notes.txt', data: NOTES }]), 'application/x-tar'),
+    ok: [201],
+  }),
   'GET /v1/allowlist': async () => ({ path: '/v1/allowlist', ok: [200] }),
   'PUT /v1/allowlist': async () => ({ path: '/v1/allowlist', body: { commands: [] }, ok: [200] }),
   'DELETE /v1/allowlist': async () => ({ path: '/v1/allowlist', ok: [204] }),
@@ -140,6 +209,15 @@ const VALID: Record<string, Maker> = {
   'GET /v1/secrets': async () => ({ path: '/v1/secrets', ok: [200] }),
   'DELETE /v1/secrets/:name': async (w) => ({ path: `/v1/secrets/${await w.secretName()}`, ok: [204] }),
   'GET /v1/mcp/config': async () => ({ path: '/v1/mcp/config?target=cursor', ok: [200] }),
+  'POST /v1/mcp': async () => ({ path: '/v1/mcp', body: { jsonrpc: '2.0', id: 1, method: 'ping' }, ok: [200] }),
+  'GET /v1/events': async () => ({ path: '/v1/events', ok: [200] }),
+  // 422 once the account holds PADDOCK_WEBHOOK_MAX_PER_ACCOUNT endpoints (suites send it repeatedly).
+  'POST /v1/webhooks': async () => ({ path: '/v1/webhooks', body: { url: 'https://suite.hooks.example/' }, ok: [201, 422] }),
+  'GET /v1/webhooks': async () => ({ path: '/v1/webhooks', ok: [200] }),
+  'DELETE /v1/webhooks/:webhookId': async (w) => ({ path: `/v1/webhooks/${await w.victimWebhookId()}`, ok: [204] }),
+  'GET /v1/webhooks/:webhookId/deliveries': async (w) => ({ path: `/v1/webhooks/${await w.webhookId()}/deliveries`, ok: [200] }),
+  'POST /v1/webhooks/:webhookId/test': async (w) => ({ path: `/v1/webhooks/${await w.webhookId()}/test`, ok: [202] }),
+  'POST /v1/webhooks/:webhookId/secret': async (w) => ({ path: `/v1/webhooks/${await w.webhookId()}/secret`, ok: [200] }),
 };
 
 /** A valid request for the route, as the workspace's owner would send it. */
@@ -158,7 +236,7 @@ export function credentialFor(route: Route, account: TestAccount): string | unde
 /** Sends the route's valid request with the owner's credential (or another account's). */
 export async function sendValid(route: Route, w: Workspace, as: TestAccount = w.owner): Promise<JsonResponse> {
   const req = await validRequestFor(route, w);
-  return call(w.url, req.method, req.path, { token: credentialFor(route, as), body: req.body });
+  return call(w.url, req.method, req.path, { token: credentialFor(route, as), body: req.body, upgrade: req.upgrade });
 }
 
 export function routesWhere(filter: (route: Route) => boolean): Route[] {

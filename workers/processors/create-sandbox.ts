@@ -10,7 +10,7 @@ import type { WorkerDeps } from '../context.ts';
  * the runtime's create is idempotent, and the row moves to running only from pending.
  */
 export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string> {
-  const { sandboxId } = parsePayload('create', job.data);
+  const { sandboxId, image, expiresAt } = parsePayload('create', job.data);
   const em = deps.orm.em.fork();
   const row = await em.findOne(Sandbox, { id: sandboxId });
   if (!row || row.state === 'destroyed' || row.status === 'terminating') {
@@ -29,7 +29,9 @@ export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string>
   const timeoutMs = Math.max(1000, readyDeadline - Date.now());
   try {
     await deps.runtime.create(
-      { id: row.id, accountId: row.accountId, image: row.image, capSeconds: deps.config.PADDOCK_SESSION_CAP_SECONDS },
+      // The cap runs from the create, as the API set it: a runtime that ends sandboxes by itself
+      // (Kubernetes' activeDeadlineSeconds) gets what is left of it, not a whole cap afresh.
+      { id: row.id, accountId: row.accountId, image, capSeconds: Math.max(1, Math.ceil((Date.parse(expiresAt) - Date.now()) / 1000)) },
       { timeoutMs },
     );
   } catch (err) {
@@ -40,7 +42,7 @@ export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string>
     }
     throw err;
   }
-  if (!(await markRunning(em, sandboxId))) {
+  if (!(await markRunning(em, sandboxId, deps.events))) {
     // A destroy won the race while the runtime was creating: undo our half.
     await deps.runtime.destroy(sandboxId);
     return 'destroyed-meanwhile';
@@ -51,7 +53,7 @@ export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string>
 /** The sandbox can never run: free its quota at once and clean up whatever the runtime made. */
 export async function failSandbox(deps: WorkerDeps, sandboxId: string, message: string): Promise<void> {
   await deps.runtime.destroy(sandboxId).catch((err: unknown) => deps.log.warn({ err, sandboxId }, 'cleanup of failed sandbox failed'));
-  if (await markDestroyed(deps.orm.em.fork(), sandboxId, 'failed', message)) {
+  if (await markDestroyed(deps.orm.em.fork(), sandboxId, 'failed', message, deps.events)) {
     deps.metrics.sandboxesDestroyed.inc({ reason: 'failed' });
   }
 }

@@ -1,7 +1,8 @@
 import type { Job } from 'bullmq';
 import { Sandbox, type DestroyReason } from '../../shared/db/entities.ts';
 import { jobCatalogue, parsePayload } from '../../shared/jobs/catalogue.ts';
-import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
+import { markDestroyed, markExpiring, markTerminating } from '../../shared/sandboxes/transitions.ts';
+import { settleWithin } from '../../shared/settle-within.ts';
 import type { WorkerDeps } from '../context.ts';
 
 const HOUSEKEEPING_TIMEOUT_MS = 2000;
@@ -15,6 +16,12 @@ export async function destroySandboxJob(job: Job, deps: WorkerDeps): Promise<str
 export async function expireSandboxJob(job: Job, deps: WorkerDeps): Promise<string> {
   const { sandboxId } = parsePayload('expire', job.data);
   return destroySandbox(deps, sandboxId, 'expired', 'expire-job');
+}
+
+/** The delayed job scheduled at creation for PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt. */
+export async function expiringSandboxJob(job: Job, deps: WorkerDeps): Promise<string> {
+  const { sandboxId } = parsePayload('expiring', job.data);
+  return (await markExpiring(deps.orm.em.fork(), sandboxId, deps.events)) ? 'warned' : 'skipped';
 }
 
 /**
@@ -32,7 +39,7 @@ export async function destroySandbox(
   if (!row) return 'unknown';
   if (row.state === 'active') await markTerminating(em, sandboxId, reason);
   await deps.runtime.destroy(sandboxId);
-  const destroyed = await markDestroyed(em, sandboxId, reason);
+  const destroyed = await markDestroyed(em, sandboxId, reason, undefined, deps.events);
   if (destroyed) {
     const finalReason = row.destroyReason ?? reason;
     deps.metrics.sandboxesDestroyed.inc({ reason: finalReason });
@@ -40,16 +47,8 @@ export async function destroySandbox(
     // The expiry job has nothing left to do; drop it so Redis does not keep it until the cap.
     // Housekeeping, bounded: a Redis that is down (or never reached since this process started,
     // when BullMQ waits for it without limit) must not hold up the destroy, nor the sweep.
-    if (source !== 'expire-job') {
-      await settleWithin(deps.queue.remove(jobCatalogue.expire.jobId({ sandboxId })), HOUSEKEEPING_TIMEOUT_MS);
-    }
+    const jobIds = [jobCatalogue.expiring.jobId({ sandboxId }), ...(source === 'expire-job' ? [] : [jobCatalogue.expire.jobId({ sandboxId })])];
+    await settleWithin(deps.redis, () => Promise.all(jobIds.map((jobId) => deps.queue.remove(jobId))), HOUSEKEEPING_TIMEOUT_MS);
   }
   return destroyed ? 'destroyed' : 'already-destroyed';
-}
-
-/** Waits for `work` (its failure ignored) at most `ms`. */
-async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
 }

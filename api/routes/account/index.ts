@@ -8,11 +8,14 @@ export const getAccount = route(
   {
     method: 'get',
     path: '/v1/account',
+    operationId: 'getAccount',
     summary: 'The account, its usage this month and its limits',
     tag: 'account',
     auth: 'apiKey',
+    bucket: 'account',
+    scope: 'sandboxes:read',
     responses: { 200: { description: 'The account', schema: AccountResponse } },
-    errors: ['missing_credential', 'invalid_credential', 'wrong_credential_type', 'invalid_request'],
+    errors: ['rate_limited', 'insufficient_scope', 'missing_credential', 'invalid_credential', 'wrong_credential_type', 'invalid_request'],
   },
   async (ctx, _input, deps) => {
     const found = await accountWithUsage(deps.pg, accountIdOf(ctx), deps.config);

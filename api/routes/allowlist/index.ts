@@ -12,11 +12,14 @@ export const getAllowlistRoute = route(
   {
     method: 'get',
     path: '/v1/allowlist',
+    operationId: 'getAllowlist',
     summary: "The account's command allowlist",
     tag: 'allowlist',
     auth: 'apiKey',
+    bucket: 'account',
+    scope: 'sandboxes:read',
     responses: { 200: { description: 'The allowlist', schema: AllowlistResponse } },
-    errors: [...AUTH_ERRORS, 'invalid_request'],
+    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'],
   },
   async (ctx) => {
     ctx.body = present(await getAllowlist(ctx.state.em, accountIdOf(ctx)));
@@ -27,12 +30,15 @@ export const putAllowlistRoute = route(
   {
     method: 'put',
     path: '/v1/allowlist',
+    operationId: 'setAllowlist',
     summary: 'Replace the allowlist: every exec is then checked, with a shell parser, before anything runs',
     tag: 'allowlist',
     auth: 'apiKey',
+    bucket: 'account',
+    scope: 'allowlist:write',
     body: AllowlistBody,
     responses: { 200: { description: 'The new allowlist', schema: AllowlistResponse } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
+    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
   },
   async (ctx, { body }) => {
     ctx.body = present(await putAllowlist(ctx.state.em, accountIdOf(ctx), body.commands));
@@ -43,11 +49,14 @@ export const clearAllowlistRoute = route(
   {
     method: 'delete',
     path: '/v1/allowlist',
+    operationId: 'clearAllowlist',
     summary: 'Clear the allowlist: every command is allowed again',
     tag: 'allowlist',
     auth: 'apiKey',
+    bucket: 'account',
+    scope: 'allowlist:write',
     responses: { 204: { description: 'Cleared' } },
-    errors: [...AUTH_ERRORS, 'invalid_request'],
+    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'],
   },
   async (ctx) => {
     await clearAllowlist(ctx.state.em, accountIdOf(ctx));

@@ -2,6 +2,7 @@ import { ForeignKeyConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../../shared/errors.ts';
 import { ApiKey } from '../../../shared/db/entities.ts';
 import { isId, newId } from '../../../shared/ids.ts';
+import { SCOPES } from '../../../shared/scopes.ts';
 import { generateApiKey, hashApiKey, keyStart } from '../../auth/api-key-format.ts';
 import { presentApiKey, presentCreatedApiKey } from '../../presenters/api-key.ts';
 import { accountIdOf, route } from '../route.ts';
@@ -13,12 +14,14 @@ export const createApiKey = route(
   {
     method: 'post',
     path: '/v1/api-keys',
+    operationId: 'createApiKey',
     summary: 'Create an API key (dashboard session token only); the raw key is answered once',
     tag: 'api-keys',
     auth: 'dashboard',
+    bucket: 'account',
     body: CreateApiKeyBody,
     responses: { 201: { description: 'Key created', schema: CreatedApiKey } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
+    errors: ['rate_limited', ...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
   },
   async (ctx, { body }) => {
     const rawKey = generateApiKey();
@@ -29,6 +32,8 @@ export const createApiKey = route(
       keyHash: hashApiKey(rawKey),
       start: keyStart(rawKey),
       createdAt: new Date(),
+      // Stored in the canonical order, each once; without a list, null: every scope, now and later.
+      scopes: body.scopes ? SCOPES.filter((s) => body.scopes!.includes(s)) : null,
     });
     try {
       await ctx.state.em.flush();
@@ -46,11 +51,13 @@ export const listApiKeys = route(
   {
     method: 'get',
     path: '/v1/api-keys',
+    operationId: 'listApiKeys',
     summary: "List the account's active API keys (never the keys themselves)",
     tag: 'api-keys',
     auth: 'dashboard',
+    bucket: 'account',
     responses: { 200: { description: 'Active keys, newest first', schema: ApiKeyList } },
-    errors: [...AUTH_ERRORS, 'invalid_request'],
+    errors: ['rate_limited', ...AUTH_ERRORS, 'invalid_request'],
   },
   async (ctx) => {
     const keys = await ctx.state.em.find(
@@ -66,12 +73,14 @@ export const revokeApiKey = route(
   {
     method: 'delete',
     path: '/v1/api-keys/:keyId',
+    operationId: 'revokeApiKey',
     summary: 'Revoke an API key; it stops working at once on every replica',
     tag: 'api-keys',
     auth: 'dashboard',
+    bucket: 'account',
     params: ApiKeyParams,
     responses: { 204: { description: 'Revoked (also when it already was)' } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'api_key_not_found'],
+    errors: ['rate_limited', ...AUTH_ERRORS, 'invalid_request', 'api_key_not_found'],
   },
   async (ctx, { params }, deps) => {
     // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).

@@ -10,6 +10,7 @@ export const signup = route(
   {
     method: 'post',
     path: '/v1/auth/signup',
+    operationId: 'signup',
     summary: 'Create an account; answers a dashboard session token',
     tag: 'auth',
     auth: 'none',
@@ -42,6 +43,7 @@ export const login = route(
   {
     method: 'post',
     path: '/v1/auth/login',
+    operationId: 'login',
     summary: 'Exchange email and password for a dashboard session token',
     tag: 'auth',
     auth: 'none',

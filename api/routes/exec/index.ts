@@ -1,9 +1,12 @@
-import { PassThrough } from 'node:stream';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppContext } from '../../context.ts';
 import { findOwnSandbox } from '../../services/sandboxes.ts';
+import { ndjsonBody } from '../../services/exec/ndjson.ts';
 import { prepareExec } from '../../services/exec/prepare.ts';
-import { runExec } from '../../services/exec/run.ts';
+import { startProcess } from '../../services/processes/index.ts';
+import { presentStarted } from '../../presenters/process.ts';
+import { StartedProcess } from '../processes/schema.ts';
+import { runExec, STREAM_IDLE_RELEASE_MS } from '../../services/exec/run.ts';
 import { accountIdOf, route } from '../route.ts';
 import { ExecBody, ExecParams, ExecResult, ExecStreamLine } from './schema.ts';
 
@@ -13,21 +16,27 @@ export const execRoute = route(
   {
     method: 'post',
     path: '/v1/sandboxes/:id/exec',
-    summary: 'Run a command in the sandbox; with Accept: application/x-ndjson the output streams as it is produced',
+    operationId: 'execCommand',
+    summary:
+      'Run a command in the sandbox; with Accept: application/x-ndjson the output streams as it is produced; with background: true it starts as a background process',
     tag: 'exec',
     auth: 'apiKey',
+    scope: 'exec',
     bucket: 'sandbox_ops',
+    inFlight: 'exec',
     params: ExecParams,
     body: ExecBody,
     bodyLimitBytes: (deps) => deps.config.PADDOCK_FILE_MAX_BYTES + 256 * 1024,
+    bodyLargeField: 'stdin',
     responses: {
       200: {
         description: 'The result; or, with Accept: application/x-ndjson, one JSON object a line, the last of type exit',
         schema: ExecResult,
         alternatives: [{ contentType: NDJSON, schema: ExecStreamLine }],
       },
+      202: { description: 'With background: true, the process started (it outlives the request)', schema: StartedProcess },
     },
-    errors: [
+    errors: ['insufficient_scope', 
       'missing_credential',
       'invalid_credential',
       'wrong_credential_type',
@@ -35,46 +44,63 @@ export const execRoute = route(
       'invalid_json',
       'payload_too_large',
       'rate_limited',
+      'too_many_in_flight',
       'sandbox_not_found',
       'sandbox_not_running',
       'command_not_allowed',
+      'process_limit_reached',
+      'operation_timed_out',
     ],
   },
   async (ctx, { params, body }, deps) => {
     const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
+    if (body.background) {
+      const { background: _background, ...input } = body;
+      const started = await startProcess(deps, ctx.state.em, sandbox, input);
+      ctx.status = 202;
+      ctx.set('Location', `/v1/sandboxes/${sandbox.id}/processes/${started.id}`);
+      ctx.body = presentStarted(started);
+      return;
+    }
     const prepared = await prepareExec(deps, ctx.state.em, sandbox, body);
     const abort = abortOnDisconnect(ctx);
     if (ctx.accepts('application/json', NDJSON) === NDJSON) {
-      const stream = new PassThrough();
-      const line = (value: unknown) => stream.write(`${JSON.stringify(value)}\n`);
+      const { stream, line } = ndjsonBody(deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000, () => {
+        abort.abort();
+        ctx.res.destroy();
+      });
       ctx.status = 200;
       ctx.type = NDJSON;
       ctx.body = stream;
-      runExec(deps, sandbox.id, prepared, { stdout: (data) => line({ type: 'stdout', data }), stderr: (data) => line({ type: 'stderr', data }) }, abort)
-        .then((outcome) => line({ type: 'exit', ...outcome }))
+      runExec(deps, sandbox.id, prepared, { stdout: (data) => line({ type: 'stdout', data }), stderr: (data) => line({ type: 'stderr', data }) }, abort.signal, {
+        idleReleaseMs: STREAM_IDLE_RELEASE_MS,
+      })
+        .then((outcome) => void line({ type: 'exit', ...outcome }))
         .catch((err: unknown) => {
           // Headers are gone: the failure travels as the stream's last line.
           const e = err instanceof ApiError ? err : new ApiError('internal_error', 'The command could not be run.');
           if (!(err instanceof ApiError)) deps.log.error({ err, requestId: ctx.state.requestId }, 'streamed exec failed');
-          line({ type: 'error', code: e.code, detail: e.message });
+          void line({ type: 'error', code: e.code, detail: e.message });
         })
         .finally(() => stream.end());
       return;
     }
     const stdout: string[] = [];
     const stderr: string[] = [];
-    const outcome = await runExec(deps, sandbox.id, prepared, { stdout: (t) => stdout.push(t), stderr: (t) => stderr.push(t) }, abort);
-    ctx.body = { ...outcome, stdout: stdout.join(''), stderr: stderr.join('') };
+    const outcome = await runExec(deps, sandbox.id, prepared, { stdout: (t) => void stdout.push(t), stderr: (t) => void stderr.push(t) }, abort.signal);
+    // Encoded once, here: a client slow to read holds these bytes, not a string and its copy too.
+    ctx.type = 'application/json';
+    ctx.body = Buffer.from(JSON.stringify({ ...outcome, stdout: stdout.join(''), stderr: stderr.join('') }));
   },
 );
 
 /** A client that goes away stops its command: the runtime kills the whole process tree. */
-function abortOnDisconnect(ctx: AppContext): AbortSignal {
+function abortOnDisconnect(ctx: AppContext): AbortController {
   const controller = new AbortController();
   ctx.res.once('close', () => {
     if (!ctx.res.writableFinished) controller.abort();
   });
-  return controller.signal;
+  return controller;
 }
 
 export const execRoutes = [execRoute];

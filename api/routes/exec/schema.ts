@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ENV_NAME } from '../../../shared/exec/env-names.ts';
+import { ENV_NAME, isReservedKey } from '../../../shared/exec/env-names.ts';
 
 export const ExecBody = z.strictObject({
   command: z
@@ -26,9 +26,14 @@ export const ExecBody = z.strictObject({
         .refine((v) => !v.includes('\u0000'), { error: 'env values must not contain NUL bytes' }),
     )
     .refine((m) => Object.keys(m).length <= 256, { error: 'at most 256 env entries' })
+    .refine((m) => !Object.keys(m).some(isReservedKey), { error: 'env names must not be __proto__ or start with __PADDOCK_ (reserved)' })
     .optional(),
   stdin: z.string().optional().meta({ description: 'Sent to the command as standard input (UTF-8), then closed' }),
   timeoutSeconds: z.number().positive().optional().meta({ description: 'Default 60; the operator sets the maximum' }),
+  background: z
+    .boolean()
+    .optional()
+    .meta({ description: 'Start it as a background process and answer 202 at once (not with stdin or timeoutSeconds); see /processes' }),
 });
 
 export const ExecParams = z.strictObject({ id: z.string().max(100) });

@@ -1,6 +1,7 @@
-import type { ErrorCode } from '../../../shared/errors.ts';
+import { ApiError, type ErrorCode } from '../../../shared/errors.ts';
 import type { AppDeps } from '../../context.ts';
-import { presentEdit, presentFileView, presentGlob, presentGrep, presentListing, presentWrittenFile } from '../../presenters/file.ts';
+import { presentEdit, presentExtractedArchive, presentFileView, presentGlob, presentGrep, presentListing, presentWrittenFile } from '../../presenters/file.ts';
+import { ARCHIVE_MEDIA_TYPES, extractArchive, GZIP, openArchive, TAR } from '../../services/files/archive.ts';
 import { editFile } from '../../services/files/edit.ts';
 import { globFiles } from '../../services/files/glob.ts';
 import { grepFiles } from '../../services/files/grep.ts';
@@ -8,13 +9,17 @@ import { listDirectory } from '../../services/files/list.ts';
 import { runningSandboxId } from '../../services/files/sandbox.ts';
 import { viewFile } from '../../services/files/view.ts';
 import { writeFileBytes } from '../../services/files/write.ts';
+import type { AppContext } from '../../context.ts';
 import { accountIdOf, route, type Route } from '../route.ts';
 import {
+  ArchiveDownload,
+  ArchiveQuery,
   CreateFileBody,
   CreateFileQuery,
   EditFileBody,
   EditFileQuery,
   EditResponse,
+  ExtractedArchiveResponse,
   FileParams,
   FileViewResponse,
   GlobQuery,
@@ -36,6 +41,7 @@ const COMMON_ERRORS: ErrorCode[] = [
   'wrong_credential_type',
   'invalid_request',
   'rate_limited',
+  'too_many_in_flight',
   'sandbox_not_found',
   'sandbox_not_running',
   'permission_denied',
@@ -51,14 +57,17 @@ export const viewFileRoute = route(
   {
     method: 'get',
     path: '/v1/sandboxes/:id/files',
+    operationId: 'viewFile',
     summary: 'View a file, or a range of its lines; `content` for UTF-8, else `contentBase64`',
     tag: 'files',
     auth: 'apiKey',
+    scope: 'files:read',
     bucket: 'sandbox_ops',
+    inFlight: 'files',
     params: FileParams,
     query: ViewFileQuery,
     responses: { 200: { description: 'The lines asked for', schema: FileViewResponse } },
-    errors: [...COMMON_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'file_too_large'],
+    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'file_too_large'],
   },
   async (ctx, { params, query }, deps) => {
     const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
@@ -70,16 +79,19 @@ export const createFileRoute = route(
   {
     method: 'put',
     path: '/v1/sandboxes/:id/files',
+    operationId: 'createFile',
     summary: 'Create or replace a file atomically, creating its parent directories',
     tag: 'files',
     auth: 'apiKey',
+    scope: 'files:write',
     bucket: 'sandbox_ops',
+    inFlight: 'files',
     params: FileParams,
     query: CreateFileQuery,
     body: CreateFileBody,
     bodyLimitBytes: fileBodyLimit,
     responses: { 201: { description: 'Written', schema: WrittenFileResponse } },
-    errors: [...COMMON_ERRORS, ...WRITE_ERRORS, 'file_exists', 'is_a_directory', 'not_a_directory'],
+    errors: ['insufficient_scope', ...COMMON_ERRORS, ...WRITE_ERRORS, 'file_exists', 'is_a_directory', 'not_a_directory'],
   },
   async (ctx, { params, query, body }, deps) => {
     const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
@@ -93,16 +105,19 @@ export const editFileRoute = route(
   {
     method: 'patch',
     path: '/v1/sandboxes/:id/files',
+    operationId: 'editFile',
     summary: 'Replace an exact occurrence of a text in a file (or every one, with replaceAll)',
     tag: 'files',
     auth: 'apiKey',
+    scope: 'files:write',
     bucket: 'sandbox_ops',
+    inFlight: 'files',
     params: FileParams,
     query: EditFileQuery,
     body: EditFileBody,
     bodyLimitBytes: fileBodyLimit,
     responses: { 200: { description: 'Edited', schema: EditResponse } },
-    errors: [
+    errors: ['insufficient_scope', 
       ...COMMON_ERRORS,
       ...WRITE_ERRORS,
       'file_not_found',
@@ -122,14 +137,17 @@ export const listFilesRoute = route(
   {
     method: 'get',
     path: '/v1/sandboxes/:id/files/ls',
+    operationId: 'listDirectory',
     summary: 'List a directory (symlinks are listed, not followed), sorted by name',
     tag: 'files',
     auth: 'apiKey',
+    scope: 'files:read',
     bucket: 'sandbox_ops',
+    inFlight: 'files',
     params: FileParams,
     query: ListFilesQuery,
     responses: { 200: { description: 'The entries', schema: ListingResponse } },
-    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
+    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
     const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
@@ -141,14 +159,17 @@ export const globRoute = route(
   {
     method: 'get',
     path: '/v1/sandboxes/:id/files/glob',
+    operationId: 'globFiles',
     summary: 'Find paths matching a glob (`**` across directories)',
     tag: 'files',
     auth: 'apiKey',
+    scope: 'files:read',
     bucket: 'sandbox_ops',
+    inFlight: 'files',
     params: FileParams,
     query: GlobQuery,
     responses: { 200: { description: 'The matching paths', schema: GlobResponse } },
-    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
+    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
     const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
@@ -160,14 +181,17 @@ export const grepRoute = route(
   {
     method: 'get',
     path: '/v1/sandboxes/:id/files/grep',
+    operationId: 'grepFiles',
     summary: 'Search file contents with a POSIX extended regular expression',
     tag: 'files',
     auth: 'apiKey',
+    scope: 'files:read',
     bucket: 'sandbox_ops',
+    inFlight: 'files',
     params: FileParams,
     query: GrepQuery,
     responses: { 200: { description: 'The matching lines', schema: GrepResponse } },
-    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
+    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
     const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
@@ -175,4 +199,98 @@ export const grepRoute = route(
   },
 );
 
-export const fileRoutes: Route[] = [viewFileRoute, createFileRoute, editFileRoute, listFilesRoute, globRoute, grepRoute];
+// Archives run Paddock's own tar, as the other file routes run Paddock's own scripts: the
+// allowlist, which governs the commands an account runs, does not apply to them.
+
+export const downloadArchiveRoute = route(
+  {
+    method: 'get',
+    path: '/v1/sandboxes/:id/files/archive',
+    operationId: 'downloadArchive',
+    summary: 'Download a directory (or a file) as a tar archive, or tar.gz with Accept: application/gzip, streamed as it is read',
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:read',
+    bucket: 'sandbox_ops',
+    inFlight: 'archives',
+    params: FileParams,
+    query: ArchiveQuery,
+    requestHeaders: [{ name: 'Accept', description: 'application/gzip for tar.gz; application/x-tar (the default) for tar' }],
+    responses: {
+      200: {
+        description: 'The archive. Should the sandbox fail to read it to the end, the response is cut off, never ended as if whole',
+        schema: ArchiveDownload,
+        contentType: TAR,
+        alternatives: [{ contentType: GZIP, schema: ArchiveDownload }],
+      },
+    },
+    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory', 'not_acceptable'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const type = ctx.accepts(TAR, GZIP);
+    if (!type) throw new ApiError('not_acceptable', `The archive is sent as ${TAR} or ${GZIP}.`);
+    const gone = abortOnDisconnect(ctx);
+    const { stream, complete } = await openArchive(deps, sandboxId, query.path, type === GZIP, gone.signal);
+    void complete.then((whole) => {
+      if (!whole) ctx.res.destroy();
+    });
+    const name = query.path === '/' ? 'root' : query.path.slice(query.path.lastIndexOf('/') + 1);
+    ctx.status = 200;
+    ctx.type = type;
+    ctx.attachment(`${name}${type === GZIP ? '.tar.gz' : '.tar'}`);
+    ctx.body = stream;
+  },
+);
+
+export const uploadArchiveRoute = route(
+  {
+    method: 'put',
+    path: '/v1/sandboxes/:id/files/archive',
+    operationId: 'uploadArchive',
+    summary: 'Extract a tar or tar.gz archive under a directory (created when missing), streamed as it arrives',
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:write',
+    bucket: 'sandbox_ops',
+    inFlight: 'archives',
+    params: FileParams,
+    query: ArchiveQuery,
+    streamedBody: {
+      mediaTypes: ARCHIVE_MEDIA_TYPES,
+      limitBytes: (deps) => deps.config.PADDOCK_ARCHIVE_MAX_BYTES,
+      description:
+        'A tar archive (application/x-tar) or a gzip-compressed one (application/gzip), at most PADDOCK_ARCHIVE_MAX_BYTES as sent. ' +
+        'Members with `..` or absolute names, device nodes, and links that would lead out are refused (422 invalid_archive). ' +
+        'A failed upload is never a partial success: a directory it created is removed; in one that existed, members extracted before the failure stay.',
+    },
+    responses: { 201: { description: 'Extracted', schema: ExtractedArchiveResponse } },
+    errors: ['insufficient_scope', ...COMMON_ERRORS, 'unsupported_media_type', 'payload_too_large', 'not_a_directory', 'invalid_archive', 'insufficient_storage'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const extracted = await extractArchive(deps, sandboxId, query.path, ctx.state.streamedBody!);
+    ctx.status = 201;
+    ctx.body = presentExtractedArchive(extracted);
+  },
+);
+
+/** A client that goes away stops the archive's tar. */
+function abortOnDisconnect(ctx: AppContext): AbortController {
+  const controller = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) controller.abort();
+  });
+  return controller;
+}
+
+export const fileRoutes: Route[] = [
+  viewFileRoute,
+  createFileRoute,
+  editFileRoute,
+  listFilesRoute,
+  globRoute,
+  grepRoute,
+  downloadArchiveRoute,
+  uploadArchiveRoute,
+];

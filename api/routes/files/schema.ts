@@ -130,3 +130,15 @@ export const GrepResponse = z.object({
   matches: z.array(z.object({ path: z.string(), line: z.int(), text: z.string() })),
   truncated: z.boolean(),
 });
+
+export const ArchiveQuery = z.strictObject({ path: directoryPath });
+
+export const ArchiveDownload = z.string().meta({
+  description: 'The archive as tar produces it in the sandbox: a directory as `./…` members, any other path as its one member',
+});
+
+export const ExtractedArchiveResponse = z.object({
+  path: z.string().meta({ description: 'The directory the archive was extracted under' }),
+  files: z.int().meta({ description: 'Members extracted: files, directories and links' }),
+  bytes: z.int().meta({ description: 'Bytes of the archive received, as sent (compressed or not)' }),
+});

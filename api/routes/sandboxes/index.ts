@@ -1,5 +1,4 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { Sandbox } from '../../../shared/db/entities.ts';
 import { presentSandbox } from '../../presenters/sandbox.ts';
 import {
   completeIdempotencyKey,
@@ -7,6 +6,7 @@ import {
   createSandbox,
   destroyJobId,
   findOwnSandbox,
+  listOwnSandboxes,
   requestDestroy,
   waitForJob,
 } from '../../services/sandboxes.ts';
@@ -30,18 +30,24 @@ export const createSandboxRoute = route(
   {
     method: 'post',
     path: '/v1/sandboxes',
+    operationId: 'createSandbox',
     summary: 'Create a sandbox (checks the concurrent cap, then the monthly cap); Idempotency-Key makes retries safe',
     tag: 'sandboxes',
     auth: 'apiKey',
+    scope: 'sandboxes:write',
     bucket: 'sandbox_lifecycle',
     body: CreateSandboxBody,
     query: CreateSandboxQuery,
+    requestHeaders: [
+      { name: 'Idempotency-Key', description: 'Any unique text (up to 255 characters): a retry with the same key and body answers the first sandbox instead of making a second' },
+    ],
     responses: { 201: { description: 'The sandbox: running or failed, or pending with ?wait=false', schema: SandboxObject } },
-    errors: [
+    errors: ['insufficient_scope', 
       ...AUTH_ERRORS,
       'invalid_request',
       'invalid_json',
       'image_not_allowed',
+      'command_not_allowed',
       'idempotency_key_reused',
       'idempotency_conflict',
       'rate_limited',
@@ -72,17 +78,18 @@ export const listSandboxes = route(
   {
     method: 'get',
     path: '/v1/sandboxes',
-    summary: "List the account's sandboxes, newest first",
+    operationId: 'listSandboxes',
+    summary: "List the account's sandboxes, newest first, a page at a time (pass a page's next as ?after= for the following one)",
     tag: 'sandboxes',
     auth: 'apiKey',
+    scope: 'sandboxes:read',
     query: ListSandboxesQuery,
     responses: { 200: { description: 'Sandboxes', schema: SandboxList } },
-    errors: [...AUTH_ERRORS, 'invalid_request'],
+    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
   },
-  async (ctx, { query }) => {
-    const where = { accountId: accountIdOf(ctx), ...(query.state === 'all' ? {} : { state: query.state }) };
-    const rows = await ctx.state.em.find(Sandbox, where, { orderBy: { createdAt: 'desc', id: 'asc' }, limit: query.limit });
-    ctx.body = { data: rows.map(presentSandbox) };
+  async (ctx, { query }, deps) => {
+    const page = await listOwnSandboxes(deps.pg, accountIdOf(ctx), query);
+    ctx.body = { data: page.sandboxes.map(presentSandbox), next: page.next ?? null };
   },
 );
 
@@ -90,12 +97,14 @@ export const getSandbox = route(
   {
     method: 'get',
     path: '/v1/sandboxes/:id',
+    operationId: 'getSandbox',
     summary: 'Get one sandbox',
     tag: 'sandboxes',
     auth: 'apiKey',
+    scope: 'sandboxes:read',
     params: SandboxParams,
     responses: { 200: { description: 'The sandbox', schema: SandboxObject } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
   },
   async (ctx, { params }, deps) => {
     ctx.body = presentSandbox(await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id));
@@ -106,14 +115,16 @@ export const destroySandboxRoute = route(
   {
     method: 'delete',
     path: '/v1/sandboxes/:id',
+    operationId: 'destroySandbox',
     summary: 'Destroy a sandbox; idempotent',
     tag: 'sandboxes',
     auth: 'apiKey',
+    scope: 'sandboxes:write',
     bucket: 'sandbox_lifecycle',
     params: SandboxParams,
     query: DestroySandboxQuery,
     responses: { 200: { description: 'The sandbox: destroyed, or terminating with ?wait=false', schema: SandboxObject } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found', 'rate_limited'],
+    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found', 'rate_limited'],
   },
   async (ctx, { params, query }, deps) => {
     const em = ctx.state.em;

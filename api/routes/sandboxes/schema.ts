@@ -1,7 +1,6 @@
 import { z } from 'zod';
+import { ENV_NAME, isReservedKey } from '../../../shared/exec/env-names.ts';
 import { listOf, timestamp } from '../common-schemas.ts';
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 // Stored as jsonb and handed to processes: PostgreSQL refuses NUL and unpaired surrogates in
 // jsonb, and no environment variable can hold a NUL.
@@ -29,8 +28,12 @@ export const CreateSandboxBody = z.strictObject({
     .meta({ description: "Container image; the operator's default when omitted. Ignored by the local runtime." }),
   metadata: stringMap('metadata', 32, /^[A-Za-z0-9._\-/]+$/, 64, 512).optional(),
   env: stringMap('env', 64, ENV_NAME, 128, 4096)
+    .refine((m) => !Object.keys(m).some(isReservedKey), { error: 'env names must not be __proto__ or start with __PADDOCK_ (reserved)' })
     .optional()
-    .meta({ description: 'Environment variables every exec in the sandbox starts with' }),
+    .meta({
+      description:
+        'Environment variables every exec in the sandbox starts with. While a command allowlist is in force, variables that decide which code runs (PATH, LD_*, BASH_ENV…) are refused here, as in exec.',
+    }),
 });
 
 const booleanFlag = z.enum(['true', 'false']).transform((v) => v === 'true');
@@ -46,6 +49,11 @@ export const DestroySandboxQuery = z.strictObject({
 export const ListSandboxesQuery = z.strictObject({
   state: z.enum(['active', 'destroyed', 'all']).default('active'),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
+  after: z
+    .string()
+    .max(100)
+    .optional()
+    .meta({ description: "The previous page's next (a sandbox id): the sandboxes created before it. An unknown one answers 404." }),
 });
 
 export const SandboxParams = z.strictObject({ id: z.string().max(100) });
@@ -73,4 +81,6 @@ export const SandboxObject = z.object({
   metadata: z.record(z.string(), z.string()),
 });
 
-export const SandboxList = listOf(SandboxObject);
+export const SandboxList = listOf(SandboxObject).extend({
+  next: z.string().nullable().meta({ description: 'Pass as ?after= for the next page; null on the last page' }),
+});

@@ -11,15 +11,18 @@ export const createSecret = route(
   {
     method: 'post',
     path: '/v1/secrets',
+    operationId: 'createSecret',
     summary: 'Create or replace a secret, account-wide or for one sandbox; injected as an environment variable into every exec',
     tag: 'secrets',
     auth: 'apiKey',
+    bucket: 'account',
+    scope: 'secrets:write',
     body: CreateSecretBody,
     responses: {
       201: { description: 'Created', schema: SecretSummary },
       200: { description: 'Replaced the value of an existing secret', schema: SecretSummary },
     },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'invalid_json', 'sandbox_not_found', 'sandbox_not_running'],
+    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'invalid_json', 'sandbox_not_found', 'sandbox_not_running', 'secret_limit_reached'],
   },
   async (ctx, { body }, deps) => {
     const accountId = accountIdOf(ctx);
@@ -34,12 +37,15 @@ export const listSecretsRoute = route(
   {
     method: 'get',
     path: '/v1/secrets',
+    operationId: 'listSecrets',
     summary: "List secrets' names and scopes (never values); ?sandboxId= for one sandbox's",
     tag: 'secrets',
     auth: 'apiKey',
+    bucket: 'account',
+    scope: 'sandboxes:read',
     query: SecretScopeQuery,
     responses: { 200: { description: 'Secrets', schema: SecretList } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
   },
   async (ctx, { query }, deps) => {
     const accountId = accountIdOf(ctx);
@@ -52,13 +58,16 @@ export const deleteSecretRoute = route(
   {
     method: 'delete',
     path: '/v1/secrets/:name',
+    operationId: 'deleteSecret',
     summary: 'Remove a secret (account-wide, or with ?sandboxId= the sandbox one)',
     tag: 'secrets',
     auth: 'apiKey',
+    bucket: 'account',
+    scope: 'secrets:write',
     params: SecretParams,
     query: SecretScopeQuery,
     responses: { 204: { description: 'Removed' } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'secret_not_found', 'sandbox_not_found'],
+    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'secret_not_found', 'sandbox_not_found'],
   },
   async (ctx, { params, query }, deps) => {
     const accountId = accountIdOf(ctx);

@@ -52,19 +52,50 @@ export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: San
     if (!verdict.allowed) {
       throw new ApiError('command_not_allowed', verdict.reason, { extra: { program: verdict.program } });
     }
-    const envVerdict = checkEnvironment(allowlist.commands, input.env);
-    if (!envVerdict.allowed) {
-      throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
-    }
   }
 
   const secrets = await secretsRead;
+  const env = { ...sandbox.env, ...secrets, ...input.env };
+  // The whole environment the command starts with, not only the request's: the sandbox's
+  // create-time env and the secrets' names reach it too, and an allowlist may be newer than both.
+  const envVerdict = checkEnvironment(allowlist.commands, env);
+  if (!envVerdict.allowed) {
+    throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
+  }
+  const argv = typeof input.command === 'string' ? ['/bin/sh', '-c', input.command] : input.command;
+  refuseOversized(argv, env);
   return {
-    argv: typeof input.command === 'string' ? ['/bin/sh', '-c', input.command] : input.command,
+    argv,
     cwd: input.cwd ?? '/workspace',
-    env: { ...sandbox.env, ...secrets, ...input.env },
+    env,
     stdin: input.stdin !== undefined ? Buffer.from(input.stdin, 'utf8') : undefined,
     timeoutMs: Math.round(timeoutSeconds * 1000),
     secrets: Object.values(secrets),
   };
+}
+
+// What execve accepts: one string of at most 32 pages (MAX_ARG_STRLEN, with its NUL), and all of
+// them together within ARG_MAX, a quarter of the default 8 MiB stack. Kept well inside it, so a
+// command never fails with E2BIG after everything was decided.
+const ARG_STRING_MAX_BYTES = 128 * 1024 - 1;
+const ARGS_TOTAL_MAX_BYTES = 1024 * 1024;
+
+function refuseOversized(argv: string[], env: Record<string, string>): void {
+  let total = 0;
+  const fail = (field: string, message: string): never => {
+    throw new ApiError('invalid_request', `body.${field}: ${message}`, { extra: { errors: [{ location: 'body', field, message }] } });
+  };
+  for (const arg of argv) {
+    const bytes = Buffer.byteLength(arg);
+    if (bytes > ARG_STRING_MAX_BYTES) fail('command', `each argument must be under ${ARG_STRING_MAX_BYTES + 1} bytes`);
+    total += bytes + 1;
+  }
+  for (const [name, value] of Object.entries(env)) {
+    const bytes = Buffer.byteLength(name) + 1 + Buffer.byteLength(value);
+    if (bytes > ARG_STRING_MAX_BYTES) fail('env', `${name}: a variable (with its secrets and the sandbox's env) must be under ${ARG_STRING_MAX_BYTES + 1} bytes`);
+    total += bytes + 1;
+  }
+  if (total > ARGS_TOTAL_MAX_BYTES) {
+    fail('env', `the command and its environment (with the account's secrets and the sandbox's env) must be at most ${ARGS_TOTAL_MAX_BYTES} bytes together; they are ${total}`);
+  }
 }

@@ -14,23 +14,74 @@ export interface ExecOutcome {
 }
 
 export interface OutputSink {
-  stdout(text: string): void;
-  stderr(text: string): void;
+  /** A returned promise holds the command's output until the text is on its way to the client. */
+  stdout(text: string): void | Promise<void>;
+  stderr(text: string): void | Promise<void>;
 }
 
-/** Runs a prepared command, passing masked, capped, decoded output to the sink as it comes. */
+// How much a stream may print past its cap before the command is stopped. Output past the cap is
+// dropped and flagged; a command that prints a little too much still ends on its own, with its
+// exit code, while a flood (`cat /dev/zero`) is stopped instead of costing the host until its
+// timeout.
+const OVERFLOW_GRACE_BYTES = 64 * 1024;
+
+/**
+ * How long a streamed exec's output may be quiet before the bytes held back by the secrets
+ * masker (they could begin a secret) are sent anyway. Short enough that nobody sees a lag, long
+ * enough that a secret written in one go and split only by the pipe is always whole in a window.
+ */
+export const STREAM_IDLE_RELEASE_MS = 50;
+
+export interface RunOptions {
+  /**
+   * Streaming: after this many milliseconds without new output, release what the masker holds
+   * back. Unset (a buffered exec, answered whole at the end): held bytes wait for the end.
+   */
+  idleReleaseMs?: number;
+}
+
+/**
+ * Runs a prepared command, passing masked, capped, decoded output to the sink as it comes. A
+ * command whose output passes the cap on either stream by more than OVERFLOW_GRACE_BYTES is
+ * stopped (its whole process tree, as a timeout stops it): signal SIGKILL, the stream flagged
+ * truncated.
+ */
 export async function runExec(
   deps: AppDeps,
   sandboxId: string,
   prepared: PreparedExec,
   sink: OutputSink,
   signal: AbortSignal,
+  options: RunOptions = {},
 ): Promise<ExecOutcome> {
   const max = deps.config.PADDOCK_EXEC_OUTPUT_MAX_BYTES;
   const out = new OutputStream(prepared.secrets, max);
   const err = new OutputStream(prepared.secrets, max);
-  const emit = (text: string, to: (t: string) => void) => {
-    if (text) to(text);
+  const overflow = new AbortController();
+  const emit = (text: string, to: (t: string) => void | Promise<void>): void | Promise<void> => {
+    const limit = max + OVERFLOW_GRACE_BYTES;
+    if ((out.received > limit || err.received > limit) && !overflow.signal.aborted) overflow.abort();
+    if (text) return to(text);
+  };
+  const idle = options.idleReleaseMs;
+  const timers = new Map<OutputStream, NodeJS.Timeout>();
+  let ended = false;
+  /** After a chunk: when the masker holds bytes back, they go out once the stream is quiet. */
+  const releaseWhenQuiet = (stream: OutputStream, to: (t: string) => void | Promise<void>): void => {
+    clearTimeout(timers.get(stream));
+    timers.delete(stream);
+    if (idle === undefined || stream.held === 0) return;
+    const timer = setTimeout(() => {
+      timers.delete(stream);
+      if (!ended) void emit(stream.release(), to);
+    }, idle);
+    timer.unref();
+    timers.set(stream, timer);
+  };
+  const onChunk = (stream: OutputStream, to: (t: string) => void | Promise<void>) => (chunk: Uint8Array) => {
+    const sent = emit(stream.push(chunk), to);
+    releaseWhenQuiet(stream, to);
+    return sent;
   };
   let result;
   try {
@@ -40,18 +91,22 @@ export async function runExec(
       env: prepared.env,
       stdin: prepared.stdin,
       timeoutMs: prepared.timeoutMs,
-      signal,
-      onStdout: (chunk) => emit(out.push(chunk), sink.stdout),
-      onStderr: (chunk) => emit(err.push(chunk), sink.stderr),
+      signal: AbortSignal.any([signal, overflow.signal]),
+      onStdout: onChunk(out, sink.stdout),
+      onStderr: onChunk(err, sink.stderr),
     });
   } catch (error) {
     if (error instanceof SandboxGoneError) {
       throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is no longer running.`);
     }
     throw error;
+  } finally {
+    ended = true;
+    for (const timer of timers.values()) clearTimeout(timer);
   }
-  emit(out.end(), sink.stdout);
-  emit(err.end(), sink.stderr);
+  // The end, however it came (exit, timeout, kill, the client gone): everything held goes out.
+  await emit(out.end(), sink.stdout);
+  await emit(err.end(), sink.stderr);
   return {
     exitCode: result.exitCode,
     signal: result.signal,

@@ -32,8 +32,24 @@ export interface CompiledGlob {
   pruneHidden: boolean;
   /** A basename glob every match satisfies, simple enough for grep's --include ('' if none). */
   basenameFilter: string;
-  /** Whether a path relative to start matches. */
-  matches(relative: string): boolean;
+  /**
+   * Whether a path relative to start matches. Each step of the matching spends one of the
+   * budget's steps; past zero it throws GlobBudgetExhausted, so that no pattern and tree, however
+   * crafted, keep the API's event loop for long.
+   */
+  matches(relative: string, budget?: GlobBudget): boolean;
+}
+
+export interface GlobBudget {
+  steps: number;
+}
+
+export class GlobBudgetExhausted extends Error {
+  override name = 'GlobBudgetExhausted';
+}
+
+function spend(budget: GlobBudget | undefined, steps: number): void {
+  if (budget && (budget.steps -= steps) < 0) throw new GlobBudgetExhausted('the glob ran out of matching steps');
 }
 
 /** Compiles a pattern relative to `base` (an absolute, normalised directory); absolute patterns ignore it. */
@@ -58,9 +74,9 @@ export function compileGlob(pattern: string, base: string): CompiledGlob {
     maxDepth,
     pruneHidden,
     basenameFilter,
-    matches: (relative) => {
+    matches: (relative, budget) => {
       const parts = relative === '' ? [] : relative.split('/');
-      return compiled.some((segs) => matchSegments(segs, parts));
+      return compiled.some((segs) => matchSegments(segs, parts, budget));
     },
   };
 }
@@ -172,9 +188,11 @@ function matchesChar(token: CharToken, c: string): boolean {
 }
 
 /** Wildcard matching with one backtrack point (the last star): linear-times-pattern, never exponential. */
-function matchSegment(seg: Extract<Segment, { kind: 'segment' }>, name: string): boolean {
+function matchSegment(seg: Extract<Segment, { kind: 'segment' }>, name: string, budget: GlobBudget | undefined): boolean {
   if (name.startsWith('.') && !seg.dotOk) return false;
   const s = Array.from(name);
+  // The loop below takes at most this many steps (each backtrack restarts past the last star).
+  spend(budget, s.length * (seg.tokens.length + 1));
   const t = seg.tokens;
   let ti = 0;
   let si = 0;
@@ -199,17 +217,19 @@ function matchSegment(seg: Extract<Segment, { kind: 'segment' }>, name: string):
   return ti === t.length;
 }
 
-function matchSegments(pattern: Segment[], parts: string[]): boolean {
+function matchSegments(pattern: Segment[], parts: string[], budget: GlobBudget | undefined): boolean {
+  spend(budget, pattern.length + parts.length);
   // failed[i * (parts.length + 1) + j]: pattern[i..] cannot match parts[j..]; each pair is tried once.
   const failed = new Uint8Array((pattern.length + 1) * (parts.length + 1));
   const match = (i: number, j: number): boolean => {
     const key = i * (parts.length + 1) + j;
     if (failed[key]) return false;
+    spend(budget, 1);
     let ok: boolean;
     const seg = pattern[i];
     if (!seg) ok = j === parts.length;
     else if (seg.kind === 'globstar') ok = match(i + 1, j) || (j < parts.length && !parts[j]!.startsWith('.') && match(i, j + 1));
-    else ok = j < parts.length && matchSegment(seg, parts[j]!) && match(i + 1, j + 1);
+    else ok = j < parts.length && matchSegment(seg, parts[j]!, budget) && match(i + 1, j + 1);
     if (!ok) failed[key] = 1;
     return ok;
   };

@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import type { AppDeps } from '../../context.ts';
-import { compileGlob } from './glob-match.ts';
-import { GLOB_MAX_MATCHES, GLOB_MAX_SCANNED, SEARCH_TIMEOUT_MS } from './limits.ts';
+import { compileGlob, GlobBudgetExhausted } from './glob-match.ts';
+import { GLOB_MAX_MATCH_STEPS, GLOB_MAX_MATCHES, GLOB_MAX_SCANNED, SEARCH_TIMEOUT_MS } from './limits.ts';
 import { runScript, throwIfFailed } from './run.ts';
 import { GLOB_SCRIPT } from './scripts.ts';
 
@@ -52,6 +52,16 @@ export async function globFiles(deps: AppDeps, sandboxId: string, request: GlobR
   let scanned = 0;
   let capped = false;
   const records = new RecordSplitter(0);
+  const budget = { steps: GLOB_MAX_MATCH_STEPS };
+  const matchOne = (relative: string): boolean => {
+    try {
+      return glob.matches(relative, budget);
+    } catch (err) {
+      if (!(err instanceof GlobBudgetExhausted)) throw err;
+      capped = true;
+      return false;
+    }
+  };
   const result = await runScript(
     deps,
     sandboxId,
@@ -63,8 +73,8 @@ export async function globFiles(deps: AppDeps, sandboxId: string, request: GlobR
       onStdout: (chunk) =>
         records.push(chunk, (record) => {
           const relative = record.toString('utf8');
-          if (glob.matches(relative)) matches.push(posix.join(glob.start, relative));
-          if (matches.length > GLOB_MAX_MATCHES || ++scanned > GLOB_MAX_SCANNED) {
+          if (matchOne(relative)) matches.push(posix.join(glob.start, relative));
+          if (capped || matches.length > GLOB_MAX_MATCHES || ++scanned > GLOB_MAX_SCANNED) {
             capped = true;
             return false;
           }

@@ -1,8 +1,8 @@
 import { posix } from 'node:path';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppDeps } from '../../context.ts';
-import { compileGlob, type CompiledGlob } from './glob-match.ts';
-import { GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, GREP_MAX_OUTPUT_BYTES, SEARCH_TIMEOUT_MS } from './limits.ts';
+import { compileGlob, GlobBudgetExhausted, type CompiledGlob } from './glob-match.ts';
+import { GLOB_MAX_MATCH_STEPS, GREP_MAX_LINE_CHARS, GREP_MAX_MATCHES, GREP_MAX_OUTPUT_BYTES, SEARCH_TIMEOUT_MS } from './limits.ts';
 import { relativeTo } from './paths.ts';
 import { runScript, throwIfFailed } from './run.ts';
 import { GREP_SCRIPT } from './scripts.ts';
@@ -115,6 +115,7 @@ export async function grepFiles(deps: AppDeps, sandboxId: string, request: GrepR
   const matches: GrepMatch[] = [];
   let capped = false;
   const parser = new GrepOutputParser();
+  const budget = { steps: GLOB_MAX_MATCH_STEPS };
   const result = await runScript(
     deps,
     sandboxId,
@@ -133,7 +134,13 @@ export async function grepFiles(deps: AppDeps, sandboxId: string, request: GrepR
       onStdout: (chunk) =>
         parser.push(chunk, (rawPath, line, text) => {
           const path = posix.normalize(rawPath);
-          if (glob && path !== start && !glob.matches(relativeTo(start, path))) return true;
+          try {
+            if (glob && path !== start && !glob.matches(relativeTo(start, path), budget)) return true;
+          } catch (err) {
+            if (!(err instanceof GlobBudgetExhausted)) throw err;
+            capped = true;
+            return false;
+          }
           matches.push({ path, line, text: cutLine(text) });
           if (matches.length > GREP_MAX_MATCHES) {
             capped = true;

@@ -19,6 +19,12 @@ export const LS_MAX_ENTRIES = 1000;
 export const GLOB_MAX_MATCHES = 1000;
 /** Entries a glob walk may look at before it stops with `truncated`. */
 export const GLOB_MAX_SCANNED = 200_000;
+/**
+ * Matching steps one glob may spend in the API (a character compared, a pair of pattern and path
+ * segments tried): about 100 ms of the event loop at most, whatever the pattern and the tree.
+ * Past it the answer is `truncated`.
+ */
+export const GLOB_MAX_MATCH_STEPS = 20_000_000;
 export const GREP_MAX_MATCHES = 1000;
 /** A matching line longer than this many characters is cut (the match's `text` only). */
 export const GREP_MAX_LINE_CHARS = 2000;

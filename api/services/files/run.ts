@@ -1,12 +1,13 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { SandboxGoneError } from '../../../shared/runtime/types.ts';
+import { SandboxGoneError, type ExecStdin } from '../../../shared/runtime/types.ts';
 import type { AppDeps } from '../../context.ts';
 import { failureError, markerOf, timeoutError } from './errors.ts';
 import { MAX_STDERR_BYTES } from './limits.ts';
 import { MARKER_EXIT } from './scripts.ts';
 
 export interface ScriptOptions {
-  stdin?: Uint8Array;
+  /** A stream is read as the script reads it (an archive upload). */
+  stdin?: ExecStdin;
   timeoutMs: number;
   /** Stdout kept at most; more stops the script (`stopped`). */
   maxStdoutBytes: number;

@@ -15,7 +15,7 @@
 /** Exit status of a script that reports an error marker. */
 export const MARKER_EXIT = 3;
 
-const PRELUDE = `
+export const PRELUDE = `
 fail() { printf 'PADDOCK_ERR:%s\\n' "$1" >&2; exit ${MARKER_EXIT}; }
 # Why the path $1, which does not exist, cannot be opened: its nearest existing ancestor says.
 missing() {

@@ -39,17 +39,23 @@ export interface LineRange {
   bytes: Buffer;
 }
 
-/** Where each line starts: [0, after the 1st "\n", …]; a final "\n" starts no line. */
-export function lineStarts(bytes: Buffer): number[] {
-  const starts = bytes.length > 0 ? [0] : [];
-  for (let i = bytes.indexOf(10); i !== -1 && i + 1 < bytes.length; i = bytes.indexOf(10, i + 1)) starts.push(i + 1);
-  return starts;
-}
-
-/** Lines startLine..endLine (1-based, inclusive; endLine past the end is clamped). */
+/**
+ * Lines startLine..endLine (1-based, inclusive; endLine past the end is clamped). One byte loop
+ * that remembers only the two offsets asked for and a count: no index of every line, which for a
+ * file of newlines alone would be millions of entries (a line starts at 0 and after every "\n"
+ * but a final one).
+ */
 export function selectLines(bytes: Buffer, startLine = 1, endLine?: number): LineRange {
-  const starts = lineStarts(bytes);
-  const totalLines = starts.length;
+  let totalLines = bytes.length > 0 ? 1 : 0;
+  let from = startLine === 1 ? 0 : bytes.length;
+  let to = bytes.length;
+  const last = bytes.length - 1;
+  for (let i = 0; i < last; i++) {
+    if (bytes[i] !== 10) continue;
+    totalLines++; // the line starting at i + 1
+    if (totalLines === startLine) from = i + 1;
+    if (endLine !== undefined && totalLines === endLine + 1) to = i + 1;
+  }
   if (endLine !== undefined && endLine < startLine) {
     throw new ApiError('invalid_request', `query.endLine: must not be less than startLine (${startLine}).`);
   }
@@ -58,10 +64,8 @@ export function selectLines(bytes: Buffer, startLine = 1, endLine?: number): Lin
       extra: { totalLines },
     });
   }
-  const last = Math.min(endLine ?? totalLines, totalLines);
-  const from = starts[startLine - 1] ?? bytes.length;
-  const to = starts[last] ?? bytes.length;
-  return { startLine, endLine: last, totalLines, bytes: bytes.subarray(from, to) };
+  const lastLine = Math.min(endLine ?? totalLines, totalLines);
+  return { startLine, endLine: lastLine, totalLines, bytes: bytes.subarray(from, to) };
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

@@ -1,44 +1,74 @@
+import { encodeFrame, frameReader } from '../exec-frame.ts';
+
 // The pod exec API runs an argv and nothing else: no working directory, no environment, no
 // timeout, and closing the connection does not stop the command. So every command goes through
-// this small wrapper in plain POSIX sh (checked with dash and bash). User values only ever
-// travel as positional arguments, never inside the script text, so nothing in them is parsed.
+// this small wrapper in plain POSIX sh (checked with dash and bash). The exec request's URL, which
+// the API server's audit log and the node's process table record, carries only the fixed script,
+// a token and the watchdog's seconds: the command itself (environment with its secrets, working
+// directory, argv) is framed ahead of stdin (see ../exec-frame.ts) and read with `read`
+// alone, which never reads a pipe past the line it wants, so the rest of stdin is the command's.
 //
-//   $1 working directory, $2 marker token, $3 watchdog seconds, then the count of NAME=VALUE
-//   pairs, the pairs, and the argv.
+//   $1 marker token, $2 watchdog seconds.
 //
-// The command runs in a session of its own (setsid), so one `kill -9 -PGID` ends its whole
-// process tree. Before anything else the new group leader prints "<token> g<pgid>" on stderr,
-// which the runtime strips and uses to kill the group from a second exec on timeout or abort.
-// It is the leader itself that prints, so the line comes before any output of the command.
+// The command runs in a session of its own (setsid), so one `kill -9 -PGID` ends its process
+// group. Before anything else the new group leader prints "<token> g<pgid>" on stderr, which the
+// runtime strips and uses to kill the group from a second exec on timeout or abort. It is the
+// leader itself that prints, so the line comes before any output of the command. Every process
+// of the command also carries __PADDOCK_EXEC=<token> in its environment, inherited through any
+// fork, setsid or double fork: the kill exec ends those too (a restricted pod has no cgroup of
+// its own per exec; a process that empties its own environment and leaves the session is the one
+// that escapes, and the pod's deadline and the sandbox's destroy remain its end).
 //
 // The leader then becomes `timeout -s KILL`, a watchdog that ends the group a little after the
 // timeout should the runtime not get there (it crashed, or the connection broke). Being the
-// command's parent, it ends with it: a separate sleeping watchdog would have to be killed at
-// the end, and a kill landing between its fork and its exec leaves its sleep behind. Without a
-// timeout program the command runs without that backstop. Found by absolute path, before the
-// user's PATH applies.
+// command's parent, it ends with it. Without a timeout program the command runs without that
+// backstop. setsid and timeout are found by absolute path before the command's own variables
+// (its PATH among them) are exported.
 //
 // A command that cannot be found ends with 127, as in any shell; a working directory that
-// cannot be entered with 125, as the local runtime's `env -C` does.
-const LEADER =
-  'printf "%s %s%s\\n" "$1" "$2" "$$" >&2; w=$3; shift 3; ' +
-  'x=; for c in /usr/bin/timeout /bin/timeout; do [ -x "$c" ] && x=$c && break; done; ' +
-  'n=$1; shift; while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done; ' +
-  '[ -z "$x" ] || exec "$x" -s KILL "$w" "$@"; exec "$@"';
+// cannot be entered with 125, as the local runtime's does.
+// The leader uses no variables: the command's exported ones would be overwritten.
+const LEADER = 'printf "%s %s%s\\n" "$1" "$2" "$$" >&2; shift 2; exec "$@"';
 
-const WRAPPER = `cd -- "$1" || exit 125
-t=$2 w=$3
-shift 3
+const WRAPPER = `__PADDOCK_T=$1 __PADDOCK_W=$2
+__PADDOCK_S=; for c in /usr/bin/setsid /bin/setsid; do [ -x "$c" ] && __PADDOCK_S=$c && break; done
+__PADDOCK_X=; for c in /usr/bin/timeout /bin/timeout; do [ -x "$c" ] && __PADDOCK_X=$c && break; done
+${frameReader('0')}
+export __PADDOCK_EXEC="$__PADDOCK_T"
+[ -z "$__PADDOCK_X" ] || set -- "$__PADDOCK_X" -s KILL "$__PADDOCK_W" "$@"
+# A command started with & gets /dev/null for stdin unless it is handed over explicitly.
 exec 3<&0
-if command -v setsid >/dev/null 2>&1; then
-  setsid /bin/sh -c '${LEADER}' sh "$t" g "$w" "$@" <&3 3<&- &
+if [ -n "$__PADDOCK_S" ]; then
+  "$__PADDOCK_S" /bin/sh -c '${LEADER}' sh "$__PADDOCK_T" g "$@" <&3 3<&- &
 else
-  /bin/sh -c '${LEADER}' sh "$t" p "$w" "$@" <&3 3<&- &
+  /bin/sh -c '${LEADER}' sh "$__PADDOCK_T" p "$@" <&3 3<&- &
 fi
 exec 3<&-
 wait "$!" 2>/dev/null`;
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+// A terminal (tty: true) runs this instead: the pod's terminal is the command's, so no session of
+// its own and no watchdog (the terminal ends when its connection does, and the runtime kills what
+// is left by the token). The frame comes on the terminal itself, which would echo it (the secrets
+// with it) and cut its lines at 4 KiB: so the wrapper first puts the terminal in raw mode without
+// echo, says so with "<token> p<pid>" (the runtime sends the frame only after that line, which it
+// strips), reads the frame, and gives the terminal its settings back before the command starts.
+const TERMINAL_WRAPPER = `__PADDOCK_T=$1
+__PADDOCK_G=$(stty -g 2>/dev/null)
+stty raw -echo 2>/dev/null
+printf '%s p%s\\n' "$__PADDOCK_T" "$$"
+${frameReader('0')}
+[ -z "$__PADDOCK_G" ] || stty "$__PADDOCK_G" 2>/dev/null
+export __PADDOCK_EXEC="$__PADDOCK_T"
+unset __PADDOCK_T __PADDOCK_G
+exec "$@"`;
+
+/** A terminal's argv (fixed text and the token) and the frame to send once its marker has come. */
+export function terminalWrapperArgv(input: Omit<WrapperInput, 'watchdogSeconds'>): { argv: string[]; frame: Buffer } {
+  return {
+    argv: ['/bin/sh', '-c', TERMINAL_WRAPPER, 'paddock-terminal', input.token],
+    frame: encodeFrame({ argv: input.argv, cwd: input.cwd, env: input.env }),
+  };
+}
 
 export interface WrapperInput {
   argv: string[];
@@ -48,32 +78,34 @@ export interface WrapperInput {
   watchdogSeconds: number;
 }
 
-export function wrapperArgv(input: WrapperInput): string[] {
-  if (input.argv.length === 0) throw new TypeError('argv must name a program');
-  const pairs = Object.entries(input.env).map(([name, value]) => {
-    if (!ENV_NAME.test(name)) throw new TypeError(`not a valid environment variable name: ${JSON.stringify(name)}`);
-    return `${name}=${value}`;
-  });
-  for (const arg of [input.cwd, ...pairs, ...input.argv]) {
-    if (arg.includes('\0')) throw new TypeError('arguments, the working directory and environment values cannot contain NUL');
-  }
-  return [
-    '/bin/sh',
-    '-c',
-    WRAPPER,
-    'paddock-exec',
-    input.cwd,
-    input.token,
-    String(input.watchdogSeconds),
-    String(pairs.length),
-    ...pairs,
-    ...input.argv,
-  ];
+/** The exec request's argv (fixed text, the token, the seconds) and the frame to send ahead of stdin. */
+export function wrapperArgv(input: WrapperInput): { argv: string[]; frame: Buffer } {
+  return {
+    argv: ['/bin/sh', '-c', WRAPPER, 'paddock-exec', input.token, String(input.watchdogSeconds)],
+    frame: encodeFrame({ argv: input.argv, cwd: input.cwd, env: input.env }),
+  };
 }
 
-/** The argv of the second exec that ends a command's tree; target is "-PGID" or a bare PID. */
-export function killArgv(target: string): string[] {
-  return ['/bin/sh', '-c', 'kill -9 "$1"', 'paddock-kill', target];
+/**
+ * The argv of the second exec that ends a command: its process group ("-PGID", or a bare PID),
+ * then every process whose environment carries the command's token, until none is left.
+ */
+export function killArgv(target: string, token: string): string[] {
+  // No `--`: dash's kill (Debian's /bin/sh) takes it for a pid and kills nothing, and "-PGID"
+  // after the signal is a group in every shell.
+  const script = `kill -9 "$1" 2>/dev/null
+i=0
+while [ $i -lt 20 ]; do
+  n=0
+  for e in /proc/[0-9]*/environ; do
+    p=\${e#/proc/}; p=\${p%/environ}
+    [ "$p" = $$ ] && continue
+    if tr '\\0' '\\n' < "$e" 2>/dev/null | grep -qx "__PADDOCK_EXEC=$2"; then kill -9 "$p" 2>/dev/null && n=$((n + 1)); fi
+  done
+  [ $n -eq 0 ] && exit 0
+  i=$((i + 1))
+done`;
+  return ['/bin/sh', '-c', script, 'paddock-kill', target, token];
 }
 
 /**

@@ -3,7 +3,7 @@ import { constants } from 'node:os';
 import { Readable, Writable } from 'node:stream';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import type { Logger } from '../../logger.ts';
-import { SandboxGoneError, type ExecRequest, type ExecResult } from '../types.ts';
+import { isStdinStream, OUTPUT_WINDOW_BYTES, SandboxGoneError, STDIN_WINDOW_BYTES, type ExecRequest, type ExecResult, type ExecStdin } from '../types.ts';
 import { killArgv, MarkerFilter, wrapperArgv } from './exec-script.ts';
 import { WORKSPACE } from './manifest.ts';
 import { CONTAINER_NAME } from './names.ts';
@@ -27,7 +27,7 @@ export interface ExecDeps {
 export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest): Promise<ExecResult> {
   const started = performance.now();
   const token = `paddock-${randomBytes(8).toString('hex')}`;
-  const command = wrapperArgv({
+  const { argv: command, frame } = wrapperArgv({
     argv: request.argv,
     cwd: request.cwd ?? WORKSPACE,
     env: request.env ?? {},
@@ -46,26 +46,47 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
     let killTarget: string | undefined;
     let kill: { timedOut: boolean } | undefined;
     let giveUp: NodeJS.Timeout | undefined;
+    let stdinFailure: Error | undefined;
 
+    let stderrTaken: unknown;
     const stderrFilter = new MarkerFilter(
       token,
       (target) => {
         killTarget = target;
         if (kill) void killTree(target);
       },
-      (chunk) => request.onStderr?.(chunk),
+      (chunk) => (stderrTaken = request.onStderr?.(chunk)),
     );
-    const stdout = new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        if (!settled) request.onStdout?.(chunk);
-        callback();
-      },
-    });
-    const stderr = new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        if (!settled) stderrFilter.push(chunk);
-        callback();
-      },
+    // The client library writes each frame to these and never looks at what write answers: past
+    // the window, the WebSocket's own socket is paused, so the kernel's buffers and TCP's window
+    // hold the rest, not this process.
+    const pauseSocket = () => (socket as unknown as { _socket?: { pause(): void } } | undefined)?._socket?.pause();
+    const resumeSocket = () => (socket as unknown as { _socket?: { resume(): void } } | undefined)?._socket?.resume();
+    const flowing = (consume: (chunk: Buffer) => unknown) => {
+      const stream = new Writable({
+        highWaterMark: OUTPUT_WINDOW_BYTES,
+        write(chunk: Buffer, _encoding, callback) {
+          const taken = settled ? undefined : consume(chunk);
+          if (taken instanceof Promise) taken.then(() => callback(), () => callback());
+          else callback();
+        },
+      });
+      const write = stream.write.bind(stream) as (chunk: unknown) => boolean;
+      stream.write = ((chunk: unknown) => {
+        const ok = write(chunk);
+        if (!ok) pauseSocket();
+        return ok;
+      }) as typeof stream.write;
+      stream.on('drain', resumeSocket);
+      // Nothing may come after the status; should it, it is dropped, never an unhandled error.
+      stream.on('error', () => undefined);
+      return stream;
+    };
+    const stdout = flowing((chunk) => request.onStdout?.(chunk));
+    const stderr = flowing((chunk) => {
+      stderrTaken = undefined;
+      stderrFilter.push(chunk);
+      return stderrTaken;
     });
 
     const finish = (outcome: { result: ExecResult } | { error: Error }) => {
@@ -75,8 +96,10 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
       clearTimeout(timer);
       clearTimeout(giveUp);
       request.signal?.removeEventListener('abort', onAbort);
+      stdin.destroy();
       if (socket && socket.readyState <= 1) socket.close();
-      if ('result' in outcome) resolve(outcome.result);
+      if (stdinFailure) reject(stdinFailure);
+      else if ('result' in outcome) resolve(outcome.result);
       else reject(outcome.error);
     };
     const killed = () =>
@@ -95,7 +118,7 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
     };
     const killTree = async (target: string) => {
       try {
-        await runKill(deps, podName, target);
+        await runKill(deps, podName, target, token);
       } catch (err) {
         deps.log?.warn({ err, pod: podName }, 'killing a timed-out command failed; the in-pod watchdog will');
       }
@@ -104,22 +127,42 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
     const onAbort = () => requestKill(false);
     request.signal?.addEventListener('abort', onAbort, { once: true });
 
+    // The status follows the command's last output, which may still be on its way to a consumer
+    // that takes it at its own pace: every byte is handed over before the answer.
+    let statusSeen = false;
+    const delivered = (stream: Writable) =>
+      new Promise<void>((resolve) => {
+        if (stream.writableFinished || stream.destroyed) return resolve();
+        stream.once('finish', resolve);
+        stream.once('close', resolve);
+        stream.end();
+      });
     const onStatus = (status: V1Status) => {
-      if (settled) return;
+      if (settled || statusSeen) return;
       if (kill) return killed();
       const outcome = outcomeOf(status);
       if (!outcome) return failed(status.message ?? 'the exec failed');
-      finish({ result: { ...outcome, timedOut: false, durationMs: elapsed(started) } });
+      statusSeen = true;
+      const durationMs = elapsed(started);
+      void Promise.all([delivered(stdout), delivered(stderr)]).then(() => finish({ result: { ...outcome, timedOut: false, durationMs } }));
     };
 
+    const stdin = stdinStream(frame, request.stdin, {
+      socket: () => socket,
+      failed: (err) => {
+        // A source that failed must not reach the command as a complete input: it is stopped.
+        stdinFailure ??= err;
+        requestKill(false);
+      },
+    });
     exec
-      .exec(deps.pods.namespace, podName, CONTAINER_NAME, command, stdout, stderr, stdinStream(request.stdin), false, onStatus)
+      .exec(deps.pods.namespace, podName, CONTAINER_NAME, command, stdout, stderr, stdin, false, onStatus)
       .then(
         (ws) => {
           socket = ws;
           if (settled) return ws.close();
           ws.addEventListener('close', () => {
-            if (settled) return;
+            if (settled || statusSeen) return;
             if (kill) return killed();
             failed('the exec connection closed before the command finished');
           });
@@ -164,7 +207,7 @@ async function classifyFailure(pods: PodClient, podName: string, why: string): P
   return new Error(why);
 }
 
-function runKill(deps: ExecDeps, podName: string, target: string): Promise<void> {
+export function runKill(deps: ExecDeps, podName: string, target: string, token: string): Promise<void> {
   const exec = new Exec(deps.kubeConfig);
   // The API requires at least one stream; stderr tells why a kill failed.
   let errors = '';
@@ -181,7 +224,7 @@ function runKill(deps: ExecDeps, podName: string, target: string): Promise<void>
       reject(new Error('the kill exec did not finish'));
     }, KILL_WAIT_MS);
     exec
-      .exec(deps.pods.namespace, podName, CONTAINER_NAME, killArgv(target), null, stderr, null, false, (status) => {
+      .exec(deps.pods.namespace, podName, CONTAINER_NAME, killArgv(target, token), null, stderr, null, false, (status) => {
         clearTimeout(timer);
         if (status.status === 'Success') resolve();
         else reject(new Error(`kill failed: ${errors.trim() || status.message}`));
@@ -196,11 +239,72 @@ function runKill(deps: ExecDeps, podName: string, target: string): Promise<void>
   });
 }
 
-function stdinStream(stdin: Uint8Array | undefined): Readable | null {
-  if (stdin === undefined) return null;
-  const chunk = Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength);
-  // An empty stream still ends, which closes the command's stdin (v5 sends a close frame).
-  return Readable.from(chunk.length ? [chunk] : []);
+interface StdinHooks {
+  /** The exec's WebSocket, once connected. */
+  socket(): ExecSocket | undefined;
+  failed(err: Error): void;
+}
+
+/**
+ * The frame, then the command's own stdin; its end closes the command's stdin (v5 sends a close
+ * frame). The client library sends whatever this stream emits at once, never asking whether the
+ * WebSocket keeps up: so a streamed stdin is read from its source only while the socket's send
+ * buffer is under the window, and TCP's flow control, up to the command's pipe in the pod, paces
+ * it. A source that throws is reported, and the stream never ends (which would close stdin as if
+ * the input were complete).
+ */
+function stdinStream(frame: Buffer, stdin: ExecStdin | undefined, hooks: StdinHooks): Readable {
+  if (!isStdinStream(stdin)) {
+    const chunks = [frame];
+    if (stdin?.byteLength) chunks.push(Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength));
+    return Readable.from(chunks);
+  }
+  const chunks = stdin[Symbol.asyncIterator]();
+  let framed = false;
+  return new Readable({
+    highWaterMark: 0,
+    read() {
+      if (!framed) {
+        framed = true;
+        this.push(frame);
+        return;
+      }
+      void (async () => {
+        await roomToSend(hooks.socket());
+        if (this.destroyed) return;
+        const next = await chunks.next();
+        if (this.destroyed) return;
+        if (next.done) this.push(null);
+        else this.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
+      })().catch((err: unknown) => {
+        if (!this.destroyed) hooks.failed(err instanceof Error ? err : new Error(String(err)));
+      });
+    },
+    destroy(err, callback) {
+      void Promise.resolve(chunks.return?.()).catch(() => undefined);
+      callback(err);
+    },
+  });
+}
+
+/** Resolves once the WebSocket's send buffer is under the window (or the socket is gone). */
+async function roomToSend(ws: ExecSocket | undefined): Promise<void> {
+  while (ws && ws.readyState === 1 && ws.bufferedAmount >= STDIN_WINDOW_BYTES) {
+    const raw = (ws as unknown as { _socket?: NodeJS.EventEmitter })._socket;
+    // 'drain' is the socket's word that it took its buffer; the poll covers bytes the WebSocket
+    // holds above the socket, which no 'drain' reports.
+    await new Promise<void>((resolve) => {
+      const go = () => {
+        clearTimeout(poll);
+        raw?.off('drain', go);
+        raw?.off('close', go);
+        resolve();
+      };
+      const poll = setTimeout(go, 50);
+      raw?.on('drain', go);
+      raw?.on('close', go);
+    });
+  }
 }
 
 function elapsed(started: number): number {

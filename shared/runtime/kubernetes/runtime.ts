@@ -4,11 +4,14 @@ import {
   SandboxGoneError,
   type ExecRequest,
   type ExecResult,
+  type TerminalRequest,
+  type TerminalSession,
   type RuntimeSandbox,
   type SandboxRuntime,
   type SandboxSpec,
 } from '../types.ts';
 import { execInPod } from './exec.ts';
+import { terminalInPod } from './terminal.ts';
 import { sandboxPodManifest } from './manifest.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, podNameFor } from './names.ts';
 import type { KubernetesRuntimeOptions } from './options.ts';
@@ -80,8 +83,22 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     return execInPod({ kubeConfig: options.kubeConfig, pods, log }, name, request);
   }
 
+  async function terminal(id: string, request: TerminalRequest): Promise<TerminalSession> {
+    const name = podNameFor(id);
+    if (name === undefined) throw new SandboxGoneError(`no sandbox ${id}`);
+    try {
+      return await terminalInPod({ kubeConfig: options.kubeConfig, pods, log }, name, request);
+    } catch (err) {
+      // The upgrade refused: the pod is gone, or not running.
+      const pod = await pods.read(name).catch(() => undefined);
+      if (!pod || pod.status?.phase !== 'Running') throw new SandboxGoneError(`sandbox ${id} is not running`);
+      throw err;
+    }
+  }
+
   return {
     name: 'kubernetes',
+    terminal,
     create,
     destroy,
     get,

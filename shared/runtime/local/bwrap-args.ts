@@ -1,5 +1,4 @@
 import { lstat, readlink } from 'node:fs/promises';
-import { join } from 'node:path';
 import { GENERATED_ETC, runningAsRoot, SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
 
 // A sandbox as bubblewrap arguments: its namespaces, its user, and what it sees of the file
@@ -27,7 +26,9 @@ const HOST_ETC = [
   'os-release',
 ];
 
-const GENERATED = Object.keys(GENERATED_ETC);
+export const GENERATED = Object.keys(GENERATED_ETC);
+/** Bubblewrap reads GENERATED_ETC's files from these descriptors on, in GENERATED's order. */
+export const GENERATED_ETC_FIRST_FD = 6;
 
 /** Arguments that recreate the host's /bin, /lib… beside /usr, read once per runtime. */
 export async function systemDirArgs(): Promise<string[]> {
@@ -50,22 +51,22 @@ const DEV = [
   '--symlink', '/proc/self/fd', '/dev/fd',
   ...['stdin', 'stdout', 'stderr'].flatMap((name, fd) => ['--symlink', `/proc/self/fd/${fd}`, `/dev/${name}`]),
   '--tmpfs', '/dev/shm',
+  // The mount point of the sandbox's own devpts, mounted once it runs (see pts.ts): the terminal's
+  // pseudo-terminals are the sandbox's alone.
+  '--dir', '/dev/pts',
+  '--symlink', 'pts/ptmx', '/dev/ptmx',
 ];
 
 export interface SandboxArgsOptions {
   systemDirs: string[];
-  /** Where the runtime wrote GENERATED_ETC. */
-  generatedEtc: string;
   workspace: string;
-  network: boolean;
 }
 
 export function sandboxArgs(options: SandboxArgsOptions): string[] {
-  const etc = options.network ? [...HOST_ETC, 'resolv.conf'] : HOST_ETC;
   return [
-    // Every namespace; the network one only when the operator did not ask for the host's.
+    // Every namespace, the network one too: a sandbox with network gets it through slirp4netns
+    // (network.ts), never the host's.
     '--unshare-all',
-    ...(options.network ? ['--share-net'] : []),
     '--unshare-user',
     // No user namespaces inside, so less of the kernel to attack. It makes bubblewrap nest the
     // sandbox's user namespace in another, whose namespaces only root can enter: a developer
@@ -78,8 +79,10 @@ export function sandboxArgs(options: SandboxArgsOptions): string[] {
     ...options.systemDirs,
     // Made first, as bubblewrap would otherwise make them 0700 for the binds below.
     ...['/etc', '/etc/ssl'].flatMap((dir) => ['--perms', '0755', '--dir', dir]),
-    ...etc.flatMap((name) => ['--ro-bind-try', `/etc/${name}`, `/etc/${name}`]),
-    ...GENERATED.flatMap((name) => ['--ro-bind', join(options.generatedEtc, name), `/etc/${name}`]),
+    ...HOST_ETC.flatMap((name) => ['--ro-bind-try', `/etc/${name}`, `/etc/${name}`]),
+    // Their bytes come through descriptors (launch.ts writes them), not binds of the data dir's
+    // copies: a bind would name the host's path in the sandbox's /proc/self/mountinfo.
+    ...GENERATED.flatMap((name, i) => ['--perms', '0644', '--ro-bind-data', String(GENERATED_ETC_FIRST_FD + i), `/etc/${name}`]),
     '--proc', '/proc',
     ...DEV,
     '--tmpfs', '/tmp',

@@ -1,18 +1,42 @@
-import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../../logger.ts';
 import { runningAsRoot } from './identity.ts';
 import { killQuietly } from './processes.ts';
 
-// Memory, process-count and CPU limits through cgroup v1: one group per sandbox under
-// /sys/fs/cgroup/<controller>/paddock/<id>, holding the sandbox's init and every exec.
+// Limits and process groups for local sandboxes, on cgroup v2, v1, or a host with both (v1
+// controllers plus a controller-less v2 hierarchy, as systemd's "hybrid" layout mounts them).
+//
+// Each resource is limited through v2 where the v2 hierarchy offers its controller, else through
+// v1: memory (memory.max / memory.limit_in_bytes), process count (pids.max), CPU (cpu.max /
+// cfs_quota, and a low weight for all sandboxes together, so the control plane on the same host
+// stays ahead of them) and, on v2, a low I/O weight.
+//
+// Besides the sandbox's group, every exec gets a group of its own below it, so that a timeout or a
+// disconnect ends everything the command started, double forks included, by one write to
+// cgroup.kill (v2) instead of a scan of the host's process table. Without v2, the exec groups
+// nest in the v1 pids (or freezer) hierarchy and are killed member by member.
 
-const ROOT = '/sys/fs/cgroup';
-const CONTROLLERS = ['memory', 'pids', 'cpu'] as const;
+export const CGROUP_ROOT = '/sys/fs/cgroup';
 /** The CFS period: a sandbox gets `cpus` × this much CPU time in each. */
 const CFS_PERIOD_US = 100_000;
-type Controller = (typeof CONTROLLERS)[number];
+// All sandboxes together weigh a quarter of one ordinary process group (the default is 1024 on v1,
+// 100 on v2): when sandboxes saturate the host, the API and the workers still get the CPU.
+const SANDBOXES_CPU_SHARES = 256;
+const SANDBOXES_CPU_WEIGHT = 25;
+const SANDBOXES_IO_WEIGHT = 25;
+const GROUP = 'paddock';
+/** How long a v1 exec group's kill keeps at it: past this, the sandbox's destroy ends the rest. */
+const GROUP_KILL_WITHIN_MS = 10_000;
+
+type Resource = 'memory' | 'pids' | 'cpu' | 'io';
+const LIMITED: Resource[] = ['memory', 'pids', 'cpu', 'io'];
+/** Without these two, a sandbox could take the host's memory or fork it to a halt. */
+export const ESSENTIAL: Resource[] = ['memory', 'pids'];
+const V1_NAMES: Record<Resource, string> = { memory: 'memory', pids: 'pids', cpu: 'cpu', io: 'blkio' };
 
 export interface Limits {
   memoryMb: number;
@@ -20,101 +44,230 @@ export interface Limits {
   cpus: number;
 }
 
+/** How an exec's own group is ended: a v2 cgroup.kill file, or a v1 group's member list. */
+export type GroupKill = { kill: string } | { procs: string };
+
+export interface ExecGroup {
+  /** The cgroup.procs files the command's first process writes its pid to. */
+  procsFiles: string[];
+  /** Ends every process in the group (undefined: the host has no hierarchy for exec groups). */
+  killer?: GroupKill;
+  /** Removes the group once the command has ended, unless something it started still runs in it. */
+  release(): Promise<void>;
+}
+
 export interface Cgroups {
-  /** The cgroup.procs files a process writes its pid to, to join the sandbox's groups. */
-  procsFiles(id: string): string[];
+  /** Which resources are limited, and through which version; and what is not. */
+  readonly limited: Partial<Record<Resource, 'v1' | 'v2'>>;
+  readonly missing: Resource[];
   create(id: string, limits: Limits): Promise<void>;
   /** Moves the sandbox's init into its groups, before it runs anything. */
   admitInit(id: string, pid: number): Promise<void>;
-  /** SIGKILLs every process in the sandbox's groups until none is left, then removes the groups. */
+  /** A group for one command, inside the sandbox's groups. */
+  openExec(id: string): Promise<ExecGroup>;
+  /** Kills every process in the sandbox's groups, waits until none is left, then removes the groups. */
   killAndRemove(id: string, deadline: number): Promise<void>;
 }
 
-/** The controllers this host lets Paddock use; undefined (logged) where it offers none. */
-export async function openCgroups(log: Logger | undefined): Promise<Cgroups | undefined> {
-  const usable: Controller[] = [];
-  for (const controller of CONTROLLERS) {
-    if (runningAsRoot && (await prepare(controller))) usable.push(controller);
-  }
-  const missing = CONTROLLERS.filter((c) => !usable.includes(c));
-  if (missing.length > 0) {
-    log?.warn({ missing }, 'cgroup v1 controllers unavailable: sandboxes run without those limits');
-  }
-  return usable.length > 0 ? cgroupsOf(usable) : undefined;
+export interface CgroupOptions {
+  /** Where the cgroup file systems are mounted; tests pass a directory laid out like one. */
+  root?: string;
+  log?: Logger;
+  /** Whether this process may manage cgroups (it must be root on a real host). */
+  privileged?: boolean;
 }
 
-async function prepare(controller: Controller): Promise<boolean> {
-  try {
-    await access(join(ROOT, controller, 'cgroup.procs'));
-    await mkdir(join(ROOT, controller, 'paddock'), { recursive: true });
-    return true;
-  } catch {
-    return false;
-  }
+interface Hierarchies {
+  /** The v2 mount and the controllers it lets Paddock's group use. */
+  v2?: { mount: string; controllers: Set<string> };
+  /** v1 mounts by controller name. */
+  v1: Map<string, string>;
 }
 
-function cgroupsOf(controllers: Controller[]): Cgroups {
-  const dir = (controller: Controller, id: string): string => join(ROOT, controller, 'paddock', id);
-  const dirs = (id: string): string[] => controllers.map((c) => dir(c, id));
+/** The controllers this host lets Paddock use; undefined when it offers no hierarchy at all. */
+export async function openCgroups(options: CgroupOptions = {}): Promise<Cgroups | undefined> {
+  const root = options.root ?? CGROUP_ROOT;
+  if (!(options.privileged ?? runningAsRoot)) return undefined;
+  const found = await discover(root, options.log);
+  const limited: Partial<Record<Resource, 'v1' | 'v2'>> = {};
+  for (const resource of LIMITED) {
+    if (found.v2?.controllers.has(resource)) limited[resource] = 'v2';
+    // v1's blkio weights work only under schedulers few hosts use: I/O is limited on v2 alone.
+    else if (resource !== 'io' && found.v1.has(V1_NAMES[resource])) limited[resource] = 'v1';
+  }
+  const killHierarchy = found.v2 ? 'v2' : found.v1.has('pids') ? 'pids' : found.v1.has('freezer') ? 'freezer' : undefined;
+  if (!killHierarchy && Object.keys(limited).length === 0) return undefined;
+  const missing = LIMITED.filter((r) => !limited[r]);
+  if (missing.length > 0) options.log?.warn({ missing, limited }, 'cgroup controllers unavailable: sandboxes run without those limits');
+  return cgroupsOf(found, limited, missing, killHierarchy);
+}
 
-  async function limit(controller: Controller, id: string, limits: Limits): Promise<void> {
-    const path = dir(controller, id);
-    if (controller === 'pids') {
-      await writeFile(join(path, 'pids.max'), String(limits.pidsMax));
-      return;
+async function discover(root: string, log: Logger | undefined): Promise<Hierarchies> {
+  const found: Hierarchies = { v1: new Map() };
+  for (const mount of [root, join(root, 'unified')]) {
+    if (!(await exists(join(mount, 'cgroup.controllers')))) continue;
+    found.v2 = { mount, controllers: await enableV2(mount, log) };
+    break;
+  }
+  if (found.v2?.mount !== root) {
+    for (const name of ['memory', 'pids', 'cpu', 'blkio', 'freezer']) {
+      const mount = join(root, name);
+      if (!(await exists(join(mount, 'cgroup.procs'))) || (await exists(join(mount, 'cgroup.controllers')))) continue;
+      try {
+        await mkdir(join(mount, GROUP), { recursive: true });
+        found.v1.set(name, mount);
+      } catch (err) {
+        log?.warn({ err, controller: name }, 'cannot use the cgroup v1 controller');
+      }
     }
-    if (controller === 'cpu') {
-      await writeFile(join(path, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
-      // The kernel's floor is 1 ms a period.
-      await writeFile(join(path, 'cpu.cfs_quota_us'), String(Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US))));
-      return;
+  }
+  return found;
+}
+
+/**
+ * Makes the wanted v2 controllers available to the sandboxes' groups: enabled in the root's and
+ * in Paddock's group's cgroup.subtree_control. A controller the kernel or the delegation refuses
+ * (a root with processes of its own answers EBUSY) is left to v1, or missing.
+ */
+async function enableV2(mount: string, log: Logger | undefined): Promise<Set<string>> {
+  await mkdir(join(mount, GROUP), { recursive: true });
+  const offered = (await readFile(join(mount, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/);
+  const enabled = new Set<string>();
+  for (const controller of LIMITED) {
+    if (!offered.includes(controller)) continue;
+    try {
+      await writeFile(join(mount, 'cgroup.subtree_control'), `+${controller}`);
+      await writeFile(join(mount, GROUP, 'cgroup.subtree_control'), `+${controller}`);
+      enabled.add(controller);
+    } catch (err) {
+      log?.warn({ err, controller }, 'cannot enable the cgroup v2 controller for sandboxes');
     }
-    const bytes = String(limits.memoryMb * 1024 * 1024);
-    await writeFile(join(path, 'memory.limit_in_bytes'), bytes);
-    // With swap accounting, memory plus swap gets the same cap: a hog must not spill into swap.
-    await writeFile(join(path, 'memory.memsw.limit_in_bytes'), bytes).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
+  }
+  const group = join(mount, GROUP);
+  if (enabled.has('cpu')) await writeFile(join(group, 'cpu.weight'), String(SANDBOXES_CPU_WEIGHT)).catch(() => undefined);
+  if (enabled.has('io')) await writeFile(join(group, 'io.weight'), `default ${SANDBOXES_IO_WEIGHT}`).catch(() => undefined);
+  return enabled;
+}
+
+function cgroupsOf(
+  found: Hierarchies,
+  limited: Partial<Record<Resource, 'v1' | 'v2'>>,
+  missing: Resource[],
+  killHierarchy: 'v2' | 'pids' | 'freezer' | undefined,
+): Cgroups {
+  const v2 = found.v2;
+  const v2Dir = (id: string): string | undefined => (v2 ? join(v2.mount, GROUP, id) : undefined);
+  // The v1 controllers a sandbox has groups in: those that limit something, and the kill hierarchy.
+  const v1Names = new Set<string>();
+  for (const resource of LIMITED) if (limited[resource] === 'v1') v1Names.add(V1_NAMES[resource]);
+  if (killHierarchy === 'pids' || killHierarchy === 'freezer') v1Names.add(killHierarchy);
+  const v1Dir = (name: string, id: string): string => join(found.v1.get(name)!, GROUP, id);
+  const dirs = (id: string): string[] => [...[...v1Names].map((name) => v1Dir(name, id)), ...(v2 ? [v2Dir(id)!] : [])];
+
+  async function setLimits(id: string, limits: Limits): Promise<void> {
+    const memory = String(limits.memoryMb * 1024 * 1024);
+    const quota = Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US)); // the kernel's floor is 1 ms a period
+    if (limited.memory === 'v2') {
+      await writeFile(join(v2Dir(id)!, 'memory.max'), memory);
+      await writeOptional(join(v2Dir(id)!, 'memory.swap.max'), '0');
+    } else if (limited.memory === 'v1') {
+      await writeFile(join(v1Dir('memory', id), 'memory.limit_in_bytes'), memory);
+      // With swap accounting, memory plus swap gets the same cap: a hog must not spill into swap.
+      await writeOptional(join(v1Dir('memory', id), 'memory.memsw.limit_in_bytes'), memory);
+    }
+    if (limited.pids === 'v2') await writeFile(join(v2Dir(id)!, 'pids.max'), String(limits.pidsMax));
+    else if (limited.pids === 'v1') await writeFile(join(v1Dir('pids', id), 'pids.max'), String(limits.pidsMax));
+    if (limited.cpu === 'v2') await writeFile(join(v2Dir(id)!, 'cpu.max'), `${quota} ${CFS_PERIOD_US}`);
+    else if (limited.cpu === 'v1') {
+      await writeFile(join(v1Dir('cpu', id), 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+      await writeFile(join(v1Dir('cpu', id), 'cpu.cfs_quota_us'), String(quota));
+    }
   }
 
-  async function members(id: string): Promise<number[]> {
-    const lists = await Promise.all(
-      dirs(id).map((path) => readFile(join(path, 'cgroup.procs'), 'utf8').catch(() => '')),
-    );
-    return [...new Set(lists.join('\n').split('\n').filter(Boolean).map(Number))];
+  let sharesSet = false;
+  async function lowerV1Shares(): Promise<void> {
+    if (sharesSet || limited.cpu !== 'v1') return;
+    await writeOptional(join(found.v1.get('cpu')!, GROUP, 'cpu.shares'), String(SANDBOXES_CPU_SHARES));
+    sharesSet = true;
   }
 
   return {
-    procsFiles: (id) => dirs(id).map((path) => join(path, 'cgroup.procs')),
+    limited,
+    missing,
 
     async create(id, limits) {
-      for (const controller of controllers) {
-        await mkdir(dir(controller, id), { recursive: true });
-        await limit(controller, id, limits);
-      }
+      await lowerV1Shares();
+      for (const dir of dirs(id)) await mkdir(dir, { recursive: true });
+      await setLimits(id, limits);
     },
 
     async admitInit(id, pid) {
-      for (const path of dirs(id)) await writeFile(join(path, 'cgroup.procs'), String(pid));
+      for (const dir of dirs(id)) await writeFile(join(dir, 'cgroup.procs'), String(pid));
+    },
+
+    async openExec(id) {
+      const limitProcs = [...v1Names].filter((name) => name !== killHierarchy).map((name) => join(v1Dir(name, id), 'cgroup.procs'));
+      if (!killHierarchy) return { procsFiles: limitProcs, release: async () => undefined };
+      const base = killHierarchy === 'v2' ? v2Dir(id)! : v1Dir(killHierarchy, id);
+      const dir = join(base, `x${randomBytes(8).toString('hex')}`);
+      await mkdir(dir);
+      return {
+        procsFiles: [...limitProcs, join(dir, 'cgroup.procs')],
+        killer: killHierarchy === 'v2' ? { kill: join(dir, 'cgroup.kill') } : { procs: join(dir, 'cgroup.procs') },
+        // A group that a background process still holds stays until the sandbox goes.
+        release: () => rmdir(dir).catch(() => undefined),
+      };
     },
 
     async killAndRemove(id, deadline) {
+      const v2Group = v2Dir(id);
+      if (v2Group && (await exists(v2Group))) await writeFile(join(v2Group, 'cgroup.kill'), '1').catch(() => undefined);
       for (;;) {
-        const pids = (await members(id)).filter((pid) => pid !== process.pid);
+        const pids = (await Promise.all(dirs(id).map((dir) => membersOfTree(dir)))).flat().filter((pid) => pid !== process.pid);
         if (pids.length === 0) break;
         if (Date.now() > deadline) throw new Error(`the processes of sandbox ${id} did not end`);
         pids.forEach(killQuietly);
         await delay(2);
       }
-      for (const path of dirs(id)) await removeGroup(path, deadline);
+      for (const dir of dirs(id)) await removeTree(dir, deadline);
     },
   };
 }
 
-async function removeGroup(path: string, deadline: number): Promise<void> {
+/** Ends every process of an exec's group, however it forked. */
+export async function killGroup(killer: GroupKill): Promise<void> {
+  if ('kill' in killer) {
+    await writeFile(killer.kill, '1').catch(() => undefined);
+    return;
+  }
+  // v1 has no cgroup.kill: kill the members until none is left (a fork between a read and its
+  // kill lands in the same group and is found by the next round). Bounded by time, not rounds: on
+  // a busy host a killed process leaves the group only once the scheduler lets it run its exit.
+  const deadline = Date.now() + GROUP_KILL_WITHIN_MS;
+  for (let round = 0; Date.now() < deadline; round++) {
+    const pids = (await readFile(killer.procs, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number);
+    if (pids.length === 0) return;
+    pids.forEach(killQuietly);
+    await delay(Math.min(2 + round, 50));
+  }
+}
+
+async function membersOfTree(dir: string): Promise<number[]> {
+  const own = (await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number);
+  const children = await subgroups(dir);
+  return [...own, ...(await Promise.all(children.map(membersOfTree))).flat()];
+}
+
+async function subgroups(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isDirectory()).map((e) => join(dir, e.name));
+}
+
+async function removeTree(dir: string, deadline: number): Promise<void> {
+  for (const child of await subgroups(dir)) await removeTree(child, deadline);
   for (;;) {
     try {
-      await rmdir(path);
+      await rmdir(dir);
       return;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
@@ -124,4 +277,18 @@ async function removeGroup(path: string, deadline: number): Promise<void> {
       await delay(2);
     }
   }
+}
+
+async function writeOptional(path: string, value: string): Promise<void> {
+  // Written only where the kernel offers the file: no O_CREAT.
+  await writeFile(path, value, { flag: constants.O_WRONLY | constants.O_TRUNC }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }

@@ -43,4 +43,7 @@ export const GENERATED_ETC: Readonly<Record<string, string>> = {
   ].join('\n'),
   group: ['root:x:0:', `sandbox:x:${SANDBOX_GID}:`, 'nogroup:x:65534:', ''].join('\n'),
   hosts: ['127.0.0.1 localhost sandbox', '::1 localhost ip6-localhost ip6-loopback', ''].join('\n'),
+  // slirp4netns's forwarder to the host's resolvers (egress-filter.ts's SLIRP.dns), the one
+  // resolver a sandbox with network reaches; without network, nothing answers there.
+  'resolv.conf': 'nameserver 10.0.2.3\n',
 };

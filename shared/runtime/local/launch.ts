@@ -5,7 +5,8 @@ import { readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
-import { runningAsRoot, SANDBOX_ENV } from './identity.ts';
+import { GENERATED } from './bwrap-args.ts';
+import { GENERATED_ETC, runningAsRoot, SANDBOX_ENV } from './identity.ts';
 import { killQuietly, readStat } from './processes.ts';
 
 // Starting a sandbox's init under bubblewrap. Bubblewrap reports the init's pid (--info-fd), then
@@ -17,7 +18,7 @@ import { killQuietly, readStat } from './processes.ts';
 // and the loop restarts the sleeper when the user kills that. It says it runs on fd 5, then lets
 // go of every descriptor it was started with.
 const INIT_SCRIPT =
-  'echo >&5; exec 3<&- 4>&- 5>&- </dev/null >/dev/null 2>&1; while :; do sleep infinity & wait; done';
+  'echo >&5; exec 3<&- 4>&- 5>&- 6<&- 7<&- 8<&- 9<&- </dev/null >/dev/null 2>&1; while :; do sleep infinity & wait; done';
 
 /** An argument of the init's command line that names its sandbox, in `ps` and for cleanup. */
 export const sandboxMarker = (id: string): string => `paddock-sandbox-${id}`;
@@ -51,7 +52,7 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
       detached: true,
       cwd: '/',
       env: SANDBOX_ENV,
-      stdio: ['ignore', 'ignore', log, 'pipe', 'pipe', 'pipe'],
+      stdio: ['ignore', 'ignore', log, 'pipe', 'pipe', 'pipe', ...GENERATED.map(() => 'pipe' as const)],
       ...(runningAsRoot ? { uid: options.hostUid, gid: options.hostUid } : {}),
     });
   } finally {
@@ -68,10 +69,12 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
     failed.catch(() => undefined);
     const step = <T>(promise: Promise<T>): Promise<T> => Promise.race([promise, failed]);
 
-    // fd 3: the hold (--block-fd), 4: the init's pid (--info-fd), 5: the init says it runs.
-    const [, , , hold, info, ready] = child.stdio as unknown as [null, null, null, Writable, Readable, Readable];
+    // fd 3: the hold (--block-fd), 4: the init's pid (--info-fd), 5: the init says it runs; from
+    // 6 on, the generated /etc files' bytes (--ro-bind-data).
+    const [, , , hold, info, ready, ...etcFiles] = child.stdio as unknown as [null, null, null, Writable, Readable, Readable, ...Writable[]];
     // A bubblewrap that dies resets these; its exit is what tells of the failure.
-    for (const stream of [hold, info, ready]) stream.on('error', () => undefined);
+    for (const stream of [hold, info, ready, ...etcFiles]) stream.on('error', () => undefined);
+    GENERATED.forEach((name, i) => etcFiles[i]!.end(GENERATED_ETC[name]));
     pid = await step(childPid(info));
     const stat = readStat(pid);
     if (!stat) throw new Error('the sandbox init ended before it started');

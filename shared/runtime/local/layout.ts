@@ -5,8 +5,8 @@ import { PermanentRuntimeError } from '../types.ts';
 import { GENERATED_ETC, runningAsRoot } from './identity.ts';
 
 // Where a runtime keeps things under its dataDir:
-//   etc/                     files generated into every sandbox's /etc (passwd, group, hosts)
-//   sandboxes/<id>/          one sandbox: state.json, init.log (bubblewrap's own errors)
+//   etc/                     files generated into every sandbox's /etc (passwd, group, hosts, resolv.conf)
+//   sandboxes/<id>/          one sandbox: state.json, init.log (bubblewrap's own errors), network.log
 //   sandboxes/<id>/workspace the sandbox's /workspace, owned by its host uid
 
 const ID = /^[a-z0-9]+_[a-z0-9]+$/;
@@ -18,13 +18,17 @@ export function isSandboxId(id: string): boolean {
 export interface Layout {
   etc: string;
   sandboxes: string;
+  /** Destroyed sandboxes' directories, renamed here at once and removed afterwards. */
+  trash: string;
   /** Names this dataDir for host-wide locks: two runtimes on one dataDir share them. */
   lockPrefix: string;
 }
 
 export const sandboxDir = (layout: Layout, id: string): string => join(layout.sandboxes, id);
 export const workspaceDir = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'workspace');
+export const diskImage = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'disk.img');
 export const initLogFile = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'init.log');
+export const networkLogFile = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'network.log');
 
 export async function prepareLayout(dataDir: string): Promise<Layout> {
   await mkdir(dataDir, { recursive: true });
@@ -32,6 +36,7 @@ export async function prepareLayout(dataDir: string): Promise<Layout> {
   const layout: Layout = {
     etc: join(root, 'etc'),
     sandboxes: join(root, 'sandboxes'),
+    trash: join(root, 'trash'),
     lockPrefix: `paddock-local/${createHash('sha256').update(root).digest('hex').slice(0, 16)}`,
   };
   if (runningAsRoot) await openPathToSandboxUsers(root);

@@ -70,15 +70,7 @@ export async function killSession(leader: number): Promise<void> {
 }
 
 async function sessionMembers(leader: number): Promise<number[]> {
-  const stats = new Map<number, ProcessStat>();
-  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
-  // Asynchronously, unlike readStat: there may be thousands.
-  await Promise.all(
-    pids.map(async (pid) => {
-      const stat = parseStat(await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => ''));
-      if (stat && stat.state !== 'Z') stats.set(pid, stat);
-    }),
-  );
+  const stats = await processTable();
   const members = new Set<number>();
   for (const [pid, stat] of stats) {
     if (pid === leader || stat.session === leader || stat.pgrp === leader) members.add(pid);
@@ -95,17 +87,50 @@ async function sessionMembers(leader: number): Promise<number[]> {
   return [...members];
 }
 
+// Reads of /proc at a time: a scan holds this many descriptors, however many processes there are.
+const SCAN_BATCH = 64;
+
+/** Reads `/proc/<pid>/<file>` of every process, SCAN_BATCH at a time. */
+async function scanProc(file: 'stat' | 'cmdline'): Promise<Map<number, string>> {
+  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name)).map(Number);
+  const texts = new Map<number, string>();
+  for (let i = 0; i < pids.length; i += SCAN_BATCH) {
+    await Promise.all(
+      pids.slice(i, i + SCAN_BATCH).map(async (pid) => {
+        const text = await readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => undefined);
+        if (text !== undefined) texts.set(pid, text);
+      }),
+    );
+  }
+  return texts;
+}
+
+let tableScan: Promise<Map<number, ProcessStat>> | undefined;
+
+/**
+ * The live processes' stats. Many kills at once (commands timing out together) share one scan
+ * rather than each reading the whole table: a kill that joins a scan begun before it still loops
+ * until its session is empty, so a fork the shared scan missed is found by the next.
+ */
+function processTable(): Promise<Map<number, ProcessStat>> {
+  tableScan ??= scanProc('stat')
+    .then((texts) => {
+      const stats = new Map<number, ProcessStat>();
+      for (const [pid, text] of texts) {
+        const stat = parseStat(text);
+        if (stat && stat.state !== 'Z') stats.set(pid, stat);
+      }
+      return stats;
+    })
+    .finally(() => (tableScan = undefined));
+  return tableScan;
+}
+
 /** SIGKILLs every process with this exact argument on its command line, until none is left. */
 export async function killByArgument(argument: string, deadline: number): Promise<void> {
   for (;;) {
-    const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
     const matching: number[] = [];
-    await Promise.all(
-      pids.map(async (pid) => {
-        const args = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-        if (args.split('\0').includes(argument)) matching.push(Number(pid));
-      }),
-    );
+    for (const [pid, args] of await scanProc('cmdline')) if (args.split('\0').includes(argument)) matching.push(pid);
     if (matching.length === 0) return;
     if (Date.now() > deadline) throw new Error(`processes with ${argument} did not end`);
     matching.forEach(killQuietly);

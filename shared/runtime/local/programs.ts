@@ -7,14 +7,22 @@ import { join } from 'node:path';
 export interface Programs {
   bwrap: string;
   nsenter: string;
+  /** For sandboxes with network (PADDOCK_LOCAL_NETWORK); absent, those fail to start. */
+  slirp4netns: string | undefined;
+  nft: string | undefined;
+  /** Mounts each sandbox's own devpts, for its terminals; absent, terminals fail. */
+  mount: string | undefined;
+  /** Opens the terminals' pseudo-terminals, inside the sandbox (which sees the host's /usr). */
+  socat: string | undefined;
 }
 
 const SYSTEM_PATH = ['/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin'];
 
-/** Both programs, or undefined when this host lacks either. */
+/** The programs, or undefined when this host lacks bubblewrap or nsenter. */
 export async function findPrograms(): Promise<Programs | undefined> {
-  const [bwrap, nsenter] = await Promise.all([find('bwrap'), find('nsenter')]);
-  return bwrap && nsenter ? { bwrap, nsenter } : undefined;
+  const names = ['bwrap', 'nsenter', 'slirp4netns', 'nft', 'mount', 'socat'];
+  const [bwrap, nsenter, slirp4netns, nft, mount, socat] = await Promise.all(names.map(find));
+  return bwrap && nsenter ? { bwrap, nsenter, slirp4netns, nft, mount, socat } : undefined;
 }
 
 async function find(name: string): Promise<string | undefined> {

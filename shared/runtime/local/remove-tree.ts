@@ -1,24 +1,61 @@
-import { chmod, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, mkdir, readdir, rename } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../../logger.ts';
 import { runningAsRoot } from './identity.ts';
 
 /**
- * Removes a sandbox's files. Root removes anything; a developer running Paddock as themself may
- * meet directories the sandbox made unwritable (chmod 500), which they own and can open up first.
+ * Removes a sandbox's files: GNU rm, which walks with openat and unlinkat, so a tree deeper than
+ * PATH_MAX or holding millions of entries is removed in bounded memory (Node's recursive rm builds
+ * every path as a string, fails past PATH_MAX, and holds the walk in memory). It never crosses
+ * into another file system: a mount left inside is not followed. Root removes anything; a
+ * developer running Paddock as themself may meet directories the sandbox made unwritable (chmod
+ * 500), which they own and can open up first.
  */
 export async function removeTree(dir: string): Promise<void> {
-  try {
-    await rm(dir, { recursive: true, force: true });
-  } catch (err) {
-    if (runningAsRoot || (err as NodeJS.ErrnoException).code !== 'EACCES') throw err;
-    await openUp(dir);
-    await rm(dir, { recursive: true, force: true });
-  }
+  if ((await rmRf(dir)) === 0) return;
+  if (!runningAsRoot) await openUp(dir).catch(() => undefined);
+  const code = await rmRf(dir);
+  if (code !== 0) throw new Error(`rm -rf ${dir} exited with ${code}`);
+}
+
+async function rmRf(dir: string): Promise<number | null> {
+  const child = spawn('rm', ['-rf', '--one-file-system', '--', dir], { stdio: 'ignore' });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return code;
 }
 
 async function openUp(dir: string): Promise<void> {
   await chmod(dir, 0o700);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     if (entry.isDirectory()) await openUp(join(dir, entry.name));
+  }
+}
+
+/**
+ * Takes a sandbox's directory out of the runtime's view at once (a rename) and removes it
+ * afterwards: a destroy finishes once nothing of the sandbox runs, however large its tree, and a
+ * tree that cannot be removed now is retried by the next sweep (sweepTrash) instead of holding the
+ * sandbox, and its account's quota, in `terminating`.
+ */
+export async function discard(dir: string, trash: string, log: Logger | undefined): Promise<void> {
+  await mkdir(trash, { recursive: true, mode: 0o700 });
+  const target = join(trash, `${basename(dir)}.${randomBytes(4).toString('hex')}`);
+  try {
+    await rename(dir, target);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  void removeTree(target).catch((err: unknown) => log?.warn({ err, dir: target }, 'a destroyed sandbox’s files are left for the next sweep'));
+}
+
+/** Removes what earlier destroys left in the trash (a crash, or a tree that resisted). */
+export async function sweepTrash(trash: string, log: Logger | undefined): Promise<void> {
+  const entries = await readdir(trash).catch(() => [] as string[]);
+  for (const name of entries) {
+    await removeTree(join(trash, name)).catch((err: unknown) => log?.warn({ err, name }, 'could not remove a destroyed sandbox’s files'));
   }
 }

@@ -4,33 +4,42 @@ import {
   SandboxGoneError,
   type ExecRequest,
   type ExecResult,
+  type TerminalRequest,
+  type TerminalSession,
   type RuntimeSandbox,
   type SandboxRuntime,
   type SandboxSpec,
 } from '../types.ts';
 import { sandboxArgs, systemDirArgs } from './bwrap-args.ts';
-import { openCgroups, type Cgroups } from './cgroups.ts';
-import { execCommandLine } from './exec.ts';
+import { ESSENTIAL, openCgroups, type Cgroups } from './cgroups.ts';
+import { execCommandLine, execFrame } from './exec.ts';
+import { mountPts, terminalCommand } from './terminal.ts';
 import { hostUidFor, runningAsRoot } from './identity.ts';
 import { launchSandbox, sandboxMarker } from './launch.ts';
 import {
   initLogFile,
   isSandboxId,
+  networkLogFile,
   prepareLayout,
   sandboxDir,
   workspaceDir,
+  diskImage,
   type Layout,
 } from './layout.ts';
 import { isLocked, withLock } from './lock.ts';
-import { killByArgument, isRunning, killQuietly, waitUntilEnded } from './processes.ts';
+import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded } from './processes.ts';
 import type { LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
-import { removeTree } from './remove-tree.ts';
+import { attachNetwork } from './network.ts';
+import { discard, sweepTrash } from './remove-tree.ts';
+import { mountDisk, unmountDisk } from './disk.ts';
 import { CommandSpawner } from './spawner.ts';
 import { markEnding, readState, writeState, type SandboxState } from './state.ts';
 
 const DEFAULT_CREATE_TIMEOUT_MS = 30_000;
 const DESTROY_TIMEOUT_MS = 30_000;
+const NETWORK_NEEDS =
+  'sandboxes with network (PADDOCK_LOCAL_NETWORK) need Paddock to run as root, with slirp4netns and nft installed';
 const ENDED = 'its processes have ended (its init exited, or the host restarted)';
 
 /** What the runtime learns about its host once, on first use. */
@@ -52,6 +61,10 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   // States this process has read: exec's fast path, checked against /proc on every use.
   const known = new Map<string, SandboxState>();
   const spawner = new CommandSpawner();
+  const diskMb = settings.diskMb ?? 0;
+  // Enough for a large project tree, never more than the disk's size can format.
+  const diskInodes = Math.min(settings.diskInodes ?? 131_072, diskMb * 64);
+  let sweeping: Promise<void> | undefined;
 
   function host(): Promise<Host> {
     setup ??= openHost().catch((err: unknown) => {
@@ -64,7 +77,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   async function openHost(): Promise<Host> {
     const [layout, cgroups, programs, systemDirs] = await Promise.all([
       prepareLayout(settings.dataDir),
-      openCgroups(log),
+      openCgroups({ log, root: settings.cgroupRoot }),
       findPrograms(),
       systemDirArgs(),
     ]);
@@ -108,13 +121,16 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     await chmod(dir, 0o711);
     await mkdir(workspace, { mode: 0o700 });
     if (runningAsRoot) await chown(workspace, hostUid, hostUid);
+    let network: SandboxState['network'];
     try {
+      if (diskMb > 0) {
+        await mountDisk(diskImage(h.layout, spec.id), workspace, { megabytes: diskMb, inodes: diskInodes }, hostUid);
+        await chmod(workspace, 0o700);
+      }
       await h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 });
       const args = sandboxArgs({
         systemDirs: h.systemDirs,
-        generatedEtc: h.layout.etc,
         workspace,
-        network: settings.network,
       });
       const { pid, startTime } = await launchSandbox({
         bwrap: programs.bwrap,
@@ -122,11 +138,29 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         args,
         hostUid,
         logFile: initLogFile(h.layout, spec.id),
-        beforeStart: async (initPid) => h.cgroups?.admitInit(spec.id, initPid),
+        beforeStart: async (initPid) => {
+          await h.cgroups?.admitInit(spec.id, initPid);
+          if (settings.network) network = await withNetwork(h, programs, spec.id, initPid, deadline);
+        },
         deadline,
       });
+      // Root alone may mount. Without its devpts the sandbox still runs, and only its terminals
+      // fail (socat's complaint is their output).
+      if (runningAsRoot && programs.mount) {
+        await mountPts(programs.nsenter, programs.mount, pid).catch((err: unknown) =>
+          log?.warn({ sandboxId: spec.id, err }, 'could not mount the sandbox its own devpts; its terminals will not open'),
+        );
+      }
       const createdAt = new Date().toISOString();
-      const state: SandboxState = { id: spec.id, accountId: spec.accountId, pid, startTime, hostUid, createdAt };
+      const state: SandboxState = {
+        id: spec.id,
+        accountId: spec.accountId,
+        pid,
+        startTime,
+        hostUid,
+        createdAt,
+        ...(network ? { network } : {}),
+      };
       await writeState(dir, state);
       known.set(spec.id, state);
       log?.info({ sandboxId: spec.id, pid, hostUid }, 'sandbox started');
@@ -139,6 +173,31 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     }
   }
 
+  async function withNetwork(
+    h: Host,
+    programs: Programs,
+    id: string,
+    initPid: number,
+    deadline: number,
+  ): Promise<SandboxState['network']> {
+    const { slirp4netns, nft } = programs;
+    // Checked in create: here for the types.
+    if (!slirp4netns || !nft) throw new PermanentRuntimeError(NETWORK_NEEDS);
+    const pid = await attachNetwork({
+      id,
+      pid: initPid,
+      nsenter: programs.nsenter,
+      nft,
+      slirp4netns,
+      logFile: networkLogFile(h.layout, id),
+      admit: async (slirp) => h.cgroups?.admitInit(id, slirp),
+      deadline,
+    });
+    const stat = readStat(pid);
+    if (!stat) throw new PermanentRuntimeError('slirp4netns ended as soon as it started');
+    return { pid, startTime: stat.startTime };
+  }
+
   /** Kills everything in the sandbox, waits for it to be gone, then removes its groups and files. */
   async function teardown(h: Host, id: string, state: SandboxState | undefined, deadline: number): Promise<void> {
     known.delete(id);
@@ -147,6 +206,8 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       await markEnding(dir);
       // Killing a pid namespace's init kills everything in it.
       if (isRunning(state.pid, state.startTime)) killQuietly(state.pid);
+      // slirp4netns is outside the namespace (and in no cgroup on a host without them).
+      if (state.network && isRunning(state.network.pid, state.network.startTime)) killQuietly(state.network.pid);
     } else {
       // No state: its init, if any, is found by the marker it was started with.
       await killByArgument(sandboxMarker(id), deadline);
@@ -154,7 +215,10 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     // Whatever escaped the namespace's end (nsenter's host-side halves, say) is still in the groups.
     await h.cgroups?.killAndRemove(id, deadline);
     if (state) await waitUntilEnded(state.pid, state.startTime, deadline);
-    await removeTree(dir);
+    if (state?.network) await waitUntilEnded(state.network.pid, state.network.startTime, deadline);
+    // Nothing of the sandbox runs: its disk can go, and its image with the directory.
+    await unmountDisk(workspaceDir(h.layout, id));
+    await discard(dir, h.layout.trash, log);
   }
 
   /** The state of a sandbox that runs now, for exec. */
@@ -192,6 +256,13 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       if (!programs) {
         throw new PermanentRuntimeError('bubblewrap (bwrap) and nsenter must be installed for the local runtime');
       }
+      refuseWithoutLimits(h.cgroups, settings.allowUnlimited ?? false);
+      if (diskMb > 0 && !runningAsRoot) {
+        throw new PermanentRuntimeError('a disk quota per sandbox (PADDOCK_LOCAL_DISK_MB) needs Paddock to run as root; set PADDOCK_LOCAL_DISK_MB=0 to run sandboxes without one');
+      }
+      if (settings.network && !(runningAsRoot && programs.slirp4netns && programs.nft)) {
+        throw new PermanentRuntimeError(NETWORK_NEEDS);
+      }
       const deadline = Date.now() + (options?.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS);
       return withLock(lockName(h, spec.id), deadline, async () => {
         const found = await find(h, spec.id);
@@ -223,6 +294,8 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
 
     async list() {
       const h = await host();
+      // The reaper lists on every sweep: the moment to retry what destroys could not remove.
+      sweeping ??= sweepTrash(h.layout.trash, log).finally(() => (sweeping = undefined));
       const ids = (await readdir(h.layout.sandboxes)).filter(isSandboxId);
       const found = await Promise.all(ids.map((id) => describe(h, id)));
       return found.filter((sandbox) => sandbox !== undefined);
@@ -234,11 +307,15 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       // Already aborted: nothing runs, and the answer is the one an abort gives (as in kubernetes).
       if (request.signal?.aborted) return { exitCode: null, signal: 'SIGKILL', timedOut: false, durationMs: 0 };
       if (!h.programs) throw new Error('nsenter is not installed');
-      const commandLine = execCommandLine(
-        { nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: h.cgroups?.procsFiles(id) ?? [] },
-        request,
-      );
-      const result = await spawner.run(commandLine, request);
+      const frame = execFrame(request);
+      const group = await h.cgroups?.openExec(id);
+      const commandLine = execCommandLine({ nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: group?.procsFiles ?? [] });
+      let result: ExecResult;
+      try {
+        result = await spawner.run(commandLine, request, { frame, killer: group?.killer });
+      } finally {
+        void group?.release();
+      }
       // nsenter fails, or is killed, when the sandbox ends under it: that is not the command's exit.
       if (!result.timedOut && result.exitCode !== 0 && !(await stillRuns(h, state))) {
         known.delete(id);
@@ -247,11 +324,56 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       return result;
     },
 
+    async terminal(id: string, request: TerminalRequest): Promise<TerminalSession> {
+      const h = await host();
+      const state = await runningState(h, id);
+      if (!h.programs) throw new Error('nsenter is not installed');
+      if (!h.programs.socat?.startsWith('/usr/')) throw new Error('terminals on the local runtime need socat installed under /usr (the sandboxes see only that)');
+      const command = terminalCommand(h.programs.socat, request.argv, request.cols, request.rows);
+      const frame = execFrame({ argv: command.argv, env: { ...request.env, ...command.env } });
+      const group = await h.cgroups?.openExec(id);
+      const commandLine = execCommandLine({ nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: group?.procsFiles ?? [] });
+      let session: TerminalSession;
+      try {
+        session = await spawner.terminal(commandLine, request, { frame, killer: group?.killer });
+      } catch (err) {
+        void group?.release();
+        throw err;
+      }
+      const exit = session.exit.then(
+        async (result) => {
+          void group?.release();
+          // nsenter fails, or is killed, when the sandbox ends under it: that is not the command's exit.
+          if (result.exitCode !== 0 && !request.signal?.aborted && !(await stillRuns(h, state))) {
+            known.delete(id);
+            throw new SandboxGoneError(`sandbox ${id} ended while the terminal was open`);
+          }
+          return result;
+        },
+        (err: unknown) => {
+          void group?.release();
+          throw err;
+        },
+      );
+      exit.catch(() => undefined);
+      return { write: session.write, resize: session.resize, exit };
+    },
+
     async close() {
       known.clear();
       await spawner.close();
     },
   };
+}
+
+/** Untrusted code without memory and process-count limits can take the host down: only an operator's explicit word allows it. */
+function refuseWithoutLimits(cgroups: Cgroups | undefined, allowUnlimited: boolean): void {
+  const missing = cgroups ? ESSENTIAL.filter((r) => cgroups.missing.includes(r)) : ESSENTIAL;
+  if (missing.length === 0 || allowUnlimited) return;
+  throw new PermanentRuntimeError(
+    `this host offers no usable cgroup ${missing.join(' and ')} controller (v2 or v1; Paddock must run as root), ` +
+      'so sandboxes would run without those limits; set PADDOCK_LOCAL_ALLOW_UNLIMITED=true to run them anyway',
+  );
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,39 +1,152 @@
 // The command spawner's process (see spawner.ts). It runs runCommand for its parent and passes
 // the output and the outcome back over the IPC channel. It imports as little as it can: its
 // memory is what every fork copies.
-import type { ExecRequest } from '../types.ts';
-import { runCommand } from './exec.ts';
+import { ChunkQueue } from '../chunk-queue.ts';
+import { killGroup, type GroupKill } from './cgroups.ts';
+import { runCommand, type RunOptions } from './exec.ts';
 import { killSession } from './processes.ts';
-import type { FromSpawner, ToSpawner } from './spawner-protocol.ts';
+import { OUTPUT_WINDOW_BYTES, type FromSpawner, type OutputStreamName, type ToSpawner } from './spawner-protocol.ts';
+import { runTerminal, type TerminalRun } from './terminal.ts';
 
-/** A command in progress: how to stop it, and its session's leader once spawned. */
+/** A command in progress: how to stop it, its session's leader once spawned, and its output in flight. */
 interface Running {
   abort: AbortController;
   pid?: number;
+  killer?: GroupKill;
+  windows: Record<OutputStreamName, Window>;
+  /** A streamed stdin: what the runtime sent and the command's pipe has not taken yet. */
+  stdin?: ChunkQueue;
+}
+
+/** A stream's bytes sent and not yet acknowledged, and the reader waiting for room. */
+interface Window {
+  inFlight: number;
+  waiting?: () => void;
 }
 
 const running = new Map<number, Running>();
+
+/** A terminal in progress, with its output in flight as exec's streams have theirs. */
+interface OpenTerminal {
+  run: TerminalRun;
+  pid?: number;
+  killer?: GroupKill;
+  window: Window;
+}
+
+const terminals = new Map<number, OpenTerminal>();
 
 function send(message: FromSpawner): void {
   // The parent may be gone: that is handled by 'disconnect', not here.
   if (process.connected) process.send!(message, undefined, undefined, () => undefined);
 }
 
+function terminalMessage(message: Extract<ToSpawner, { type: `terminal-${string}` }>): void {
+  const { id } = message;
+  const open = terminals.get(id);
+  switch (message.type) {
+    case 'terminal-input':
+      return open ? open.run.write(message.data, () => send({ type: 'terminal-input-taken', id })) : send({ type: 'terminal-input-taken', id });
+    case 'terminal-resize':
+      return open?.run.resize(message.cols, message.rows);
+    case 'terminal-close':
+      return open?.run.stop();
+    case 'terminal-ack':
+      if (!open) return;
+      open.window.inFlight -= message.bytes;
+      if (open.window.inFlight < OUTPUT_WINDOW_BYTES) open.window.waiting?.();
+      return;
+    case 'terminal-open':
+      break;
+  }
+  const entry: OpenTerminal = { killer: message.killer, window: { inFlight: 0 }, run: undefined as unknown as TerminalRun };
+  terminals.set(id, entry);
+  entry.run = runTerminal(
+    message.commandLine,
+    {
+      frame: message.frame,
+      killer: message.killer,
+      onOutput(data) {
+        send({ type: 'terminal-output', id, data });
+        entry.window.inFlight += data.byteLength;
+        if (entry.window.inFlight < OUTPUT_WINDOW_BYTES) return;
+        return new Promise<void>((resume) => {
+          entry.window.waiting = () => {
+            entry.window.waiting = undefined;
+            resume();
+          };
+        });
+      },
+      onExit(result) {
+        terminals.delete(id);
+        send({ type: 'terminal-exit', id, ...result });
+      },
+      onError(err) {
+        terminals.delete(id);
+        send({ type: 'failed', id, message: err.message });
+      },
+    },
+    (pid) => {
+      entry.pid = pid;
+      send({ type: 'started', id, pid });
+    },
+  );
+}
+
 process.on('message', (message: ToSpawner) => {
+  if (message.type.startsWith('terminal-')) {
+    terminalMessage(message as Extract<ToSpawner, { type: `terminal-${string}` }>);
+    return;
+  }
   if (message.type === 'abort') {
     running.get(message.id)?.abort.abort();
     return;
   }
+  if (message.type === 'stdin') {
+    running.get(message.id)?.stdin?.push(message.data);
+    return;
+  }
+  if (message.type === 'stdin-end') {
+    running.get(message.id)?.stdin?.end();
+    return;
+  }
+  if (message.type === 'ack') {
+    const window = running.get(message.id)?.windows[message.stream];
+    if (!window) return;
+    window.inFlight -= message.bytes;
+    if (window.inFlight < OUTPUT_WINDOW_BYTES) window.waiting?.();
+    return;
+  }
+  if (message.type !== 'run') return;
   const { id } = message;
-  const entry: Running = { abort: new AbortController() };
+  const entry: Running = {
+    abort: new AbortController(),
+    killer: message.killer,
+    windows: { stdout: { inFlight: 0 }, stderr: { inFlight: 0 } },
+    stdin: message.stdinStream ? new ChunkQueue((bytes) => send({ type: 'stdin-ack', id, bytes })) : undefined,
+  };
   running.set(id, entry);
-  const request: ExecRequest = {
-    argv: message.commandLine,
+  const output = (stream: OutputStreamName) => (data: Uint8Array) => {
+    send({ type: stream, id, data });
+    const window = entry.windows[stream];
+    window.inFlight += data.byteLength;
+    if (window.inFlight < OUTPUT_WINDOW_BYTES) return;
+    // Past the window the pipe is not read until the runtime's consumer catches up.
+    return new Promise<void>((resume) => {
+      window.waiting = () => {
+        window.waiting = undefined;
+        resume();
+      };
+    });
+  };
+  const request: RunOptions = {
+    frame: message.frame,
     timeoutMs: message.timeoutMs,
-    stdin: message.stdin,
+    stdin: entry.stdin ?? message.stdin,
     signal: entry.abort.signal,
-    onStdout: (data) => send({ type: 'stdout', id, data }),
-    onStderr: (data) => send({ type: 'stderr', id, data }),
+    killer: message.killer,
+    onStdout: output('stdout'),
+    onStderr: output('stderr'),
   };
   runCommand(message.commandLine, request, (pid) => {
     entry.pid = pid;
@@ -43,14 +156,17 @@ process.on('message', (message: ToSpawner) => {
       (result) => send({ type: 'done', id, result }),
       (err: unknown) => send({ type: 'failed', id, message: err instanceof Error ? err.message : String(err) }),
     )
-    .finally(() => running.delete(id));
+    .finally(() => {
+      entry.stdin?.end();
+      running.delete(id);
+    });
 });
 
 // The parent is gone (it exited, or was killed): no one will read these commands' output, so
 // they are stopped as a timeout would stop them, and the spawner goes too.
 process.on('disconnect', () => {
-  const pids = [...running.values()].flatMap((r) => (r.pid === undefined ? [] : [r.pid]));
-  void Promise.allSettled(pids.map((pid) => killSession(pid))).then(() => process.exit(0));
+  const kills = [...running.values(), ...terminals.values()].flatMap((r) => (r.killer ? [killGroup(r.killer)] : r.pid === undefined ? [] : [killSession(r.pid)]));
+  void Promise.allSettled(kills).then(() => process.exit(0));
 });
 
 send({ type: 'ready' });

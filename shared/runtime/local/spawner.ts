@@ -1,8 +1,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ExecRequest, ExecResult } from '../types.ts';
+import { isStdinStream, type ExecRequest, type ExecResult, type TerminalRequest, type TerminalSession } from '../types.ts';
+import { killGroup, type GroupKill } from './cgroups.ts';
 import { killSession } from './processes.ts';
-import type { FromSpawner, ToSpawner } from './spawner-protocol.ts';
+import type { FromSpawner, OutputStreamName, ToSpawner } from './spawner-protocol.ts';
+import { StdinSender } from './stdin-sender.ts';
 
 const MAIN = fileURLToPath(new URL('./spawner-main.ts', import.meta.url));
 const CLOSE_GRACE_MS = 2000;
@@ -10,9 +12,26 @@ const CLOSE_GRACE_MS = 2000;
 interface Pending {
   request: ExecRequest;
   pid?: number;
+  killer?: GroupKill;
+  stdin?: StdinSender;
+  /** The streamed stdin failed: the command is stopped, and the call rejects with this. */
+  stdinFailure?: Error;
   resolve(result: ExecResult): void;
   reject(err: Error): void;
 }
+
+interface PendingTerminal {
+  request: TerminalRequest;
+  pid?: number;
+  killer?: GroupKill;
+  /** Writes waiting for the spawner to have passed them on, oldest first. */
+  inputs: (() => void)[];
+  opened(): void;
+  resolve(result: { exitCode: number | null; signal: string | null }): void;
+  reject(err: Error): void;
+}
+
+type Exit = { exitCode: number | null; signal: string | null };
 
 /**
  * Runs commands (runCommand's) from a small Node process of the runtime's own. Node spawns with
@@ -26,11 +45,12 @@ export class CommandSpawner {
   private ready: Promise<ChildProcess> | undefined;
   private child: ChildProcess | undefined;
   private readonly pending = new Map<number, Pending>();
+  private readonly terminals = new Map<number, PendingTerminal>();
   private nextId = 1;
   /** run() calls not yet settled, including those waiting for the spawner to start. */
   private busy = 0;
 
-  async run(commandLine: string[], request: ExecRequest): Promise<ExecResult> {
+  async run(commandLine: string[], request: ExecRequest, extra: { frame?: Uint8Array; killer?: GroupKill } = {}): Promise<ExecResult> {
     this.busy++;
     this.refresh();
     try {
@@ -38,23 +58,87 @@ export class CommandSpawner {
       return await new Promise<ExecResult>((resolve, reject) => {
         const id = this.nextId++;
         const abort = () => post(child, { type: 'abort', id });
+        const stream = isStdinStream(request.stdin) ? request.stdin : undefined;
+        const stdin = stream
+          ? new StdinSender(
+              stream,
+              (data) => post(child, { type: 'stdin', id, data }),
+              () => post(child, { type: 'stdin-end', id }),
+            )
+          : undefined;
         const settle = () => {
           request.signal?.removeEventListener('abort', abort);
+          stdin?.stop();
           this.pending.delete(id);
         };
-        this.pending.set(id, {
+        const entry: Pending = {
           request,
-          resolve: (result) => (settle(), resolve(result)),
+          killer: extra.killer,
+          stdin,
+          resolve: (result) => (settle(), entry.stdinFailure ? reject(entry.stdinFailure) : resolve(result)),
           reject: (err) => (settle(), reject(err)),
-        });
-        post(child, { type: 'run', id, commandLine, timeoutMs: request.timeoutMs, stdin: request.stdin });
+        };
+        this.pending.set(id, entry);
+        const whole = stream ? undefined : (request.stdin as Uint8Array | undefined);
+        post(child, { type: 'run', id, commandLine, frame: extra.frame, timeoutMs: request.timeoutMs, stdin: whole, stdinStream: !!stream, killer: extra.killer });
         request.signal?.addEventListener('abort', abort, { once: true });
         if (request.signal?.aborted) abort();
+        stdin?.run().catch((err: unknown) => {
+          entry.stdinFailure = err instanceof Error ? err : new Error(String(err));
+          abort();
+        });
       });
     } finally {
       this.busy--;
       this.refresh();
     }
+  }
+
+  /**
+   * Opens a terminal (terminal.ts's runTerminal in the spawner). Resolves once it is started;
+   * its exit settles when the command has ended and everything it started is killed.
+   */
+  async terminal(commandLine: string[], request: TerminalRequest, extra: { frame: Uint8Array; killer?: GroupKill }): Promise<TerminalSession> {
+    this.busy++;
+    this.refresh();
+    let child: ChildProcess;
+    try {
+      child = await this.start();
+    } catch (err) {
+      this.busy--;
+      this.refresh();
+      throw err;
+    }
+    const id = this.nextId++;
+    const close = () => post(child, { type: 'terminal-close', id });
+    let opened!: () => void;
+    const started = new Promise<void>((resolve) => (opened = resolve));
+    const exit = new Promise<Exit>((resolve, reject) => {
+      this.terminals.set(id, { request, killer: extra.killer, inputs: [], opened, resolve, reject });
+    }).finally(() => {
+      request.signal?.removeEventListener('abort', close);
+      this.terminals.delete(id);
+      this.busy--;
+      this.refresh();
+    });
+    exit.catch(() => undefined);
+    post(child, { type: 'terminal-open', id, commandLine, frame: extra.frame, killer: extra.killer });
+    request.signal?.addEventListener('abort', close, { once: true });
+    if (request.signal?.aborted) close();
+    await Promise.race([started, exit]);
+    return {
+      exit,
+      write: (data) =>
+        new Promise<void>((resolve) => {
+          const entry = this.terminals.get(id);
+          if (!entry || !child.connected) return resolve();
+          entry.inputs.push(resolve);
+          post(child, { type: 'terminal-input', id, data });
+        }),
+      resize: (cols, rows) => {
+        if (this.terminals.has(id)) post(child, { type: 'terminal-resize', id, cols, rows });
+      },
+    };
   }
 
   /** Stops the spawner: the commands it runs are killed and their calls fail. A later run starts another. */
@@ -92,6 +176,8 @@ export class CommandSpawner {
   }
 
   private receive(message: Exclude<FromSpawner, { type: 'ready' }>): void {
+    const terminal = this.terminals.get(message.id);
+    if (terminal) return this.receiveTerminal(message.id, terminal, message);
     const entry = this.pending.get(message.id);
     if (!entry) return;
     switch (message.type) {
@@ -99,10 +185,11 @@ export class CommandSpawner {
         entry.pid = message.pid;
         break;
       case 'stdout':
-        entry.request.onStdout?.(message.data);
-        break;
       case 'stderr':
-        entry.request.onStderr?.(message.data);
+        this.deliver(message.id, entry, message.type, message.data);
+        break;
+      case 'stdin-ack':
+        entry.stdin?.acknowledge(message.bytes);
         break;
       case 'done':
         entry.resolve(message.result);
@@ -113,6 +200,46 @@ export class CommandSpawner {
     }
   }
 
+  private receiveTerminal(id: number, entry: PendingTerminal, message: Exclude<FromSpawner, { type: 'ready' }>): void {
+    switch (message.type) {
+      case 'started':
+        entry.pid = message.pid;
+        entry.opened();
+        break;
+      case 'terminal-output': {
+        const taken = entry.request.onOutput(message.data);
+        const ack = () => {
+          if (this.child && this.terminals.has(id)) post(this.child, { type: 'terminal-ack', id, bytes: message.data.byteLength });
+        };
+        if (taken instanceof Promise) void taken.then(ack, ack);
+        else ack();
+        break;
+      }
+      case 'terminal-input-taken':
+        entry.inputs.shift()?.();
+        break;
+      case 'terminal-exit':
+        for (const taken of entry.inputs.splice(0)) taken();
+        entry.resolve({ exitCode: message.exitCode, signal: message.signal });
+        break;
+      case 'failed':
+        for (const taken of entry.inputs.splice(0)) taken();
+        entry.reject(new Error(message.message));
+        break;
+    }
+  }
+
+  /** Hands output to the consumer, and tells the spawner once the consumer has taken it. */
+  private deliver(id: number, entry: Pending, stream: OutputStreamName, data: Uint8Array): void {
+    const consume = stream === 'stdout' ? entry.request.onStdout : entry.request.onStderr;
+    const taken = consume?.(data);
+    const ack = () => {
+      if (this.child && this.pending.has(id)) post(this.child, { type: 'ack', id, stream, bytes: data.byteLength });
+    };
+    if (taken instanceof Promise) void taken.then(ack, ack);
+    else ack();
+  }
+
   /** The spawner died (or could not start): its commands fail, and the next one starts another. */
   private lost(child: ChildProcess, err: Error, rejectStart: (err: Error) => void): void {
     if (this.child !== child) return;
@@ -121,7 +248,14 @@ export class CommandSpawner {
     rejectStart(err);
     for (const entry of [...this.pending.values()]) {
       // Its commands outlive it (each leads a session of its own): nothing would read or stop them.
-      if (entry.pid !== undefined) void killSession(entry.pid).catch(() => undefined);
+      if (entry.killer) void killGroup(entry.killer);
+      else if (entry.pid !== undefined) void killSession(entry.pid).catch(() => undefined);
+      entry.reject(err);
+    }
+    for (const entry of [...this.terminals.values()]) {
+      if (entry.killer) void killGroup(entry.killer);
+      else if (entry.pid !== undefined) void killSession(entry.pid).catch(() => undefined);
+      for (const taken of entry.inputs.splice(0)) taken();
       entry.reject(err);
     }
   }

@@ -1,12 +1,12 @@
-// Paddock's MCP server: the tools a model uses to run sandboxes, commands and files through the API.
+// Paddock's MCP tools: what a model uses to run sandboxes, commands and files through the API. The
+// same server runs on stdio (`paddock mcp serve`) and over Streamable HTTP at the API's /v1/mcp.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { z } from 'zod';
-import { PaddockApiError, PaddockError, type PaddockClient } from '../api/index.ts';
-import type { CreateSandboxInput, ExecResult, FileView, Listing, Sandbox } from '../api/types.ts';
-import { CliError } from '../errors.ts';
+import { PaddockApiError, PaddockError, type PaddockClient } from '../sdk/index.ts';
+import type { CreateSandboxInput, ExecResult, FileView, Listing, ProcessInfo, Sandbox } from '../sdk/types.ts';
 
 export const MCP_SERVER_NAME = 'paddock';
 const POLL_MS = 500;
@@ -20,6 +20,8 @@ export interface PaddockMcpOptions {
    */
   client: () => PaddockClient;
   version: string;
+  /** Errors of the host's own (the CLI's configuration errors), as the model should read them. */
+  describeError?: (err: unknown) => { code: string; message: string } | undefined;
 }
 
 /** A tool failure the model is told about: selection problems, configuration, local checks. */
@@ -50,10 +52,33 @@ const filePath = (what: string) => z.string().min(1).max(4096).describe(`${what}
 const dirPath = z.string().min(1).max(4096).optional().describe('A directory in the sandbox; default /workspace.');
 const stringMap = z.record(z.string(), z.string());
 
+// ---- structured results (outputSchema) ----
+
+const SandboxOut = {
+  id: z.string(),
+  status: z.string(),
+  image: z.string().optional(),
+  createdAt: z.string().optional(),
+  expiresAt: z.string().nullable().optional(),
+};
+const sandboxOut = (s: Sandbox) => ({ id: s.id, status: s.status, image: s.image, createdAt: s.createdAt, expiresAt: s.expiresAt ?? null });
+const ExecOut = {
+  exitCode: z.number().nullable(),
+  timedOut: z.boolean(),
+  stdout: z.string(),
+  stderr: z.string(),
+  durationMs: z.number(),
+};
+
 // ---- results ----
 
 function text(body: string): CallToolResult {
   return { content: [{ type: 'text', text: body }] };
+}
+
+/** Text for the model, and the same facts as structured content for clients that read it. */
+function structured(body: string, content: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text: body }], structuredContent: content };
 }
 
 function failure(code: string, message: string): CallToolResult {
@@ -61,25 +86,28 @@ function failure(code: string, message: string): CallToolResult {
 }
 
 /** Anything a tool throws, as a tool error the model can read and act on: never a crash. */
-export function toolError(err: unknown): CallToolResult {
+export function toolError(err: unknown, describe?: PaddockMcpOptions['describeError']): CallToolResult {
+  const own = describe?.(err);
+  if (own) return failure(own.code, own.message);
   if (err instanceof PaddockApiError) {
     const retry = err.retryAfter !== undefined ? ` Retry after ${err.retryAfter} s.` : '';
     return failure(err.code, `${err.detail} (HTTP ${err.status}).${retry}`);
   }
   if (err instanceof ToolFailure) return failure(err.code, err.message);
-  if (err instanceof CliError) return failure(err.code ?? 'not_configured', err.hint ? `${err.message} ${err.hint}` : err.message);
   if (err instanceof PaddockError) return failure('connection_failed', err.message);
   return failure('internal_error', err instanceof Error ? err.message : String(err));
 }
 
-function guard<A>(fn: (args: A, extra: Extra) => Promise<CallToolResult>) {
-  return async (args: A, extra: Extra): Promise<CallToolResult> => {
-    try {
-      return await fn(args, extra);
-    } catch (err) {
-      return toolError(err);
-    }
-  };
+/** Wraps a tool so that whatever it throws reaches the model as a tool error. */
+function guardWith(describe: PaddockMcpOptions['describeError']) {
+  return <A>(fn: (args: A, extra: Extra) => Promise<CallToolResult>) =>
+    async (args: A, extra: Extra): Promise<CallToolResult> => {
+      try {
+        return await fn(args, extra);
+      } catch (err) {
+        return toolError(err, describe);
+      }
+    };
 }
 
 // ---- formatting ----
@@ -101,6 +129,19 @@ function formatExec(r: ExecResult): string {
   const block = (name: string, out: string, truncated: boolean) =>
     out === '' ? `${name}: (empty)` : `${name}:${truncated ? ' (truncated)' : ''}\n${out.endsWith('\n') ? out.slice(0, -1) : out}`;
   return [how, block('stdout', r.stdout, r.stdoutTruncated), block('stderr', r.stderr, r.stderrTruncated)].join('\n');
+}
+
+function describeProcess(p: ProcessInfo): string {
+  const how = p.status === 'running' ? 'running' : p.signal ? `ended by ${p.signal}` : `exited with code ${p.exitCode ?? 'unknown'}`;
+  return `${p.id}: ${how}, started ${p.startedAt}${p.endedAt ? `, ended ${p.endedAt}` : ''}: ${p.command}`;
+}
+
+/** The last `max` characters of a stream, saying so when more was kept. */
+function tailOf(name: string, out: string, max: number): string {
+  if (out === '') return `${name}: (empty)`;
+  const cut = out.length > max;
+  const shown = cut ? out.slice(-max) : out;
+  return `${name}:${cut ? ` (last ${max} characters)` : ''}\n${shown.endsWith('\n') ? shown.slice(0, -1) : shown}`;
 }
 
 function formatView(v: FileView): string {
@@ -128,6 +169,7 @@ function formatListing(l: Listing): string {
 export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
   const server = new McpServer({ name: MCP_SERVER_NAME, version: options.version }, { instructions: INSTRUCTIONS });
   const client = options.client;
+  const guard = guardWith(options.describeError);
 
   /** The sandbox a call targets: the one given, else the only active one (as the CLI does). */
   async function target(id: string | undefined, signal: AbortSignal): Promise<string> {
@@ -153,13 +195,21 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
         image: z.string().min(1).max(255).optional().describe("Container image; the operator's default when omitted."),
         env: stringMap.optional().describe('Environment variables every command in the sandbox starts with.'),
         metadata: stringMap.optional().describe('Labels to attach to the sandbox (string to string).'),
+        idempotencyKey: z
+          .string()
+          .min(1)
+          .max(255)
+          .optional()
+          .describe('Any unique text: a retried call with the same key answers the first sandbox instead of making a second.'),
       },
+      outputSchema: SandboxOut,
       annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     guard(async (args, extra) => {
-      const s = await createSandbox(client(), { image: args.image, env: args.env, metadata: args.metadata }, extra);
+      const input = { image: args.image, env: args.env, metadata: args.metadata, idempotencyKey: args.idempotencyKey };
+      const s = await createSandbox(client(), input, extra);
       if (s.status === 'failed') throw new ToolFailure('sandbox_failed', `Sandbox ${s.id} failed to start: ${s.failureMessage ?? 'no reason given'}.`);
-      return text(`Created sandbox ${s.id}.\n${describeSandbox(s)}`);
+      return structured(`Created sandbox ${s.id}.\n${describeSandbox(s)}`, sandboxOut(s));
     }),
   );
 
@@ -178,6 +228,21 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       const list = await client().listSandboxes(state, { signal: extra.signal });
       if (list.length === 0) return text(state === 'active' ? 'No active sandboxes.' : `No ${state === 'all' ? '' : `${state} `}sandboxes.`);
       return text(list.map(describeSandbox).join('\n'));
+    }),
+  );
+
+  server.registerTool(
+    'sandbox_get',
+    {
+      title: 'One sandbox',
+      description: "One sandbox's status (pending, running, failed, terminating, destroyed) and when it expires.",
+      inputSchema: { sandboxId },
+      outputSchema: SandboxOut,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const s = await client().getSandbox(await target(args.sandboxId, extra.signal), { signal: extra.signal });
+      return structured(describeSandbox(s), sandboxOut(s));
     }),
   );
 
@@ -211,12 +276,87 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
         stdin: z.string().optional().describe('Text sent to the command as standard input.'),
         timeoutSeconds: z.number().positive().optional().describe('Kill the command after this many seconds; default 60.'),
       },
+      outputSchema: ExecOut,
       annotations: { destructiveHint: true, openWorldHint: true },
     },
     guard(async (args, extra) => {
       const id = await target(args.sandboxId, extra.signal);
       const input = { command: args.command, cwd: args.cwd, env: args.env, stdin: args.stdin, timeoutSeconds: args.timeoutSeconds };
-      return text(formatExec(await runExec(client(), id, input, extra)));
+      const r = await runExec(client(), id, input, extra);
+      const result = structured(formatExec(r), { exitCode: r.exitCode, timedOut: r.timedOut, stdout: r.stdout, stderr: r.stderr, durationMs: r.durationMs });
+      // A command that ran out of time did not finish its work: the model must not read it as done.
+      return r.timedOut ? { ...result, isError: true } : result;
+    }),
+  );
+
+  server.registerTool(
+    'file_upload',
+    {
+      title: 'Upload a binary file',
+      description: 'Writes a file of any bytes, given as base64, in a sandbox, creating its parent directories (for text, file_create is simpler).',
+      inputSchema: {
+        path: filePath('The file to write.'),
+        contentBase64: z.string().max(16 * 1024 * 1024).describe('The whole content, base64.'),
+        sandboxId,
+        overwrite: z.boolean().optional().describe('false: fail if the file exists. Default true.'),
+      },
+      annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const written = await client().createFile(id, { path: args.path, contentBase64: args.contentBase64, overwrite: args.overwrite }, { signal: extra.signal });
+      return text(`Wrote ${written.path} (${written.size} bytes).`);
+    }),
+  );
+
+  server.registerTool(
+    'file_download',
+    {
+      title: 'Download a binary file',
+      description: 'Reads a file of any bytes from a sandbox, answered as base64 (for text, file_view reads it as text). Up to 8 MiB.',
+      inputSchema: { path: filePath('The file to read.'), sandboxId },
+      outputSchema: { path: z.string(), size: z.number(), contentBase64: z.string() },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      // base64 inside the sandbox: its own view of the path, its user's rights.
+      const r = await client().exec(id, { command: ['sh', '-c', 'test -f "$1" && test "$(wc -c < "$1")" -le 8388608 && base64 -w0 -- "$1"', 'sh', args.path] }, { signal: extra.signal });
+      if (r.exitCode !== 0) throw new ToolFailure('file_not_readable', `${args.path} is not a regular file of at most 8 MiB that the sandbox user can read.`);
+      const size = Buffer.from(r.stdout, 'base64').length;
+      return structured(`${args.path}: ${size} bytes, base64 in structuredContent.contentBase64:\n${r.stdout}`, { path: args.path, size, contentBase64: r.stdout });
+    }),
+  );
+
+  server.registerTool(
+    'file_delete',
+    {
+      title: 'Delete a file or folder',
+      description: 'Deletes a file, or a folder and everything in it, in a sandbox. Deleting what does not exist is not an error.',
+      inputSchema: { path: filePath('The file or folder.'), sandboxId },
+      annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const r = await client().exec(id, { command: ['rm', '-rf', '--', args.path] }, { signal: extra.signal });
+      if (r.exitCode !== 0) throw new ToolFailure('file_not_deleted', `Could not delete ${args.path}: ${r.stderr.trim()}`);
+      return text(`Deleted ${args.path}.`);
+    }),
+  );
+
+  server.registerTool(
+    'file_move',
+    {
+      title: 'Move or rename a file or folder',
+      description: 'Moves (renames) a file or folder in a sandbox; the destination\'s parent folder must exist.',
+      inputSchema: { from: filePath('What to move.'), to: filePath('Where to.'), sandboxId },
+      annotations: { destructiveHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const r = await client().exec(id, { command: ['mv', '--', args.from, args.to] }, { signal: extra.signal });
+      if (r.exitCode !== 0) throw new ToolFailure('file_not_moved', `Could not move ${args.from} to ${args.to}: ${r.stderr.trim()}`);
+      return text(`Moved ${args.from} to ${args.to}.`);
     }),
   );
 
@@ -339,6 +479,118 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       if (r.matches.length === 0) return text(`No lines match ${r.pattern}.`);
       const lines = r.matches.map((m) => `${m.path}:${m.line}: ${m.text}`);
       return text(lines.join('\n') + (r.truncated ? '\n(truncated: more lines match)' : ''));
+    }),
+  );
+
+  server.registerTool(
+    'process_start',
+    {
+      title: 'Start a background process',
+      description:
+        'Starts a shell command (/bin/sh -c) in a sandbox as a background process (a server, a watcher, a long build) and ' +
+        'answers at once with its id (proc_…); it runs until it ends, is stopped with process_stop, or the sandbox goes. ' +
+        'Read its output with process_output; the last part of its output is kept.',
+      inputSchema: {
+        command: z.string().min(1).max(65_536).describe('The command line, run by /bin/sh -c, e.g. "python3 -m http.server 8000".'),
+        sandboxId,
+        cwd: z.string().min(1).max(4096).optional().describe('Working directory; default /workspace.'),
+        env: stringMap.optional().describe('Extra environment variables for this process.'),
+      },
+      outputSchema: { id: z.string(), command: z.string(), startedAt: z.string() },
+      annotations: { destructiveHint: true, openWorldHint: true },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const p = await client().startProcess(id, { command: args.command, cwd: args.cwd, env: args.env }, { signal: extra.signal });
+      return structured(`Started background process ${p.id} in sandbox ${id}.`, { id: p.id, command: p.command, startedAt: p.startedAt });
+    }),
+  );
+
+  server.registerTool(
+    'process_list',
+    {
+      title: 'List background processes',
+      description: "A sandbox's background processes: the running ones and the most recent ones that ended, with their exit codes.",
+      inputSchema: { sandboxId },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const list = await client().listProcesses(await target(args.sandboxId, extra.signal), { signal: extra.signal });
+      return text(list.length ? list.map(describeProcess).join('\n') : 'No background processes.');
+    }),
+  );
+
+  server.registerTool(
+    'process_output',
+    {
+      title: 'Read a background process\'s output',
+      description:
+        "A background process's kept output (stdout and stderr apart), and whether it has ended and how. " +
+        'With waitSeconds, waits up to that long for it to end first (output read meanwhile is included).',
+      inputSchema: {
+        processId: z.string().min(1).max(100).describe('The process (proc_…), from process_start or process_list.'),
+        sandboxId,
+        waitSeconds: z.number().min(0).max(300).optional().describe('Wait up to this long for the process to end; default 0 (read now).'),
+        maxChars: z.number().int().min(100).max(1_000_000).optional().describe('Characters of each stream shown, the last ones; default 20000.'),
+      },
+      outputSchema: { stdout: z.string(), stderr: z.string(), running: z.boolean(), exitCode: z.number().nullable(), signal: z.string().nullable() },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const wait = args.waitSeconds ?? 0;
+      // Following until the deadline: the request is given up then, and the process runs on.
+      const signal = wait > 0 ? AbortSignal.any([extra.signal, AbortSignal.timeout(wait * 1000)]) : extra.signal;
+      let stdout = '';
+      let stderr = '';
+      let exit: { exitCode: number | null; signal: string | null } | undefined;
+      const read = async (follow: boolean, until: AbortSignal) => {
+        [stdout, stderr] = ['', ''];
+        for await (const e of client().processOutput(id, args.processId, { follow, signal: until })) {
+          if (e.type === 'stdout') stdout += e.data;
+          else if (e.type === 'stderr') stderr += e.data;
+          else if (e.type === 'exit') exit = e;
+          else throw new ToolFailure(e.code, e.detail);
+        }
+      };
+      try {
+        await read(wait > 0, signal);
+      } catch (err) {
+        if (!(wait > 0 && signal.aborted && !extra.signal.aborted)) throw err;
+        // Still running at the deadline: answer all it printed, read whole now (the follow may
+        // have been cut before its first bytes arrived).
+        await read(false, extra.signal);
+      }
+      const max = args.maxChars ?? 20_000;
+      const how = exit ? (exit.signal ? `ended by ${exit.signal}` : `exited with code ${exit.exitCode ?? 'unknown'}`) : 'still running';
+      return structured(`${args.processId}: ${how}\n${tailOf('stdout', stdout, max)}\n${tailOf('stderr', stderr, max)}`, {
+        stdout: stdout.slice(-max),
+        stderr: stderr.slice(-max),
+        running: !exit,
+        exitCode: exit?.exitCode ?? null,
+        signal: exit?.signal ?? null,
+      });
+    }),
+  );
+
+  server.registerTool(
+    'process_stop',
+    {
+      title: 'Stop a background process',
+      description: 'Stops a background process and what it started in its process group: TERM (default, lets it clean up) or KILL. Stopping one that has ended is not an error.',
+      inputSchema: {
+        processId: z.string().min(1).max(100).describe('The process (proc_…).'),
+        sandboxId,
+        signal: z.enum(['TERM', 'KILL']).optional().describe('TERM (default) or KILL.'),
+      },
+      annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const c = client();
+      await c.stopProcess(id, args.processId, args.signal ?? 'TERM', { signal: extra.signal });
+      const p = (await c.listProcesses(id, { signal: extra.signal })).find((x) => x.id === args.processId);
+      return text(`Sent SIG${args.signal ?? 'TERM'} to ${args.processId}.${p ? `\n${describeProcess(p)}` : ''}`);
     }),
   );
 

@@ -1,0 +1,87 @@
+import type { Next } from 'koa';
+import { ApiError } from '../../shared/errors.ts';
+import type { AppContext, AppDeps } from '../context.ts';
+import type { InFlightKind } from '../routes/route.ts';
+
+// How long past its own limit a piece of work may hold its lease: answering a buffered result to
+// a slow client, say. A lease a dead replica leaves expires then.
+const LEASE_SLACK_MS = 120_000;
+
+function limitsOf(kind: InFlightKind, deps: AppDeps): { sandbox: number; account: number; ttlMs: number } {
+  const { config } = deps;
+  if (kind === 'exec') {
+    return {
+      sandbox: config.PADDOCK_INFLIGHT_EXEC_PER_SANDBOX,
+      account: config.PADDOCK_INFLIGHT_EXEC_PER_ACCOUNT,
+      ttlMs: config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS * 1000 + LEASE_SLACK_MS,
+    };
+  }
+  if (kind === 'archives') {
+    // An archive streams for as long as its transfer lasts, up to the longest exec.
+    return {
+      sandbox: config.PADDOCK_INFLIGHT_FILES_PER_SANDBOX,
+      account: config.PADDOCK_INFLIGHT_FILES_PER_ACCOUNT,
+      ttlMs: config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS * 1000 + LEASE_SLACK_MS,
+    };
+  }
+  if (kind === 'terminal') {
+    // A terminal lives at most as long as its sandbox; the lease of one a dead replica held goes then.
+    return {
+      sandbox: config.PADDOCK_INFLIGHT_TERMINAL_PER_SANDBOX,
+      account: config.PADDOCK_INFLIGHT_TERMINAL_PER_ACCOUNT,
+      ttlMs: config.PADDOCK_SESSION_CAP_SECONDS * 1000 + LEASE_SLACK_MS,
+    };
+  }
+  return { sandbox: config.PADDOCK_INFLIGHT_FILES_PER_SANDBOX, account: config.PADDOCK_INFLIGHT_FILES_PER_ACCOUNT, ttlMs: LEASE_SLACK_MS };
+}
+
+/**
+ * Admission control: a cap on the requests of one kind in progress, per sandbox and per account,
+ * on every replica together. The token buckets bound how often work starts; this bounds how much
+ * of it runs at once (a long command holds its lease until its answer is sent or its client goes).
+ */
+export function admitInFlight(kind: InFlightKind, deps: AppDeps) {
+  const limits = limitsOf(kind, deps);
+  return async function admit(ctx: AppContext, next: Next): Promise<void> {
+    const accountId = ctx.state.auth?.accountId ?? 'none';
+    const sandboxId = String(ctx.params?.id ?? 'none').slice(0, 100);
+    const lease = await deps.inFlight.acquire({
+      subjects: [
+        { key: `${kind}:sbx:${accountId}:${sandboxId}`, limit: limits.sandbox },
+        { key: `${kind}:acct:${accountId}`, limit: limits.account },
+      ],
+      ttlMs: limits.ttlMs,
+    });
+    if (!lease.granted) {
+      const scope = lease.subjectIndex === 0 ? 'sandbox' : 'account';
+      const limit = scope === 'sandbox' ? limits.sandbox : limits.account;
+      throw new ApiError('too_many_in_flight', `At most ${limit} ${kind} requests may be in progress per ${scope} at once; retry when one has finished.`, {
+        headers: { 'Retry-After': String(lease.retryAfterSeconds) },
+        extra: { kind, scope, limit },
+      });
+    }
+    // Released once the whole answer is written, or its client has gone: whichever comes first of
+    // the answer's 'finish', its 'close' (the connection ended before it was all written: no
+    // 'finish' will come) and the socket's 'close'; a client that left before this request was
+    // admitted has closed its socket already, and its lease goes as soon as the handler returns.
+    const socket = ctx.req.socket;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      // A keep-alive socket serves many requests: each takes its listener off again.
+      socket.off('close', release);
+      ctx.res.off('finish', release);
+      ctx.res.off('close', release);
+      void lease.release().catch(() => undefined);
+    };
+    ctx.res.once('finish', release);
+    ctx.res.once('close', release);
+    socket.once('close', release);
+    try {
+      await next();
+    } finally {
+      if (socket.destroyed) release();
+    }
+  };
+}

@@ -1,0 +1,43 @@
+import { ApiError } from '../../../shared/errors.ts';
+import { presentEvent } from '../../../shared/events/types.ts';
+import { parseInput } from '../../middleware/validate.ts';
+import { eventsAfter, latestSeq, seqOf } from '../../services/events/store.ts';
+import { streamEvents } from '../../services/events/stream.ts';
+import { accountIdOf, route } from '../route.ts';
+import { EventId, EventList, EventStream, ListEventsQuery } from './schema.ts';
+
+const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
+
+export const listEvents = route(
+  {
+    method: 'get',
+    path: '/v1/events',
+    operationId: 'listEvents',
+    summary:
+      "The account's events, oldest first (kept PADDOCK_EVENT_RETENTION_DAYS); with Accept: text/event-stream a Server-Sent Events stream that resumes from Last-Event-ID",
+    tag: 'events',
+    auth: 'apiKey',
+    scope: 'sandboxes:read',
+    query: ListEventsQuery,
+    responses: {
+      200: { description: 'Events', schema: EventList, alternatives: [{ contentType: 'text/event-stream', schema: EventStream }] },
+    },
+    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'event_not_found', 'not_acceptable', 'too_many_in_flight'],
+  },
+  async (ctx, { query }, deps) => {
+    const accountId = accountIdOf(ctx);
+    const header = ctx.get('last-event-id');
+    const cursor = header ? parseInput(EventId, header, 'header') : query.after;
+    const seq = cursor ? await seqOf(deps.pg, accountId, cursor) : undefined;
+    const kind = ctx.accepts('application/json', 'text/event-stream');
+    if (!kind) throw new ApiError('not_acceptable', 'GET /v1/events answers application/json or text/event-stream.');
+    if (kind === 'text/event-stream') {
+      streamEvents(ctx, deps, accountId, seq ?? (await latestSeq(deps.pg, accountId)));
+      return;
+    }
+    const rows = await eventsAfter(deps.pg, accountId, seq ?? '0', query.limit);
+    ctx.body = { data: rows.map((e) => presentEvent({ id: e.id, type: e.type, createdAt: new Date(e.created_at), data: e.data })) };
+  },
+);
+
+export const eventRoutes = [listEvents];

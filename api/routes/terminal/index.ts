@@ -1,0 +1,73 @@
+import { ApiError } from '../../../shared/errors.ts';
+import { SandboxGoneError } from '../../../shared/runtime/types.ts';
+import { findOwnSandbox } from '../../services/sandboxes.ts';
+import { prepareTerminal } from '../../services/terminal/prepare.ts';
+import { openTerminal } from '../../services/terminal/open.ts';
+import { acceptUpgrade, checkUpgrade, TERMINAL_SUBPROTOCOL } from '../../services/terminal/upgrade.ts';
+import { accountIdOf, route } from '../route.ts';
+import { Ticket, TicketParams, TerminalParams, TerminalQuery } from './schema.ts';
+
+const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type', 'insufficient_scope'] as const;
+
+export const terminalRoute = route(
+  {
+    method: 'get',
+    path: '/v1/sandboxes/:id/terminal',
+    operationId: 'openTerminal',
+    summary:
+      'A WebSocket (subprotocol paddock.terminal.v1) to a command on a pseudo-terminal in the sandbox. Binary frames, first byte the channel: 0 stdin (client to server), 1 output (server to client, secrets masked), 3 control JSON: the client sends {"type":"resize","cols":C,"rows":R}, the server {"type":"exit","exitCode":N,"signal":null} before it closes. Close codes: 1000 after the exit, 1008 a frame that breaks the protocol, 1009 a frame over 64 KiB, 1011 a failure, 4001 the sandbox is gone (the reason says why), 4002 idle past PADDOCK_TERMINAL_IDLE_SECONDS. A refused upgrade is answered with a problem document',
+    tag: 'exec',
+    auth: 'apiKey',
+    scope: 'exec',
+    bucket: 'sandbox_ops',
+    inFlight: 'terminal',
+    websocket: { subprotocol: TERMINAL_SUBPROTOCOL },
+    params: TerminalParams,
+    query: TerminalQuery,
+    requestHeaders: [
+      { name: 'Upgrade', description: 'websocket' },
+      { name: 'Sec-WebSocket-Protocol', description: TERMINAL_SUBPROTOCOL },
+    ],
+    responses: { 101: { description: 'Switching protocols: the terminal is open' } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'upgrade_required', 'rate_limited', 'too_many_in_flight', 'sandbox_not_found', 'sandbox_not_running', 'command_not_allowed'],
+  },
+  async (ctx, { params, query }, deps) => {
+    checkUpgrade(ctx, TERMINAL_SUBPROTOCOL);
+    const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
+    const prepared = await prepareTerminal(deps, ctx.state.em, sandbox, query.command);
+    let opened;
+    try {
+      opened = await openTerminal(deps, sandbox.id, prepared, { cols: query.cols ?? 80, rows: query.rows ?? 24 }, ctx.req.socket);
+    } catch (err) {
+      if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is no longer running.`);
+      throw err;
+    }
+    acceptUpgrade(ctx, TERMINAL_SUBPROTOCOL, (ws) => opened.bridge.attach(ws, opened.session));
+  },
+);
+
+export const ticketRoute = route(
+  {
+    method: 'post',
+    path: '/v1/sandboxes/:id/terminal/tickets',
+    operationId: 'createTerminalTicket',
+    summary: 'A single-use ticket, valid 60 s, that opens this sandbox’s terminal for clients that cannot set headers on a WebSocket (browsers)',
+    tag: 'exec',
+    auth: 'apiKey',
+    scope: 'exec',
+    params: TicketParams,
+    responses: { 201: { description: 'The ticket', schema: Ticket } },
+    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+  },
+  async (ctx, { params }, deps) => {
+    const auth = ctx.state.auth;
+    const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
+    if (auth?.kind !== 'apiKey' || !auth.keyHash) throw new ApiError('invalid_credential');
+    const ticket = await deps.terminalTickets.issue({ accountId: auth.accountId, keyId: auth.keyId, keyHash: auth.keyHash, sandboxId: sandbox.id });
+    ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = ticket;
+  },
+);
+
+export const terminalRoutes = [terminalRoute, ticketRoute];

@@ -1,0 +1,81 @@
+import { PassThrough } from 'node:stream';
+import { once } from 'node:events';
+import { presentEvent } from '../../../shared/events/types.ts';
+import type { AppContext, AppDeps } from '../../context.ts';
+import { eventsAfter, type StoredEvent } from './store.ts';
+
+const PAGE = 100;
+// PostgreSQL is read this often even with no ring from Redis (a lost message costs this much).
+const POLL_MS = 5000;
+// A comment line this often keeps proxies from closing an idle stream.
+const HEARTBEAT_MS = 15_000;
+
+/** One Server-Sent Events frame: id is the event id (the client's Last-Event-ID on resume). */
+export function frameOf(e: StoredEvent): string {
+  const event = presentEvent({ id: e.id, type: e.type, createdAt: new Date(e.created_at), data: e.data });
+  return `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/**
+ * Answers the account's events after `seq` as a stream, then each new one as it is recorded, until
+ * the client goes or the server shuts down. Read from PostgreSQL page by page, only as fast as the
+ * client takes them: nothing is buffered beyond one page, and a client that takes nothing for
+ * PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS is dropped.
+ */
+export function streamEvents(ctx: AppContext, deps: AppDeps, accountId: string, seq: string): void {
+  const out = new PassThrough();
+  const handle = deps.eventHub.open(accountId, () => out.end());
+  ctx.req.socket.setTimeout(0);
+  ctx.req.socket.setNoDelay(true);
+  ctx.status = 200;
+  ctx.type = 'text/event-stream';
+  ctx.set('X-Accel-Buffering', 'no');
+  ctx.body = out;
+  let open = true;
+  out.on('close', () => {
+    open = false;
+    handle.release();
+  });
+  ctx.res.on('close', () => out.destroy());
+  out.write('retry: 2000\n\n');
+  void pump(deps, accountId, seq, out, handle, () => open).catch((err: unknown) => {
+    deps.log.warn({ err: (err as Error).message, accountId }, 'event stream ended on an error');
+    out.destroy();
+  });
+}
+
+async function pump(
+  deps: AppDeps,
+  accountId: string,
+  start: string,
+  out: PassThrough,
+  handle: { changed(ms: number): Promise<void> },
+  isOpen: () => boolean,
+): Promise<void> {
+  let cursor = start;
+  let lastWrite = Date.now();
+  while (isOpen()) {
+    const rows = await eventsAfter(deps.pg, accountId, cursor, PAGE).catch(() => [] as StoredEvent[]);
+    for (const row of rows) {
+      if (!isOpen()) return;
+      if (!out.write(frameOf(row))) await drained(out, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
+      cursor = row.seq;
+      lastWrite = Date.now();
+    }
+    if (rows.length === PAGE) continue;
+    await handle.changed(POLL_MS);
+    if (isOpen() && Date.now() - lastWrite >= HEARTBEAT_MS) {
+      out.write(': keep-alive\n\n');
+      lastWrite = Date.now();
+    }
+  }
+}
+
+async function drained(out: PassThrough, timeoutMs: number): Promise<void> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    await once(out, 'drain', { signal });
+  } catch {
+    out.destroy(); // the client takes nothing: drop it
+  }
+}

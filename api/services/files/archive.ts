@@ -1,0 +1,176 @@
+import { PassThrough, type Readable } from 'node:stream';
+import { ApiError } from '../../../shared/errors.ts';
+import { SandboxGoneError } from '../../../shared/runtime/types.ts';
+import type { AppDeps, StreamedBody } from '../../context.ts';
+import { ARCHIVE_SCRIPT, EXTRACT_SCRIPT, REMOVE_TREE_SCRIPT } from './archive-scripts.ts';
+import { failureError, markerOf, timeoutError } from './errors.ts';
+import { MAX_STDERR_BYTES } from './limits.ts';
+import { runScript } from './run.ts';
+import { MARKER_EXIT } from './scripts.ts';
+
+export const TAR = 'application/x-tar';
+export const GZIP = 'application/gzip';
+/** The media types an upload takes (application/x-gzip is gzip's older name). */
+export const ARCHIVE_MEDIA_TYPES = [TAR, GZIP, 'application/x-gzip'];
+
+// GNU tar's words (LC_ALL=C) for a full disk, and for a member it extracted elsewhere than named.
+const DISK_FULL = /No space left on device|Disk quota exceeded/;
+const RENAMED = /Removing leading `[^']*' from (member names|hard link targets)/;
+
+export interface ExtractedArchive {
+  path: string;
+  /** Members extracted (files, directories, links). */
+  files: number;
+  /** Bytes of the archive received, as sent (compressed or not). */
+  bytes: number;
+}
+
+/** Longest an archive may stream, either way: as the longest exec. */
+export const archiveTimeoutMs = (deps: AppDeps) => deps.config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS * 1000;
+
+/**
+ * Extracts the streamed archive under `path` in the sandbox (created when missing). A failed
+ * upload (past the limit, a refused member, a full disk, a body cut short) is an error, never a
+ * partial success: when the upload created `path`, it is removed again; into a directory that
+ * existed, the members extracted before the failure stay (a retry overwrites them).
+ */
+export async function extractArchive(deps: AppDeps, sandboxId: string, path: string, body: StreamedBody): Promise<ExtractedArchive> {
+  const timeoutMs = archiveTimeoutMs(deps);
+  const listing = new ListingCounter();
+  const compression = body.mediaType === TAR ? 'tar' : 'gzip';
+  try {
+    const result = await runScript(deps, sandboxId, EXTRACT_SCRIPT, [path, compression], {
+      stdin: body.chunks,
+      timeoutMs,
+      maxStdoutBytes: Number.MAX_SAFE_INTEGER,
+      onStdout: (chunk) => (listing.push(chunk), true),
+    });
+    if (result.exitCode === MARKER_EXIT && markerOf(result.stderr)) throw failureError(markerOf(result.stderr)!, path);
+    if (result.timedOut) throw timeoutError(timeoutMs);
+    if (DISK_FULL.test(result.stderr)) {
+      throw new ApiError('insufficient_storage', `The sandbox's disk filled up while extracting into ${JSON.stringify(path)}.`);
+    }
+    if (result.exitCode !== 0 || RENAMED.test(result.stderr)) {
+      throw new ApiError('invalid_archive', `The archive was refused: ${tarMessages(result.stderr)}`);
+    }
+    return { path, files: listing.members, bytes: body.received() };
+  } catch (err) {
+    if (listing.made) await removeTree(deps, sandboxId, path);
+    throw err;
+  }
+}
+
+export interface ArchiveStream {
+  stream: Readable;
+  /** Settles once the archive is whole (true) or broken off (false: the response must be cut, not ended). */
+  complete: Promise<boolean>;
+}
+
+/**
+ * Streams `path` as a tar (or tar.gz) archive. Resolves once the first bytes are there, so that a
+ * path that cannot be archived answers a proper error; from then on the archive flows at the
+ * client's pace (a client that takes nothing for the write timeout is dropped) and stops when
+ * `signal` aborts.
+ */
+export function openArchive(deps: AppDeps, sandboxId: string, path: string, gzip: boolean, signal: AbortSignal): Promise<ArchiveStream> {
+  const stream = new PassThrough();
+  const abort = new AbortController();
+  const writeTimeoutMs = deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000;
+  let stderr = '';
+  return new Promise<ArchiveStream>((resolve, reject) => {
+    let started: ((complete: boolean) => void) | undefined;
+    const run = deps.runtime.exec(sandboxId, {
+      argv: ['/bin/sh', '-c', ARCHIVE_SCRIPT, 'sh', path, gzip ? 'gzip' : 'tar'],
+      timeoutMs: archiveTimeoutMs(deps),
+      signal: AbortSignal.any([signal, abort.signal]),
+      onStdout: (chunk) => {
+        if (!started) {
+          const complete = new Promise<boolean>((done) => (started = done));
+          resolve({ stream, complete });
+        }
+        if (stream.destroyed || stream.write(chunk)) return;
+        return drained(stream, writeTimeoutMs, () => abort.abort());
+      },
+      onStderr: (chunk) => {
+        if (stderr.length < MAX_STDERR_BYTES) stderr += Buffer.from(chunk).toString('utf8');
+      },
+    });
+    run.then(
+      (result) => {
+        // GNU tar's 1 is "a file changed as it was read": the archive is whole all the same.
+        const whole = !result.timedOut && (result.exitCode === 0 || result.exitCode === 1) && !abort.signal.aborted;
+        if (started) {
+          if (whole) stream.end();
+          else deps.log.warn({ sandboxId, exitCode: result.exitCode, signal: result.signal, stderr: stderr.slice(0, 500) }, 'archive download broken off');
+          return started(whole);
+        }
+        const reason = result.exitCode === MARKER_EXIT ? markerOf(stderr) : undefined;
+        if (reason) reject(failureError(reason, path));
+        else if (signal.aborted) reject(new ApiError('invalid_request', 'The client went away before the archive began.'));
+        else if (result.timedOut) reject(timeoutError(archiveTimeoutMs(deps)));
+        else reject(new Error(`archive script failed: exit ${String(result.exitCode)}: ${stderr.slice(0, 500)}`));
+      },
+      (err: unknown) => {
+        if (started) return started(false);
+        reject(err instanceof SandboxGoneError ? new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is not running.`) : err);
+      },
+    );
+  });
+}
+
+/** Counts the lines tar lists (one a member) after the script's first, which says whether it made the directory. */
+class ListingCounter {
+  made = false;
+  members = 0;
+  private first: string | undefined = '';
+
+  push(chunk: Buffer): void {
+    let from = 0;
+    if (this.first !== undefined) {
+      const end = chunk.indexOf(10);
+      this.first += chunk.subarray(0, end === -1 ? chunk.length : end).toString('latin1').slice(0, 16);
+      if (end === -1) return;
+      this.made = this.first === 'made=1';
+      this.first = undefined;
+      from = end + 1;
+    }
+    for (let at = chunk.indexOf(10, from); at !== -1; at = chunk.indexOf(10, at + 1)) this.members++;
+  }
+}
+
+async function removeTree(deps: AppDeps, sandboxId: string, path: string): Promise<void> {
+  try {
+    await runScript(deps, sandboxId, REMOVE_TREE_SCRIPT, [path], { timeoutMs: 60_000, maxStdoutBytes: 0 });
+  } catch (err) {
+    deps.log.warn({ err, sandboxId }, 'removing a failed upload’s directory failed');
+  }
+}
+
+/** tar's own words, which name the members it refused (the caller's own data), kept short. */
+function tarMessages(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .filter((line) => line.startsWith('tar: ') || line.startsWith('gzip: '))
+    .filter((line) => !line.includes('Exiting with failure status'));
+  const text = lines.slice(0, 5).join('; ');
+  return (text.length > 600 ? `${text.slice(0, 600)}…` : text) || 'tar could not read it.';
+}
+
+/** Resolves once the stream has taken its buffer; a reader that takes nothing for timeoutMs is given up on. */
+function drained(stream: PassThrough, timeoutMs: number, onStall: () => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      onStall();
+      stream.destroy();
+      done();
+    }, timeoutMs);
+    stream.once('drain', done);
+    stream.once('close', done);
+  });
+}

@@ -1,0 +1,161 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Sandbox } from '../../../shared/db/entities.ts';
+import { ApiError } from '../../../shared/errors.ts';
+import { isId, newId } from '../../../shared/ids.ts';
+import type { AppDeps } from '../../context.ts';
+import { prepareExec, type ExecInput } from '../exec/prepare.ts';
+import { runExec, STREAM_IDLE_RELEASE_MS, type ExecOutcome, type OutputSink } from '../exec/run.ts';
+import { runScript, type ScriptResult } from '../files/run.ts';
+import { secretEnv } from '../secrets.ts';
+import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
+import { EXIT, LIST, LIST_MAX, OUTPUT, RUNNER, SIGNAL, START, STDIN } from './scripts.ts';
+
+// Background processes (api.md, "Background processes"): each operation is one short exec of a
+// fixed script (scripts.ts) in the sandbox, where the process and its kept output live. Nothing
+// of them is held by an API process, so any replica serves them, before and after a restart.
+
+/** How long a start, a list, a signal may take in the sandbox. */
+const SHORT_OP_MS = 15_000;
+/** How long a write to a process's stdin may wait for the process to read it. */
+const STDIN_WAIT_MS = 30_000;
+/** After its sandbox's cap, a follow has nothing left to wait for. */
+const FOLLOW_GRACE_MS = 10_000;
+
+export type SignalName = 'TERM' | 'KILL';
+
+export interface StartedProcess {
+  id: string;
+  command: string;
+  startedAt: Date;
+}
+
+/** Starts `input` in the background: the allowlist, secrets and environment as for exec. */
+export async function startProcess(deps: AppDeps, em: EntityManager, sandbox: Sandbox, input: ExecInput): Promise<StartedProcess> {
+  if (input.timeoutSeconds !== undefined || input.stdin !== undefined) {
+    const field = input.timeoutSeconds !== undefined ? 'timeoutSeconds' : 'stdin';
+    const message = field === 'stdin' ? 'not with background: write to POST …/processes/{procId}/stdin' : 'not with background: a background process runs until it ends or is stopped';
+    throw new ApiError('invalid_request', `body.${field}: ${message}`, { extra: { errors: [{ location: 'body', field, message }] } });
+  }
+  const prepared = await prepareExec(deps, em, sandbox, input);
+  const id = newId('proc');
+  const command = commandShown(input.command);
+  const { config } = deps;
+  const max = config.PADDOCK_PROCESS_MAX_PER_SANDBOX;
+  let started = '';
+  const result = await deps.runtime.exec(sandbox.id, {
+    argv: ['/bin/sh', '-c', START, 'paddock-proc', id, String(config.PADDOCK_PROCESS_OUTPUT_KEEP_BYTES), String(max), String(max), Buffer.from(command).toString('base64'), RUNNER, ...prepared.argv],
+    cwd: prepared.cwd,
+    env: prepared.env,
+    // Not the request's signal: a client that goes away once the start is asked for leaves a
+    // process that either starts whole or is killed whole by the timeout, never half of one.
+    timeoutMs: SHORT_OP_MS,
+    onStdout: (chunk) => void (started += Buffer.from(chunk).toString('latin1')),
+  }).catch(goneAsNotRunning(sandbox.id));
+  if (result.exitCode === EXIT.limit) {
+    throw new ApiError('process_limit_reached', `At most ${max} background processes may run in a sandbox at once; stop one first.`, { extra: { limit: max } });
+  }
+  if (result.exitCode === EXIT.badCwd) {
+    const message = 'the working directory cannot be entered';
+    throw new ApiError('invalid_request', `body.cwd: ${message}`, { extra: { errors: [{ location: 'body', field: 'cwd', message }] } });
+  }
+  if (result.timedOut) throw new ApiError('operation_timed_out', 'The process did not start in time.');
+  const nanos = /^([0-9]{1,20})\n?$/.exec(started)?.[1];
+  if (result.exitCode !== 0 || !nanos) throw new Error(`starting a background process failed: exit ${String(result.exitCode)}`);
+  return { id, command, startedAt: new Date(Number(BigInt(nanos) / 1_000_000n)) };
+}
+
+export async function listProcesses(deps: AppDeps, em: EntityManager, sandbox: Sandbox, only?: string): Promise<ProcessRecord[]> {
+  const secrets = secretValues(deps, em, sandbox);
+  secrets.catch(() => undefined);
+  const result = await runScript(deps, sandbox.id, LIST, only ? [only] : [], { timeoutMs: SHORT_OP_MS, maxStdoutBytes: (LIST_MAX + 1) * 12 * 1024 });
+  if (result.timedOut) throw new ApiError('operation_timed_out', 'Listing the processes did not finish in time.');
+  return parseRecords(result.stdout.toString('latin1'), await secrets);
+}
+
+/** One process; 404 for an id the sandbox does not hold (forged, mistyped, or pruned). */
+export async function findProcess(deps: AppDeps, em: EntityManager, sandbox: Sandbox, procId: string): Promise<ProcessRecord> {
+  const record = isId('proc', procId) ? (await listProcesses(deps, em, sandbox, procId)).find((p) => p.id === procId) : undefined;
+  if (!record) throw new ApiError('process_not_found', `No background process ${procId} in sandbox ${sandbox.id}.`);
+  return record;
+}
+
+/**
+ * The kept output, masked and capped as exec output is, to `sink`; following, until the process
+ * ends (or the sandbox's cap, a client gone or stalled, the output cap). Answers the record when
+ * the process had ended and all its output was sent, else undefined.
+ */
+export async function streamOutput(
+  deps: AppDeps,
+  em: EntityManager,
+  sandbox: Sandbox,
+  record: ProcessRecord,
+  follow: boolean,
+  sink: OutputSink,
+  signal: AbortSignal,
+): Promise<ProcessRecord | undefined> {
+  const untilCap = sandbox.expiresAt.getTime() - Date.now() + FOLLOW_GRACE_MS;
+  const outcome: ExecOutcome = await runExec(
+    deps,
+    sandbox.id,
+    {
+      argv: ['/bin/sh', '-c', OUTPUT, 'paddock-proc-output', record.id, String(deps.config.PADDOCK_PROCESS_OUTPUT_KEEP_BYTES), follow ? '1' : '0'],
+      cwd: '/',
+      env: {},
+      timeoutMs: follow ? Math.max(1000, untilCap) : SHORT_OP_MS,
+      secrets: await secretValues(deps, em, sandbox),
+    },
+    sink,
+    signal,
+    { idleReleaseMs: STREAM_IDLE_RELEASE_MS },
+  );
+  if (outcome.exitCode === EXIT.notFound) throw new ApiError('process_not_found', `No background process ${record.id}.`);
+  if (outcome.exitCode !== 0) return undefined;
+  return record.status === 'exited' ? record : findProcess(deps, em, sandbox, record.id);
+}
+
+export async function writeStdin(deps: AppDeps, sandbox: Sandbox, procId: string, data: string): Promise<void> {
+  const result = await processScript(deps, sandbox, STDIN, procId, [], { stdin: Buffer.from(data, 'utf8'), timeoutMs: STDIN_WAIT_MS });
+  if (result.exitCode === EXIT.ended) throw new ApiError('process_not_running', `Background process ${procId} has ended; its stdin is closed.`);
+  if (result.timedOut) throw new ApiError('operation_timed_out', `Background process ${procId} did not read its input within ${STDIN_WAIT_MS / 1000} seconds.`);
+  if (result.exitCode !== 0) throw new Error(`writing to a background process failed: exit ${String(result.exitCode)}`);
+}
+
+/** Signals the process's group (a process that ended is left as it is: stopping is idempotent). */
+export async function signalProcess(deps: AppDeps, sandbox: Sandbox, procId: string, signal: SignalName): Promise<void> {
+  const result = await processScript(deps, sandbox, SIGNAL, procId, [signal], { timeoutMs: SHORT_OP_MS });
+  if (result.exitCode !== 0) throw new Error(`signalling a background process failed: exit ${String(result.exitCode)}`);
+}
+
+async function processScript(
+  deps: AppDeps,
+  sandbox: Sandbox,
+  script: string,
+  procId: string,
+  args: string[],
+  options: { stdin?: Uint8Array; timeoutMs: number },
+): Promise<ScriptResult> {
+  if (!isId('proc', procId)) throw new ApiError('process_not_found', `No background process ${procId} in sandbox ${sandbox.id}.`);
+  const result = await runScript(deps, sandbox.id, script, [procId, ...args], { ...options, maxStdoutBytes: 64 * 1024 });
+  if (result.exitCode === EXIT.notFound) throw new ApiError('process_not_found', `No background process ${procId} in sandbox ${sandbox.id}.`);
+  return result;
+}
+
+/** The sandbox must run for anything about its processes to be known. */
+export function requireRunning(sandbox: Sandbox): void {
+  if (sandbox.state !== 'active' || sandbox.status !== 'running') {
+    throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; its processes can be reached only while it runs.`, {
+      extra: { status: sandbox.status },
+    });
+  }
+}
+
+async function secretValues(deps: AppDeps, em: EntityManager, sandbox: Sandbox): Promise<string[]> {
+  return Object.values(await secretEnv(deps, em, sandbox.accountId, sandbox.id));
+}
+
+function goneAsNotRunning(sandboxId: string) {
+  return (err: unknown): never => {
+    if ((err as Error)?.name === 'SandboxGoneError') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is no longer running.`);
+    throw err;
+  };
+}

@@ -1,0 +1,49 @@
+import type { Socket } from 'node:net';
+import type { TerminalSession } from '../../../shared/runtime/types.ts';
+import type { AppDeps } from '../../context.ts';
+import { TerminalBridge, CLOSE } from './bridge.ts';
+import type { PreparedTerminal } from './prepare.ts';
+
+/** Open terminals of this process: a shutdown closes them (1001), as it ends event streams. */
+const open = new Set<TerminalBridge>();
+
+export function closeTerminals(): void {
+  for (const bridge of open) bridge.close(CLOSE.shutdown, 'the server is shutting down; reconnect');
+}
+
+/**
+ * Opens the runtime terminal before the upgrade is answered, so a sandbox that cannot run one is
+ * a problem document, not a 101 and a close. Until the bridge is attached its output waits (the
+ * runtime reads no more); a client that leaves meanwhile ends the terminal.
+ */
+export async function openTerminal(
+  deps: AppDeps,
+  sandboxId: string,
+  prepared: PreparedTerminal,
+  size: { cols: number; rows: number },
+  socket: Socket,
+): Promise<{ bridge: TerminalBridge; session: TerminalSession }> {
+  const bridge = new TerminalBridge({
+    idleMs: deps.config.PADDOCK_TERMINAL_IDLE_SECONDS * 1000,
+    secrets: prepared.secrets,
+    goneReason: async () => {
+      const row = await deps.pg
+        .query<{ destroy_reason: string | null; state: string }>('SELECT state, destroy_reason FROM sandboxes WHERE id = $1', [sandboxId])
+        .catch(() => undefined);
+      const reason = row?.rows[0]?.destroy_reason;
+      return reason ? `sandbox destroyed (${reason})` : 'sandbox destroyed or no longer running';
+    },
+    onError: (err) => deps.log.error({ err, sandboxId }, 'terminal failed'),
+  });
+  open.add(bridge);
+  bridge.signal.addEventListener('abort', () => open.delete(bridge), { once: true });
+  const leave = () => bridge.end();
+  socket.once('close', leave);
+  try {
+    const session = await deps.runtime.terminal(sandboxId, { ...prepared, ...size, signal: bridge.signal, onOutput: bridge.output });
+    return { bridge, session };
+  } catch (err) {
+    bridge.end();
+    throw err;
+  }
+}

@@ -1,0 +1,70 @@
+import { posix } from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../../../shared/errors.ts';
+import type { Sandbox } from '../../../shared/db/entities.ts';
+import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
+import type { AppDeps } from '../../context.ts';
+import { getAllowlist } from '../allowlist.ts';
+import { secretEnv } from '../secrets.ts';
+
+export interface PreparedTerminal {
+  argv: string[];
+  env: Record<string, string>;
+  /** Values to mask in the output. */
+  secrets: string[];
+}
+
+// Shells a terminal may run interactively: the program is what the allowlist decides on, since an
+// interactive shell runs whatever is typed into it (api.md).
+const SHELLS = new Set(['sh', 'bash', 'dash', 'ash', 'ksh', 'mksh', 'zsh', 'fish', 'posh', 'yash']);
+
+// The default command, the sandbox's login shell: bash when the image has it, else sh, each only
+// when allowed. $1 and $2 say which the allowlist allows; the choice is made inside the sandbox,
+// which alone knows what it has.
+const LOGIN_SHELL = [
+  'if [ -n "$1" ] && command -v bash >/dev/null 2>&1; then exec bash -l; fi',
+  'if [ -n "$2" ]; then exec sh -l; fi',
+  'echo "paddock: bash is not installed here, and the allowlist does not allow sh" >&2; exit 127',
+].join('\n');
+
+/**
+ * Everything decided before a terminal opens: the sandbox must be running, the allowlist must
+ * allow its program (nothing runs otherwise), and the environment is exec's: the sandbox's own,
+ * then the account's secrets, then the sandbox's.
+ */
+export async function prepareTerminal(deps: AppDeps, em: EntityManager, sandbox: Sandbox, command: string[] | undefined): Promise<PreparedTerminal> {
+  if (sandbox.state !== 'active' || sandbox.status !== 'running') {
+    throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; a terminal opens only while it is running.`);
+  }
+  const secretsRead = secretEnv(deps, em, sandbox.accountId, sandbox.id);
+  secretsRead.catch(() => undefined);
+  const allowlist = (await getAllowlist(em, sandbox.accountId)).commands;
+  const argv = command ?? loginShell(allowlist);
+  if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
+  const secrets = await secretsRead;
+  const env = { TERM: 'xterm-256color', ...sandbox.env, ...secrets };
+  const envVerdict = checkEnvironment(allowlist, env);
+  if (!envVerdict.allowed) throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
+  return { argv, env, secrets: Object.values(secrets) };
+}
+
+function loginShell(allowlist: readonly string[]): string[] {
+  const allows = (name: string) => allowlist.length === 0 || allowlist.includes(name);
+  if (!allows('bash') && !allows('sh')) {
+    throw new ApiError('command_not_allowed', 'The terminal runs the login shell, bash or sh, and neither is on the allowlist; name an allowed program with command.', {
+      extra: { program: 'sh' },
+    });
+  }
+  return ['/bin/sh', '-c', LOGIN_SHELL, 'paddock-login', allows('bash') ? 'bash' : '', allows('sh') ? 'sh' : ''];
+}
+
+/** A shell run interactively is allowed by its name alone; anything else passes exec's checker. */
+function refuseUnlisted(allowlist: string[], argv: string[]): void {
+  const program = posix.basename(argv[0] ?? '');
+  if (SHELLS.has(program) && !argv.slice(1).some((a) => /^-[a-zA-Z]*c/.test(a))) {
+    if (allowlist.includes(program)) return;
+    throw new ApiError('command_not_allowed', `The program ${program} is not on the allowlist.`, { extra: { program } });
+  }
+  const verdict = checkCommand({ allowlist, command: argv });
+  if (!verdict.allowed) throw new ApiError('command_not_allowed', verdict.reason, { extra: { program: verdict.program } });
+}

@@ -1,0 +1,73 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../ids.ts';
+import type { EventType, RecordedEvent } from './types.ts';
+
+// The outbox. recordEvent is called inside the transaction that makes the change the event
+// reports, so the event exists exactly when the change does: a rolled-back transition leaves no
+// event, and a committed one always has its event. Delivery (webhooks, streams) starts from the
+// committed row: announce() right after the commit, and the reaper sweep for any announcement lost.
+
+export interface NewEvent {
+  accountId: string;
+  type: EventType;
+  sandboxId?: string | null;
+  data: Record<string, unknown>;
+  /** Makes the event once-only per account (usage thresholds, expiry warnings). */
+  dedupeKey?: string;
+  /** Delivered to this endpoint only (webhook.test). */
+  targetEndpointId?: string;
+}
+
+interface EventRow {
+  seq: string;
+  id: string;
+  account_id: string;
+  sandbox_id: string | null;
+  type: EventType;
+  data: Record<string, unknown>;
+  created_at: Date;
+}
+
+/**
+ * Inserts the event in `tx`'s transaction. An account's events are inserted under a lock of the
+ * account's row, held to the commit: their seq order is their commit order, so a reader listing
+ * `seq > N` never skips one that commits later with a smaller seq. The row lock (not an advisory
+ * lock) because a create already holds that row FOR UPDATE: a second lock of another kind, taken
+ * in another order by a worker's transition (whose event's foreign key needs the row too), would
+ * deadlock with it. FOR NO KEY UPDATE does not block those foreign-key checks. Answers undefined
+ * when the dedupe key was already used.
+ */
+export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<RecordedEvent | undefined> {
+  await tx.execute('select 1 from accounts where id = ? for no key update', [event.accountId]);
+  const rows = await tx.execute<EventRow[]>(
+    `insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
+     values (?, ?, ?, ?, ?::jsonb, ?, ?)
+     on conflict do nothing
+     returning seq, id, account_id, sandbox_id, type, data, created_at`,
+    [
+      newId('evt'),
+      event.accountId,
+      event.sandboxId ?? null,
+      event.type,
+      JSON.stringify(event.data),
+      event.dedupeKey ?? null,
+      event.targetEndpointId ?? null,
+    ],
+  );
+  const row = rows[0];
+  return row ? toRecorded(row) : undefined;
+}
+
+export function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    seq: String(row.seq),
+    id: row.id,
+    accountId: row.account_id,
+    sandboxId: row.sandbox_id,
+    type: row.type,
+    createdAt: new Date(row.created_at),
+    data: row.data,
+  };
+}
+
+export type { EventRow };

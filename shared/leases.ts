@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+// Leases on in-flight work, shared by every API replica and worker: a sorted set per subject (an
+// account, a sandbox, a webhook endpoint) holding one member per piece of work in progress, scored
+// by when its lease runs out. One round trip takes a lease in every set or in none; a process that
+// dies mid-work leaves leases that simply expire. Redis's own clock, so replicas with skewed clocks agree.
+const ACQUIRE = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local lease = ARGV[1]
+local expires = now + tonumber(ARGV[2])
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  if redis.call('ZCARD', key) >= tonumber(ARGV[2 + i]) then
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return {0, i, tonumber(first[2]) - now}
+  end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, expires, lease)
+  redis.call('PEXPIREAT', key, expires + 1000)
+end
+return {1, 0, 0}
+`;
+
+export interface LeaseRequest {
+  /** Each subject's key and how many leases it may hold at once. */
+  subjects: { key: string; limit: number }[];
+  /** The longest the work can take; the lease expires then even if never released. */
+  ttlMs: number;
+}
+
+export type LeaseResult = { granted: true; release: () => Promise<void> } | { granted: false; subjectIndex: number; retryAfterSeconds: number };
+
+type WithAcquire = Redis & {
+  paddockAcquireLease(...args: (string | number)[]): Promise<[number, number, number]>;
+};
+
+export class InFlightLeases {
+  private readonly redis: WithAcquire;
+  private readonly prefix: string;
+
+  constructor(redis: Redis, prefix: string) {
+    if (!('paddockAcquireLease' in redis)) redis.defineCommand('paddockAcquireLease', { lua: ACQUIRE });
+    this.redis = redis as WithAcquire;
+    this.prefix = prefix;
+  }
+
+  async acquire(request: LeaseRequest): Promise<LeaseResult> {
+    const keys = request.subjects.map((s) => `${this.prefix}:inflight:${s.key}`);
+    const lease = randomBytes(9).toString('base64url');
+    const [granted, index] = await this.redis.paddockAcquireLease(
+      keys.length,
+      ...keys,
+      lease,
+      request.ttlMs,
+      ...request.subjects.map((s) => s.limit),
+    );
+    // The earliest lease's expiry is only a ceiling: most work ends far sooner, so a second.
+    if (granted !== 1) return { granted: false, subjectIndex: index - 1, retryAfterSeconds: 1 };
+    let released = false;
+    return {
+      granted: true,
+      release: async () => {
+        if (released) return;
+        released = true;
+        await Promise.all(keys.map((key) => this.redis.zrem(key, lease)));
+      },
+    };
+  }
+}

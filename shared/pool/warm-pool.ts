@@ -1,0 +1,49 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../config.ts';
+
+// The warm pool: sandboxes started ahead of demand, per image, belonging to no account. A create
+// claims one atomically (it leaves the pool and becomes the account's sandbox, running, in the
+// create's own transaction); queue jobs refill the pool; the reaper's sweep is the backstop (it
+// refills, replaces pooled sandboxes past PADDOCK_WARM_POOL_MAX_AGE_SECONDS, and never takes a
+// pooled sandbox for an orphan).
+
+/** The runtime's accountId of a pooled sandbox: no account's. */
+export const POOL_ACCOUNT = 'pool';
+
+export function pooledImages(config: Config): string[] {
+  if (config.PADDOCK_WARM_POOL_SIZE === 0) return [];
+  const listed = config.PADDOCK_WARM_POOL_IMAGES.split(',').map((s) => s.trim()).filter(Boolean);
+  return listed.length > 0 ? [...new Set(listed)] : [config.PADDOCK_KUBE_DEFAULT_IMAGE];
+}
+
+/**
+ * The deployment a pool belongs to: its runtime holds the pooled sandboxes. Deployments that share
+ * a database (and tell their Redis keys apart by prefix) keep their pools apart by the same name.
+ */
+export function poolDeployment(config: Config): string {
+  return config.PADDOCK_REDIS_PREFIX;
+}
+
+export function isPooled(config: Config, image: string): boolean {
+  return pooledImages(config).includes(image);
+}
+
+/** A job id for an image's refill (image names hold characters job ids may not). */
+export function imageKey(image: string): string {
+  return createHash('sha256').update(image).digest('hex').slice(0, 16);
+}
+
+/**
+ * Takes a ready pooled sandbox of `image` out of the pool, or answers undefined when there is none.
+ * SKIP LOCKED: concurrent creates each take a different one, and none waits on another's.
+ */
+export async function claimWarm(tx: EntityManager, config: Config, image: string): Promise<string | undefined> {
+  const [row] = await tx.execute<{ id: string }[]>(
+    `delete from warm_sandboxes where id = (
+       select id from warm_sandboxes where deployment = ? and image = ? and status = 'ready' order by ready_at limit 1 for update skip locked)
+     returning id`,
+    [poolDeployment(config), image],
+  );
+  return row?.id;
+}

@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import querystring from 'node:querystring';
+import type { KubeConfig, V1Status } from '@kubernetes/client-node';
+import WebSocket from 'ws';
+import { SandboxGoneError, type TerminalRequest, type TerminalSession } from '../types.ts';
+import { outcomeOf, runKill, type ExecDeps } from './exec.ts';
+import { terminalWrapperArgv } from './exec-script.ts';
+import { WORKSPACE } from './manifest.ts';
+import { CONTAINER_NAME } from './names.ts';
+
+type Socket = WebSocket;
+
+const STDIN = 0;
+const STDOUT = 1;
+const STATUS = 3;
+const RESIZE = 4;
+// The wrapper's first line; anything longer is not it.
+const MARKER_MAX_BYTES = 128;
+// Keystrokes sent and not yet on the wire: past it, the caller's write waits.
+const INPUT_WINDOW_BYTES = 64 * 1024;
+
+/**
+ * A terminal in a pod: the exec subresource with tty (stdout carries the terminal's output,
+ * there is no stderr), stdin, and the resize channel. The connection is ours alone: the
+ * client library's Exec would buffer stdin without bound and size the terminal from process.stdout.
+ */
+export async function terminalInPod(deps: ExecDeps, podName: string, request: TerminalRequest): Promise<TerminalSession> {
+  const token = `paddock-${randomBytes(8).toString('hex')}`;
+  const { argv, frame } = terminalWrapperArgv({ argv: request.argv, cwd: WORKSPACE, env: request.env ?? {}, token });
+  const query = querystring.stringify({ stdout: true, stderr: false, stdin: true, tty: true, command: argv, container: CONTAINER_NAME });
+  const path = `/api/v1/namespaces/${deps.pods.namespace}/pods/${podName}/exec?${query}`;
+
+  let pid: string | undefined;
+  let head: Buffer | undefined = Buffer.alloc(0);
+  let settle!: { resolve(v: { exitCode: number | null; signal: string | null }): void; reject(e: Error): void };
+  const exit = new Promise<{ exitCode: number | null; signal: string | null }>((resolve, reject) => (settle = { resolve, reject }));
+  exit.catch(() => undefined);
+  let ended = false;
+  let socket: Socket | undefined;
+  const held: Buffer[] = [];
+  const pause = () => (socket as unknown as { _socket?: { pause(): void } } | undefined)?._socket?.pause();
+  const resume = () => (socket as unknown as { _socket?: { resume(): void } } | undefined)?._socket?.resume();
+
+  const output = (chunk: Buffer) => {
+    const taken = request.onOutput(chunk);
+    if (!(taken instanceof Promise)) return;
+    // The handler cannot wait: the socket stops being read, so TCP holds the rest.
+    pause();
+    void taken.then(resume, resume);
+  };
+  /** Until the marker: the wrapper's line, then the frame and what was typed meanwhile go out. */
+  const beforeMarker = (chunk: Buffer) => {
+    const buf = Buffer.concat([head!, chunk]);
+    const newline = buf.indexOf(10);
+    if (newline === -1 && buf.length < MARKER_MAX_BYTES) return void (head = buf);
+    head = undefined;
+    const match = newline === -1 ? null : new RegExp(`^${token} p([0-9]+)\\r?$`).exec(buf.subarray(0, newline).toString('latin1'));
+    if (!match) return output(buf);
+    pid = match[1];
+    send(STDIN, frame);
+    for (const data of held.splice(0)) send(STDIN, data);
+    if (newline + 1 < buf.length) output(buf.subarray(newline + 1));
+  };
+  const send = (channel: number, data: Uint8Array, done?: () => void) => {
+    if (!socket || socket.readyState !== socket.OPEN) return done?.();
+    socket.send(Buffer.concat([Buffer.of(channel), data]), () => done?.());
+  };
+  const finish = (outcome: { result: { exitCode: number | null; signal: string | null } } | { error: Error }) => {
+    if (ended) return;
+    ended = true;
+    request.signal?.removeEventListener('abort', onAbort);
+    if (socket && socket.readyState <= 1) socket.close();
+    if ('result' in outcome) settle.resolve(outcome.result);
+    else settle.reject(outcome.error);
+  };
+  const onStatus = (status: V1Status) => {
+    const outcome = outcomeOf(status);
+    if (outcome) return finish({ result: outcome });
+    void gone(deps, podName, status.message ?? 'the terminal failed').then((error) => finish({ error }));
+  };
+  // Closing a terminal's connection hangs its terminal up, which a process may ignore: whatever
+  // carries the token is killed, as exec's kill does, before the connection goes.
+  const onAbort = () => {
+    if (ended) return;
+    const kill = pid ? runKill(deps, podName, `-${pid}`, token).catch(() => undefined) : Promise.resolve();
+    void kill.then(() => finish({ result: { exitCode: null, signal: 'SIGKILL' } }));
+  };
+
+  socket = await connect(deps.kubeConfig, path);
+  socket.on('message', (raw: WebSocket.RawData, isBinary: boolean) => {
+    const frame = Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw as Buffer);
+    if (ended || !isBinary || frame.length === 0) return;
+    const data = frame.subarray(1);
+    if (frame[0] === STATUS) onStatus(JSON.parse(data.toString('utf8')) as V1Status);
+    else if (frame[0] === STDOUT && data.length > 0) {
+      if (head) beforeMarker(data);
+      else output(data);
+    }
+  });
+  socket.on('close', () => {
+    if (!ended) void gone(deps, podName, 'the terminal connection closed before its command ended').then((error) => finish({ error }));
+  });
+  resize(request.cols, request.rows);
+  request.signal?.addEventListener('abort', onAbort, { once: true });
+  if (request.signal?.aborted) onAbort();
+
+  function resize(cols: number, rows: number): void {
+    send(RESIZE, Buffer.from(JSON.stringify({ Width: Math.trunc(cols), Height: Math.trunc(rows) })));
+  }
+  return {
+    exit,
+    resize,
+    write(data) {
+      if (ended) return Promise.resolve();
+      if (head) {
+        held.push(Buffer.from(data));
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => {
+        send(STDIN, data, resolve);
+        // ws calls back once written to the socket; past the window, wait for that.
+        if ((socket?.bufferedAmount ?? 0) < INPUT_WINDOW_BYTES) resolve();
+      });
+    },
+  };
+}
+
+/** The exec subresource's WebSocket, authenticated as the client library's own calls are. */
+async function connect(kubeConfig: KubeConfig, path: string): Promise<WebSocket> {
+  const server = kubeConfig.getCurrentCluster()?.server;
+  if (!server) throw new Error('no Kubernetes cluster is configured');
+  const options: WebSocket.ClientOptions = {};
+  await kubeConfig.applyToHTTPSOptions(options as Parameters<KubeConfig['applyToHTTPSOptions']>[0]);
+  const socket = new WebSocket(`${server.replace(/^http/, 'ws')}${path}`, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], options);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', resolve);
+    socket.once('error', reject);
+    socket.once('unexpected-response', (req, res) => (req.destroy(), reject(new Error(`the terminal was refused (HTTP ${res.statusCode})`))));
+  });
+  socket.on('error', () => undefined);
+  return socket;
+}
+
+async function gone(deps: ExecDeps, podName: string, why: string): Promise<Error> {
+  try {
+    const pod = await deps.pods.read(podName);
+    if (!pod || pod.metadata?.deletionTimestamp || pod.status?.phase !== 'Running') return new SandboxGoneError(`the sandbox ended (${why})`);
+  } catch {
+    // Unknown: the failure as it is.
+  }
+  return new Error(why);
+}

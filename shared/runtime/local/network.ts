@@ -1,0 +1,124 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
+import type { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PermanentRuntimeError } from '../types.ts';
+import { egressRuleset, SLIRP } from './egress-filter.ts';
+import { sandboxMarker } from './launch.ts';
+import { killQuietly } from './processes.ts';
+
+// Network for a sandbox that asked for it (PADDOCK_LOCAL_NETWORK), set up by root while bubblewrap
+// holds the init: the sandbox keeps the network namespace of its own that bubblewrap made, root
+// installs the egress filter in it, and slirp4netns gives it a tap device whose traffic leaves
+// through user-mode sockets on the host. Nothing in the sandbox has a capability over that
+// namespace, so the filter holds whatever the sandbox runs.
+//
+// slirp4netns runs as root (the host's /dev/net/tun may be root's alone), and locks itself down
+// at once: its own mount namespace with only /etc and /run, every capability but
+// NET_BIND_SERVICE dropped, no new privileges, and a seccomp filter. --disable-host-loopback
+// stops its gateway (10.0.2.2) from forwarding to the host's 127.0.0.1, which the filter refuses
+// as well. Its first argument is the sandbox's marker, as the init's last one is, so a teardown
+// that has no state (its creator died) finds and kills it; it also joins the sandbox's cgroups.
+
+const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
+
+export interface NetworkTarget {
+  id: string;
+  /** The held init, whose network namespace is the sandbox's. */
+  pid: number;
+  nsenter: string;
+  nft: string;
+  slirp4netns: string;
+  /** Where slirp4netns and nft say what went wrong. */
+  logFile: string;
+  /** Puts slirp4netns into the sandbox's cgroups, right after it starts. */
+  admit(pid: number): Promise<void>;
+  deadline: number;
+}
+
+/** Installs the egress filter, then starts slirp4netns and waits for its device; slirp4netns's pid. */
+export async function attachNetwork(target: NetworkTarget): Promise<number> {
+  const netns = `/proc/${target.pid}/ns/net`;
+  // Before the device exists: nothing leaves the namespace unfiltered, not for a moment.
+  await installFilter(target, netns);
+  const log = openSync(target.logFile, 'a', 0o600);
+  const slirp = (() => {
+    try {
+      const args = [
+        '--configure',
+        `--mtu=${SLIRP.mtu}`,
+        '--disable-host-loopback',
+        '--enable-sandbox',
+        '--enable-seccomp',
+        '--ready-fd=3',
+        '--netns-type=path',
+        netns,
+        SLIRP.tap,
+      ];
+      // Its own session, like the init: it lives as long as the sandbox, not as its creator.
+      return spawn(target.slirp4netns, args, {
+        argv0: sandboxMarker(target.id),
+        detached: true,
+        cwd: '/',
+        env: ENV,
+        stdio: ['ignore', log, log, 'pipe'],
+      });
+    } finally {
+      closeSync(log);
+    }
+  })();
+  const decided = new AbortController();
+  try {
+    const ready = slirp.stdio[3] as Readable;
+    ready.on('error', () => undefined);
+    const failed = Promise.race([
+      once(slirp, 'error', { signal: decided.signal }).then(([err]) => Promise.reject(err as Error)),
+      once(slirp, 'exit', { signal: decided.signal }).then(() => Promise.reject(new Error('slirp4netns exited'))),
+      delay(Math.max(0, target.deadline - Date.now()), undefined, { signal: decided.signal }).then(() =>
+        Promise.reject(new Error('slirp4netns did not start in time')),
+      ),
+    ]);
+    failed.catch(() => undefined);
+    if (slirp.pid === undefined) await failed;
+    const pid = slirp.pid!;
+    await Promise.race([target.admit(pid), failed]);
+    await Promise.race([once(ready, 'data', { signal: decided.signal }), failed]);
+    for (const stream of slirp.stdio) stream?.destroy();
+    slirp.unref();
+    return pid;
+  } catch (err) {
+    if (slirp.pid !== undefined) killQuietly(slirp.pid);
+    const said = (await readFile(target.logFile, 'utf8').catch(() => '')).trim();
+    throw said ? new PermanentRuntimeError(`could not give the sandbox its network: ${said}`) : err;
+  } finally {
+    decided.abort();
+  }
+}
+
+async function installFilter(target: NetworkTarget, netns: string): Promise<void> {
+  const ruleset = egressRuleset({ hostAddresses: hostAddresses() });
+  const nft = spawn(target.nsenter, [`--net=${netns}`, '--', target.nft, '-f', '-'], {
+    cwd: '/',
+    env: ENV,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
+  let said = '';
+  nft.stderr.on('data', (chunk: Buffer) => {
+    if (said.length < 4096) said += String(chunk);
+  });
+  nft.stdin.on('error', () => undefined);
+  nft.stdin.end(ruleset);
+  const [code] = (await Promise.race([
+    once(nft, 'exit'),
+    once(nft, 'error').then(([err]) => Promise.reject(err as Error)),
+  ])) as [number | null];
+  if (code !== 0) throw new PermanentRuntimeError(`could not install the sandbox's egress filter: ${said.trim()}`);
+}
+
+/** Every address of this host, on any interface, read at each start: interfaces come and go. */
+function hostAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address));
+}

@@ -1,0 +1,39 @@
+import type { Sandbox } from '../db/entities.ts';
+
+// A sandbox as the API presents it, from a row read with SANDBOX_COLUMNS: what an event about it
+// carries (data.sandbox), taken inside the transaction that changed it.
+export const SANDBOX_COLUMNS = `id, account_id, state, status, image, metadata, created_at, ready_at, expires_at,
+  destroyed_at, destroy_reason, failure_message`;
+
+export interface SandboxRow {
+  id: string;
+  account_id: string;
+  state: Sandbox['state'];
+  status: Sandbox['status'];
+  image: string;
+  metadata: Record<string, string>;
+  created_at: Date;
+  ready_at: Date | null;
+  expires_at: Date;
+  destroyed_at: Date | null;
+  destroy_reason: Sandbox['destroyReason'];
+  failure_message: string | null;
+}
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+export function sandboxSnapshot(row: SandboxRow) {
+  return {
+    id: row.id,
+    state: row.state,
+    status: row.status,
+    image: row.image,
+    createdAt: iso(row.created_at),
+    readyAt: iso(row.ready_at),
+    expiresAt: iso(row.expires_at),
+    destroyedAt: iso(row.destroyed_at),
+    destroyReason: row.destroy_reason ?? null,
+    failureMessage: row.failure_message ?? null,
+    metadata: row.metadata,
+  };
+}

@@ -1,0 +1,571 @@
+// Generated from the OpenAPI document by scripts/gen-client-types.ts (`npm run gen:types`): do not
+// edit. The names are the document's component schemas; types.ts gives them the SDK's own names.
+
+/** Every code an error's problem document can carry (shared/errors.ts). */
+export type ErrorCode =
+  | "invalid_json"
+  | "invalid_request"
+  | "missing_credential"
+  | "invalid_credential"
+  | "wrong_credential_type"
+  | "invalid_login"
+  | "command_not_allowed"
+  | "permission_denied"
+  | "not_found"
+  | "api_key_not_found"
+  | "sandbox_not_found"
+  | "secret_not_found"
+  | "file_not_found"
+  | "event_not_found"
+  | "webhook_not_found"
+  | "process_not_found"
+  | "method_not_allowed"
+  | "not_acceptable"
+  | "upgrade_required"
+  | "email_taken"
+  | "idempotency_conflict"
+  | "sandbox_not_running"
+  | "process_not_running"
+  | "file_exists"
+  | "is_a_directory"
+  | "not_a_directory"
+  | "not_a_regular_file"
+  | "payload_too_large"
+  | "file_too_large"
+  | "headers_too_large"
+  | "unsupported_media_type"
+  | "idempotency_key_reused"
+  | "image_not_allowed"
+  | "secret_limit_reached"
+  | "webhook_url_not_allowed"
+  | "webhook_limit_reached"
+  | "edit_no_match"
+  | "edit_ambiguous"
+  | "invalid_archive"
+  | "rate_limited"
+  | "concurrent_sandbox_limit_reached"
+  | "monthly_usage_limit_reached"
+  | "process_limit_reached"
+  | "insufficient_scope"
+  | "too_many_in_flight"
+  | "internal_error"
+  | "service_unavailable"
+  | "operation_timed_out"
+  | "insufficient_storage";
+
+export type Account = {
+  id: string;
+  email: string;
+  usage: {
+    sandboxHours: {
+      /** Sandbox-hours used this calendar month (UTC) */
+      used: number;
+      limit: number;
+    };
+    concurrentSandboxes: {
+      active: number;
+      limit: number;
+    };
+  };
+  period: {
+    /** RFC 3339 UTC timestamp */
+    start: string;
+    /** RFC 3339 UTC timestamp */
+    end: string;
+  };
+};
+
+export type CreateApiKeyRequest = {
+  /** A label to tell keys apart; defaults to "default" */
+  name?: string;
+  /** What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write */
+  scopes?: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write")[];
+};
+
+export type CreateApiKeyResponse = {
+  id: string;
+  name: string;
+  /** The raw key (pdk_live_…); shown this once and never again */
+  key: string;
+  /** What the key may do */
+  scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write")[];
+  start: string;
+  /** RFC 3339 UTC timestamp */
+  createdAt: string;
+};
+
+export type CreateFileRequest = {
+  /** The content as text, written as UTF-8 */
+  content?: string;
+  /** The content as base64 (any bytes) */
+  contentBase64?: string;
+};
+
+export type CreateFileResponse = {
+  path: string;
+  size: number;
+  /** An existing file was replaced */
+  overwritten: boolean;
+};
+
+export type CreateSandboxRequest = {
+  /** Container image; the operator's default when omitted. Ignored by the local runtime. */
+  image?: string;
+  metadata?: Record<string, string>;
+  /** Environment variables every exec in the sandbox starts with. While a command allowlist is in force, variables that decide which code runs (PATH, LD_*, BASH_ENV…) are refused here, as in exec. */
+  env?: Record<string, string>;
+};
+
+export type CreateSecretRequest = {
+  name: string;
+  /** Stored encrypted; never returned by any route */
+  value: string;
+  /** Scope the secret to one sandbox; account-wide when omitted */
+  sandboxId?: string;
+};
+
+export type CreateSecretResponse = {
+  name: string;
+  sandboxId: string | null;
+  /** RFC 3339 UTC timestamp */
+  createdAt: string;
+};
+
+export type CreateTerminalTicketResponse = {
+  /** Single use, for this sandbox only; never logged */
+  ticket: string;
+  /** RFC 3339 UTC timestamp */
+  expiresAt: string;
+};
+
+export type CreateWebhookRequest = {
+  /** Where events are POSTed: https (http only for localhost and 127.0.0.1 when the operator sets PADDOCK_WEBHOOK_ALLOW_LOCAL, for development). A delivery never connects to a loopback, private, link-local or metadata address, checked on the address it connects to. */
+  url: string;
+  /** Event types to send; every type ("*") when omitted */
+  events?: ("sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "usage.threshold" | "webhook.disabled" | "*")[];
+  description?: string;
+};
+
+export type CreateWebhookResponse = {
+  /** wh_… */
+  id: string;
+  url: string;
+  /** ["*"]: every type */
+  events: string[];
+  description: string | null;
+  /** RFC 3339 UTC timestamp */
+  createdAt: string;
+  /** Set when it failed for the whole retry window; a test event it answers re-enables it */
+  disabledAt: string | null;
+  disabledReason: string | null;
+  /** whsec_…: the Standard Webhooks signing secret, shown this once */
+  secret: string;
+};
+
+export type DownloadArchiveResponse = string;
+
+export type EditFileRequest = {
+  /** The exact text to replace */
+  oldText: string;
+  newText: string;
+  /** Replace every occurrence (else it must occur exactly once) */
+  replaceAll?: boolean;
+};
+
+export type EditFileResponse = {
+  path: string;
+  replacements: number;
+};
+
+export type ExecCommandResponse = {
+  /** proc_… */
+  id: string;
+  /** The command as lists show it: a string as given, an argv shell-quoted; at most 1024 characters */
+  command: string;
+  /** RFC 3339 UTC timestamp */
+  startedAt: string;
+};
+
+export type ExecRequest = {
+  command: string | string[];
+  /** Working directory; default /workspace */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Sent to the command as standard input (UTF-8), then closed */
+  stdin?: string;
+  /** Default 60; the operator sets the maximum */
+  timeoutSeconds?: number;
+  /** Start it as a background process and answer 202 at once (not with stdin or timeoutSeconds); see /processes */
+  background?: boolean;
+};
+
+export type ExecResult = {
+  /** null when a signal ended the command */
+  exitCode: number | null;
+  /** SIGKILL, SIGTERM… when a signal ended it */
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  durationMs: number;
+  timedOut: boolean;
+};
+
+export type ExecStreamEvent = {
+  type: "stdout" | "stderr";
+  data: string;
+} | {
+  type: "exit";
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  durationMs: number;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+} | {
+  type: "error";
+  code: string;
+  detail: string;
+};
+
+export type GetAllowlistResponse = {
+  /** Programs every exec may run; empty means every command is allowed */
+  commands: string[];
+  updatedAt: string | null;
+};
+
+export type GetMcpConfigResponse = {
+  target: "claude-desktop" | "claude-code" | "cursor" | "windsurf" | "vscode" | "codex" | "gemini" | "zed";
+  scope: "user" | "project";
+  /** Where the client keeps the file, per OS (`~` is the home folder; a project-scope path is relative to the project) */
+  path: {
+    macos: string;
+    linux: string;
+    windows: string;
+  };
+  /** jsonc: JSON with comments */
+  format: "json" | "jsonc" | "toml";
+  transport: "stdio" | "http";
+  /** The text to merge into that file: the paddock server entry, which runs `paddock mcp serve` and holds no key */
+  snippet: string;
+};
+
+export type GetProcessOutputResponse = {
+  type: "stdout" | "stderr";
+  data: string;
+} | {
+  type: "exit";
+  exitCode: number | null;
+  signal: string | null;
+  endedAt: string | null;
+} | {
+  type: "error";
+  code: string;
+  detail: string;
+};
+
+export type GlobFilesResponse = {
+  pattern: string;
+  /** Absolute paths, sorted */
+  matches: string[];
+  truncated: boolean;
+};
+
+export type GrepFilesResponse = {
+  pattern: string;
+  matches: {
+    path: string;
+    line: number;
+    text: string;
+  }[];
+  truncated: boolean;
+};
+
+export type ListApiKeysResponse = {
+  data: {
+    id: string;
+    name: string;
+    /** What the key may do */
+    scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write")[];
+    /** The first characters of the key, to recognise it */
+    start: string;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+    lastUsedAt: string | null;
+  }[];
+};
+
+export type ListDirectoryResponse = {
+  path: string;
+  entries: {
+    name: string;
+    type: "file" | "dir" | "symlink" | "other";
+    /** Bytes (of a symlink: its target name) */
+    size: number;
+    /** RFC 3339 UTC timestamp */
+    modifiedAt: string;
+  }[];
+  truncated: boolean;
+};
+
+export type ListEventsResponse = {
+  data: {
+    /** evt_… */
+    id: string;
+    type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+    /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */
+    data: Record<string, unknown>;
+  }[];
+};
+
+export type ListEventsStream = string;
+
+export type ListProcessesResponse = {
+  data: {
+    id: string;
+    command: string;
+    /** RFC 3339 UTC timestamp */
+    startedAt: string;
+    status: "running" | "exited";
+    /** null while it runs, when a signal ended it, or when its end was never recorded */
+    exitCode: number | null;
+    /** SIGTERM, SIGKILL… when a signal ended it */
+    signal: string | null;
+    endedAt: string | null;
+  }[];
+};
+
+export type ListSecretsResponse = {
+  data: {
+    name: string;
+    sandboxId: string | null;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+  }[];
+};
+
+export type ListWebhookDeliveriesResponse = {
+  data: {
+    eventId: string;
+    eventType: string;
+    attempt: number;
+    statusCode: number | null;
+    error: string | null;
+    durationMs: number;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+    nextRetryAt: string | null;
+  }[];
+};
+
+export type ListWebhooksResponse = {
+  data: {
+    /** wh_… */
+    id: string;
+    url: string;
+    /** ["*"]: every type */
+    events: string[];
+    description: string | null;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+    /** Set when it failed for the whole retry window; a test event it answers re-enables it */
+    disabledAt: string | null;
+    disabledReason: string | null;
+  }[];
+};
+
+export type LoginRequest = {
+  email: string;
+  password: string;
+};
+
+export type LoginResponse = {
+  /** Dashboard session token (JWT); accepted by /v1/api-keys routes only */
+  token: string;
+  /** RFC 3339 UTC timestamp */
+  expiresAt: string;
+};
+
+export type McpMessageRequest = {
+  jsonrpc: "2.0";
+  id?: (string | number) | null;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: {
+    code: number;
+    message: string;
+    data?: unknown;
+  };
+};
+
+export type McpMessageResponse = unknown;
+
+export type McpMessageStream = string;
+
+export type Problem = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "payload_too_large" | "file_too_large" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "internal_error" | "service_unavailable" | "operation_timed_out" | "insufficient_storage";
+  requestId: string;
+};
+
+export type RotateWebhookSecretResponse = {
+  id: string;
+  /** The new whsec_… secret, shown this once */
+  secret: string;
+  /** Until then deliveries are signed with both secrets (two v1 signatures) */
+  previousSecretExpiresAt: string;
+};
+
+export type Sandbox = {
+  id: string;
+  state: "active" | "destroyed";
+  status: "pending" | "running" | "terminating" | "terminated" | "failed";
+  image: string;
+  /** RFC 3339 UTC timestamp */
+  createdAt: string;
+  readyAt: string | null;
+  /** createdAt + the session cap; the reaper destroys the sandbox then */
+  expiresAt: string;
+  destroyedAt: string | null;
+  /** user: destroyed on request; expired: the session cap; failed: never became ready */
+  destroyReason: ("user" | "expired" | "failed") | null;
+  /** Why a failed sandbox failed */
+  failureMessage: string | null;
+  metadata: Record<string, string>;
+};
+
+export type SandboxList = {
+  data: {
+    id: string;
+    state: "active" | "destroyed";
+    status: "pending" | "running" | "terminating" | "terminated" | "failed";
+    image: string;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+    readyAt: string | null;
+    /** createdAt + the session cap; the reaper destroys the sandbox then */
+    expiresAt: string;
+    destroyedAt: string | null;
+    /** user: destroyed on request; expired: the session cap; failed: never became ready */
+    destroyReason: ("user" | "expired" | "failed") | null;
+    /** Why a failed sandbox failed */
+    failureMessage: string | null;
+    metadata: Record<string, string>;
+  }[];
+  /** Pass as ?after= for the next page; null on the last page */
+  next: string | null;
+};
+
+export type SetAllowlistRequest = {
+  /** Program names (compared by basename); duplicates are removed and the list is sorted. */
+  commands: string[];
+};
+
+export type SignupRequest = {
+  email: string;
+  password: string;
+};
+
+export type SignupResponse = {
+  account: {
+    id: string;
+    email: string;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+  };
+  token: string;
+  /** RFC 3339 UTC timestamp */
+  expiresAt: string;
+};
+
+export type TestWebhookResponse = {
+  /** evt_… */
+  id: string;
+  type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+  /** RFC 3339 UTC timestamp */
+  createdAt: string;
+  /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */
+  data: Record<string, unknown>;
+};
+
+export type UploadArchiveResponse = {
+  /** The directory the archive was extracted under */
+  path: string;
+  /** Members extracted: files, directories and links */
+  files: number;
+  /** Bytes of the archive received, as sent (compressed or not) */
+  bytes: number;
+};
+
+export type ViewFileResponse = {
+  path: string;
+  /** The lines as text, when encoding is utf-8 */
+  content?: string;
+  /** The lines as base64, when encoding is base64 */
+  contentBase64?: string;
+  encoding: "utf-8" | "base64";
+  startLine: number;
+  /** The last line answered (0 for an empty file) */
+  endLine: number;
+  totalLines: number;
+  /** Lines follow endLine */
+  truncated: boolean;
+  /** The whole file's size in bytes */
+  size: number;
+};
+
+export type WriteProcessStdinRequest = {
+  /** Written to the process's standard input (UTF-8), which stays open for the next write */
+  data: string;
+};
+
+/** Every operation of the API, by operationId. */
+export interface Operations {
+  clearAllowlist: 'DELETE /v1/allowlist';
+  createApiKey: 'POST /v1/api-keys';
+  createFile: 'PUT /v1/sandboxes/{id}/files';
+  createSandbox: 'POST /v1/sandboxes';
+  createSecret: 'POST /v1/secrets';
+  createTerminalTicket: 'POST /v1/sandboxes/{id}/terminal/tickets';
+  createWebhook: 'POST /v1/webhooks';
+  deleteSecret: 'DELETE /v1/secrets/{name}';
+  deleteWebhook: 'DELETE /v1/webhooks/{webhookId}';
+  destroySandbox: 'DELETE /v1/sandboxes/{id}';
+  downloadArchive: 'GET /v1/sandboxes/{id}/files/archive';
+  editFile: 'PATCH /v1/sandboxes/{id}/files';
+  execCommand: 'POST /v1/sandboxes/{id}/exec';
+  getAccount: 'GET /v1/account';
+  getAllowlist: 'GET /v1/allowlist';
+  getMcpConfig: 'GET /v1/mcp/config';
+  getProcessOutput: 'GET /v1/sandboxes/{id}/processes/{procId}/output';
+  getSandbox: 'GET /v1/sandboxes/{id}';
+  globFiles: 'GET /v1/sandboxes/{id}/files/glob';
+  grepFiles: 'GET /v1/sandboxes/{id}/files/grep';
+  listApiKeys: 'GET /v1/api-keys';
+  listDirectory: 'GET /v1/sandboxes/{id}/files/ls';
+  listEvents: 'GET /v1/events';
+  listProcesses: 'GET /v1/sandboxes/{id}/processes';
+  listSandboxes: 'GET /v1/sandboxes';
+  listSecrets: 'GET /v1/secrets';
+  listWebhookDeliveries: 'GET /v1/webhooks/{webhookId}/deliveries';
+  listWebhooks: 'GET /v1/webhooks';
+  login: 'POST /v1/auth/login';
+  mcpMessage: 'POST /v1/mcp';
+  openTerminal: 'GET /v1/sandboxes/{id}/terminal';
+  revokeApiKey: 'DELETE /v1/api-keys/{keyId}';
+  rotateWebhookSecret: 'POST /v1/webhooks/{webhookId}/secret';
+  setAllowlist: 'PUT /v1/allowlist';
+  signup: 'POST /v1/auth/signup';
+  stopProcess: 'DELETE /v1/sandboxes/{id}/processes/{procId}';
+  testWebhook: 'POST /v1/webhooks/{webhookId}/test';
+  uploadArchive: 'PUT /v1/sandboxes/{id}/files/archive';
+  viewFile: 'GET /v1/sandboxes/{id}/files';
+  writeProcessStdin: 'POST /v1/sandboxes/{id}/processes/{procId}/stdin';
+}

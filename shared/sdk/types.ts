@@ -1,0 +1,397 @@
+// The shapes of Paddock's HTTP API v1, as the client sees them, with the SDK's own names and
+// comments. The contract itself is api-types.ts, generated from the OpenAPI document: the checks
+// at the end of this file fail to compile when a type here and the contract disagree.
+import type * as Api from './api-types.ts';
+
+export type Timestamp = string;
+
+/** What an API key may do (api.md, "API key scopes"). */
+export type Scope = NonNullable<Api.CreateApiKeyRequest['scopes']>[number];
+
+export interface AccountSummary {
+  id: string;
+  email: string;
+  createdAt: Timestamp;
+}
+
+export interface SignupResult {
+  account: AccountSummary;
+  /** Dashboard session token (JWT): accepted by the /v1/api-keys routes only. */
+  token: string;
+  expiresAt: Timestamp;
+}
+
+export interface SessionToken {
+  token: string;
+  expiresAt: Timestamp;
+}
+
+export interface ApiKeySummary {
+  id: string;
+  name: string;
+  /** What the key may do. */
+  scopes: Scope[];
+  /** The first characters of the key, to recognise it. */
+  start: string;
+  createdAt: Timestamp;
+  lastUsedAt: Timestamp | null;
+}
+
+export interface CreatedApiKey {
+  id: string;
+  name: string;
+  /** The raw key (pdk_live_…), shown this once and never again. */
+  key: string;
+  scopes: Scope[];
+  start: string;
+  createdAt: Timestamp;
+}
+
+export interface Account {
+  id: string;
+  email: string;
+  usage: {
+    sandboxHours: { used: number; limit: number };
+    concurrentSandboxes: { active: number; limit: number };
+  };
+  period: { start: Timestamp; end: Timestamp };
+}
+
+export type SandboxState = 'active' | 'destroyed';
+export type SandboxStatus = 'pending' | 'running' | 'terminating' | 'terminated' | 'failed';
+export type SandboxListState = 'active' | 'destroyed' | 'all';
+
+export interface Sandbox {
+  id: string;
+  state: SandboxState;
+  status: SandboxStatus;
+  image: string;
+  createdAt: Timestamp;
+  readyAt: Timestamp | null;
+  /** createdAt + the session cap: the reaper destroys the sandbox then. */
+  expiresAt: Timestamp;
+  destroyedAt: Timestamp | null;
+  destroyReason: 'user' | 'expired' | 'failed' | null;
+  failureMessage: string | null;
+  metadata: Record<string, string>;
+}
+
+export interface CreateSandboxInput {
+  image?: string;
+  metadata?: Record<string, string>;
+  env?: Record<string, string>;
+  /** Answer once running or failed (default true), or at once with status pending. */
+  wait?: boolean;
+  /** Makes a retried create return the first sandbox instead of a second one. */
+  idempotencyKey?: string;
+}
+
+export interface ExecInput {
+  /** A string is run by /bin/sh -c; an array is argv, run as given. */
+  command: string | string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  timeoutSeconds?: number;
+}
+
+export interface ExecResult {
+  /** null when a signal ended the command. */
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  durationMs: number;
+  timedOut: boolean;
+}
+
+export type ExecOutputEvent = { type: 'stdout'; data: string } | { type: 'stderr'; data: string };
+export type ExecExitEvent = {
+  type: 'exit';
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  durationMs: number;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+};
+/** The server failed after the stream started: the last line of the stream. */
+export type ExecErrorEvent = { type: 'error'; code: string; detail: string };
+export type ExecStreamEvent = ExecOutputEvent | ExecExitEvent | ExecErrorEvent;
+
+/** A background process just started (exec with background: true). */
+export interface StartedProcess {
+  /** proc_… */
+  id: string;
+  /** As lists show it: a string command as given, an argv shell-quoted; at most 1024 characters. */
+  command: string;
+  startedAt: Timestamp;
+}
+
+export interface ProcessInfo {
+  id: string;
+  command: string;
+  startedAt: Timestamp;
+  status: 'running' | 'exited';
+  /** null while it runs, when a signal ended it, or when its end was never recorded. */
+  exitCode: number | null;
+  signal: string | null;
+  endedAt: Timestamp | null;
+}
+
+export type ProcessExitEvent = { type: 'exit'; exitCode: number | null; signal: string | null; endedAt: Timestamp | null };
+/** A process's output: stdout and stderr events, an exit event last once it has ended (or an error event). */
+export type ProcessOutputEvent = ExecOutputEvent | ProcessExitEvent | ExecErrorEvent;
+
+export type ProcessSignal = 'TERM' | 'KILL';
+
+export interface ViewFileInput {
+  path: string;
+  startLine?: number;
+  endLine?: number;
+  encoding?: 'auto' | 'utf-8' | 'base64';
+}
+
+export interface FileView {
+  path: string;
+  /** The lines as text, when encoding is utf-8. */
+  content?: string;
+  /** The lines as base64, when encoding is base64. */
+  contentBase64?: string;
+  encoding: 'utf-8' | 'base64';
+  startLine: number;
+  endLine: number;
+  totalLines: number;
+  /** Lines follow endLine. */
+  truncated: boolean;
+  size: number;
+}
+
+export interface CreateFileInput {
+  path: string;
+  /** Exactly one of content (UTF-8 text) and contentBase64 (any bytes). */
+  content?: string;
+  contentBase64?: string;
+  /** false: fail with 409 file_exists when the path exists (default true). */
+  overwrite?: boolean;
+}
+
+export interface WrittenFile {
+  path: string;
+  size: number;
+  overwritten: boolean;
+}
+
+export interface ExtractedArchive {
+  /** The directory the archive was extracted under. */
+  path: string;
+  /** Members extracted: files, directories and links. */
+  files: number;
+  /** Bytes of the archive sent (compressed or not). */
+  bytes: number;
+}
+
+export interface DownloadArchiveInput {
+  /** A directory (its contents, as `./…` members) or a file; default /workspace. */
+  path?: string;
+  /** tar.gz instead of tar. */
+  gzip?: boolean;
+}
+
+export interface UploadArchiveInput {
+  /** The directory to extract under, created when missing. */
+  path: string;
+  /** The archive's bytes, as they come (a stream is sent as it is read, never held whole). */
+  archive: AsyncIterable<Uint8Array> | Uint8Array;
+  /** The archive is gzip-compressed (tar.gz). */
+  gzip?: boolean;
+}
+
+export interface EditFileInput {
+  path: string;
+  oldText: string;
+  newText: string;
+  replaceAll?: boolean;
+}
+
+export interface EditResult {
+  path: string;
+  replacements: number;
+}
+
+export interface DirEntry {
+  name: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+  size: number;
+  modifiedAt: Timestamp;
+}
+
+export interface Listing {
+  path: string;
+  entries: DirEntry[];
+  truncated: boolean;
+}
+
+export interface GlobInput {
+  pattern: string;
+  path?: string;
+}
+
+export interface GlobResult {
+  pattern: string;
+  matches: string[];
+  truncated: boolean;
+}
+
+export interface GrepInput {
+  pattern: string;
+  path?: string;
+  glob?: string;
+  ignoreCase?: boolean;
+}
+
+export interface GrepMatch {
+  path: string;
+  line: number;
+  text: string;
+}
+
+export interface GrepResult {
+  pattern: string;
+  matches: GrepMatch[];
+  truncated: boolean;
+}
+
+export interface Allowlist {
+  /** Programs every exec may run; empty means every command is allowed. */
+  commands: string[];
+  updatedAt: Timestamp | null;
+}
+
+export interface CreateSecretInput {
+  name: string;
+  value: string;
+  /** Scope the secret to one sandbox; account-wide when omitted. */
+  sandboxId?: string;
+}
+
+export interface Secret {
+  name: string;
+  sandboxId: string | null;
+  createdAt: Timestamp;
+}
+
+export interface ListResponse<T> {
+  data: T[];
+}
+
+/** A page of sandboxes: `next` is the `after` of the following page, null on the last. */
+export interface SandboxPage extends ListResponse<Sandbox> {
+  next: string | null;
+}
+
+/** RFC 9457 problem document, as every Paddock error answers. */
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  requestId: string;
+  [extra: string]: unknown;
+}
+
+/** The codes the API answers with (a closed list); clients branch on these, never on `detail`. */
+/** Every code the API's problem documents can carry: generated from the contract (api-types.ts). */
+export type KnownErrorCode = Api.ErrorCode;
+
+/** The tool-server (MCP) configuration for one client, from GET /v1/mcp/config. */
+/** Where a client keeps its MCP configuration and the entry to merge (GET /v1/mcp/config). */
+export type McpConfig = Api.GetMcpConfigResponse;
+
+// ---- events and webhooks ----
+
+export type EventType =
+  | 'sandbox.created'
+  | 'sandbox.running'
+  | 'sandbox.failed'
+  | 'sandbox.expiring'
+  | 'sandbox.destroyed'
+  | 'usage.threshold'
+  | 'webhook.disabled'
+  | 'webhook.test';
+
+/** {id: "evt_…", type, createdAt, data}: data.sandbox for sandbox.* events (as it was then). */
+export interface PaddockEvent {
+  id: string;
+  type: EventType;
+  createdAt: Timestamp;
+  data: { sandbox?: Sandbox } & Record<string, unknown>;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  /** ["*"]: every type. */
+  events: string[];
+  description: string | null;
+  createdAt: Timestamp;
+  disabledAt: Timestamp | null;
+  disabledReason: string | null;
+}
+
+export interface CreatedWebhook extends Webhook {
+  /** whsec_…: the signing secret (Standard Webhooks), shown this once. */
+  secret: string;
+}
+
+export interface CreateWebhookInput {
+  url: string;
+  events?: string[];
+  description?: string;
+}
+
+export interface DeliveryAttempt {
+  eventId: string;
+  eventType: string;
+  attempt: number;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  createdAt: Timestamp;
+  nextRetryAt: Timestamp | null;
+}
+
+// ---- agreement with the contract (api-types.ts, generated) ----
+
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Holds<T extends true> = T;
+/** Each line fails to type-check when the named type and the contract's have drifted apart. */
+export type ContractChecks = [
+  Holds<Same<Sandbox, Api.Sandbox>>,
+  Holds<Same<ExecResult, Api.ExecResult>>,
+  Holds<Same<Account, Api.Account>>,
+  Holds<Same<ExecStreamEvent, Api.ExecStreamEvent>>,
+  Holds<Same<StartedProcess, Api.ExecCommandResponse extends infer R ? (R extends { id: string } ? R : never) : never>>,
+  Holds<Same<ProcessInfo, Api.ListProcessesResponse['data'][number]>>,
+  Holds<Same<ProcessOutputEvent, Api.GetProcessOutputResponse>>,
+  Holds<Same<SignupResult, Api.SignupResponse>>,
+  Holds<Same<SessionToken, Api.LoginResponse>>,
+  Holds<Same<CreatedApiKey, Api.CreateApiKeyResponse>>,
+  Holds<Same<ApiKeySummary, Api.ListApiKeysResponse['data'][number]>>,
+  Holds<Same<FileView, Api.ViewFileResponse>>,
+  Holds<Same<WrittenFile, Api.CreateFileResponse>>,
+  Holds<Same<ExtractedArchive, Api.UploadArchiveResponse>>,
+  Holds<Same<EditResult, Api.EditFileResponse>>,
+  Holds<Same<Listing, Api.ListDirectoryResponse>>,
+  Holds<Same<GlobResult, Api.GlobFilesResponse>>,
+  Holds<Same<GrepResult, Api.GrepFilesResponse>>,
+  Holds<Same<Allowlist, Api.GetAllowlistResponse>>,
+  Holds<Same<Secret, Api.CreateSecretResponse>>,
+  Holds<Same<McpConfig, Api.GetMcpConfigResponse>>,
+  Holds<Same<PaddockEvent, Api.ListEventsResponse['data'][number]>>,
+  Holds<Same<CreatedWebhook, Api.CreateWebhookResponse>>,
+  Holds<Same<SandboxPage, Api.SandboxList>>,
+];

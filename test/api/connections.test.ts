@@ -1,0 +1,102 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { once } from 'node:events';
+import { startTestApi } from '../helpers/stack.ts';
+import { call } from '../helpers/http.ts';
+import { newAccount } from '../helpers/accounts.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
+
+// A stranger holding the API's connections (issue 13): half-sent headers, trickled bodies after an
+// early refusal, many idle connections from one address. Each must cost the server a bounded time
+// and a bounded number of descriptors, and a neighbour must still be served.
+
+const PER_IP = 8;
+const api = await startTestApi({
+  overrides: {
+    PADDOCK_HTTP_HEADERS_TIMEOUT_SECONDS: '1',
+    PADDOCK_HTTP_REQUEST_TIMEOUT_SECONDS: '3',
+    PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP: String(PER_IP),
+  },
+});
+const { port } = new URL(api.url);
+
+function open(): Promise<Socket> {
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.on('error', () => undefined);
+  return once(socket, 'connect').then(() => socket);
+}
+
+/** Resolves with what the server sent, and how long it took to close the connection. */
+async function untilClosed(socket: Socket, limitMs: number): Promise<{ text: string; ms: number }> {
+  const started = performance.now();
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+  await Promise.race([
+    once(socket, 'close'),
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`still open after ${limitMs} ms`)), limitMs)),
+  ]);
+  return { text, ms: performance.now() - started };
+}
+
+test('a connection that never finishes its headers is closed after the headers timeout', async () => {
+  const socket = await open();
+  socket.write('GET /v1/account HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+  const timer = setInterval(() => socket.write('a'), 200); // trickling, but never done
+  try {
+    const { ms } = await untilClosed(socket, 8000);
+    assert.ok(ms < 6000, `closed after ${ms} ms`);
+  } finally {
+    clearInterval(timer);
+    socket.destroy();
+  }
+});
+
+test('an early 401 closes the connection instead of waiting for a trickled body', async () => {
+  const socket = await open();
+  socket.write('POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"a":');
+  const timer = setInterval(() => socket.write(' '), 200);
+  try {
+    const { text, ms } = await untilClosed(socket, 8000);
+    assert.match(text, /^HTTP\/1\.1 401 /);
+    assert.match(text, /\r\nconnection: close\r\n/i);
+    assert.ok(ms < 2500, `closed after ${ms} ms`);
+  } finally {
+    clearInterval(timer);
+    socket.destroy();
+  }
+});
+
+test('connections from one address are capped; others are still served, and a freed slot is reused', async () => {
+  const sockets: Socket[] = [];
+  // One at a time, each accepted before the next: the server counts in the order it accepts.
+  for (let i = 0; i < PER_IP; i++) {
+    sockets.push(await open());
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  try {
+    const extra = await open();
+    const { text } = await untilClosed(extra, 3000);
+    assert.equal(text, '', 'the connection past the cap is closed without an answer');
+    sockets.pop()!.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // One connection, exactly: the freed slot.
+    const [health] = await rawExchange(api.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.equal(health?.status, 200);
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the server sees them go before the next test
+  }
+});
+
+test('a JSON body nested too deep or too wide is refused while it is read, naming the field', async () => {
+  const account = await newAccount(api.url, 'shape');
+  const deep = await call(api.url, 'POST', '/v1/sandboxes', { token: account.key, body: `{"metadata": ${'['.repeat(40)}${']'.repeat(40)}}` });
+  assert.equal(deep.status, 400);
+  assert.equal(deep.body.code, 'invalid_request');
+  assert.equal(deep.body.errors[0].field, 'metadata');
+  const wide = await call(api.url, 'POST', '/v1/sandboxes', { token: account.key, body: `{"env": [${Array(30_000).fill('1').join(',')}]}` });
+  assert.equal(wide.status, 400);
+  assert.equal(wide.body.errors[0].field, 'env');
+  assert.match(wide.body.detail, /more than 20000 values/);
+});

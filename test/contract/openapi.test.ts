@@ -1,0 +1,74 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { buildOpenApi } from '../../api/openapi.ts';
+import { allRoutes } from '../../api/routes/index.ts';
+
+// The one contract (issue 14): the OpenAPI document generated from the route specs is a valid
+// OpenAPI 3.1 document (checked by a real validator against the specification's own schema), names
+// every operation and schema, and declares the headers and error codes each operation answers.
+
+type Json = Record<string, unknown>;
+const doc = buildOpenApi(allRoutes, '1.0.0') as Json & {
+  paths: Record<string, Record<string, Json & { operationId: string; parameters: Json[]; responses: Record<string, Json> }>>;
+  components: { schemas: Record<string, Json> };
+};
+const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })));
+
+test('the document is valid OpenAPI 3.1', async () => {
+  const validator = new Validator();
+  const result = await validator.validate(structuredClone(doc));
+  assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
+  assert.equal(validator.version, '3.1');
+});
+
+test('every operation has a unique operationId, the one its route spec names', () => {
+  const ids = operations.map(({ op }) => op.operationId);
+  assert.equal(ids.length, allRoutes.length);
+  assert.equal(new Set(ids).size, ids.length, `duplicates: ${ids.filter((id, i) => ids.indexOf(id) !== i).join(', ')}`);
+  for (const id of ids) assert.match(id, /^[a-z][A-Za-z0-9]*$/);
+});
+
+test('bodies and responses are named component schemas, every $ref resolves, and no $schema is left', () => {
+  const text = JSON.stringify(doc);
+  assert.doesNotMatch(text, /"\$schema"/);
+  for (const [, ref] of text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) assert.ok(doc.components.schemas[ref!], `unresolved $ref ${ref}`);
+  for (const { key, op } of operations) {
+    const body = (op.requestBody as { content?: Record<string, { schema: Json }> } | undefined)?.content?.['application/json']?.schema;
+    if (body) assert.ok(body.$ref, `${key}: request body inlined`);
+    for (const [status, response] of Object.entries(op.responses)) {
+      for (const [type, media] of Object.entries((response.content ?? {}) as Record<string, { schema: Json }>)) {
+        if (type !== 'application/problem+json') assert.ok(media.schema.$ref, `${key} ${status} ${type}: inlined`);
+      }
+    }
+  }
+  for (const name of ['Sandbox', 'SandboxList', 'ExecRequest', 'ExecResult', 'ExecStreamEvent', 'Account', 'CreateSandboxRequest', 'Problem']) {
+    assert.ok(doc.components.schemas[name], name);
+  }
+});
+
+test('headers: rate limits on bucketed successes, Retry-After on 429 and 503, Idempotency-Key on create', () => {
+  for (const route of allRoutes) {
+    const op = doc.paths[route.spec.path.replace(/:(\w+)/g, '{$1}')]![route.spec.method]!;
+    for (const [status, response] of Object.entries(op.responses)) {
+      const headers = (response.headers ?? {}) as Json;
+      if (route.spec.bucket && Number(status) < 300) assert.ok(headers['X-RateLimit-Limit'] && headers['X-RateLimit-Remaining'], `${op.operationId} ${status}`);
+      if (status === '429' || status === '503') assert.ok(headers['Retry-After'], `${op.operationId} ${status}: Retry-After`);
+    }
+  }
+  const create = doc.paths['/v1/sandboxes']!.post!;
+  assert.ok(create.parameters.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'));
+});
+
+test("each error response lists exactly the codes of its status that the route can answer", () => {
+  for (const route of allRoutes) {
+    const op = doc.paths[route.spec.path.replace(/:(\w+)/g, '{$1}')]![route.spec.method]!;
+    for (const code of route.spec.errors) {
+      const listed = Object.values(op.responses).some((r) => {
+        const schema = (r.content as Record<string, { schema: { allOf?: Json[] } }> | undefined)?.['application/problem+json']?.schema;
+        return ((schema?.allOf?.[1]?.properties as { code?: { enum: string[] } } | undefined)?.code?.enum ?? []).includes(code);
+      });
+      assert.ok(listed, `${op.operationId}: ${code}`);
+    }
+  }
+});

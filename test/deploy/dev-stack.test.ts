@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { freePort } from '../../scripts/services.ts';
+import { exited } from '../helpers/processes.ts';
+import { eventually } from '../helpers/eventually.ts';
+
+// `npm start` on a host where other stacks run (issue 14): its worker takes a free metrics port,
+// and it says "Paddock is running" only once the web and the worker both are; a worker that
+// cannot start stops the stack with a message instead.
+
+const root = resolve(import.meta.dirname, '../..');
+
+function startDevStack(extra: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['scripts/dev-stack.ts'], {
+    cwd: root,
+    // DATABASE_URL and REDIS_URL name the test run's services: no cluster of its own.
+    env: { ...process.env, PADDOCK_DATA_DIR: mkdtempSync(join(tmpdir(), 'paddock-devstack-')), ...extra },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d));
+  child.stderr.on('data', (d: Buffer) => (stderr += d));
+  return { child, stdout: () => stdout, stderr: () => stderr };
+}
+
+test('two stacks on one host both run, each worker on a port of its own', { timeout: 120_000 }, async () => {
+  const stacks = [startDevStack({ PORT: String(await freePort()) }), startDevStack({ PORT: String(await freePort()) })];
+  try {
+    for (const s of stacks) {
+      await eventually('the stack says it runs', 60_000, async () => (/Paddock is running at (\S+)/.exec(s.stdout()) ? true : undefined));
+      const url = /Paddock is running at (\S+)/.exec(s.stdout())![1]!;
+      assert.equal((await fetch(`${url}/readyz`)).status, 200);
+    }
+    assert.ok(stacks.every((s) => s.child.exitCode === null), 'both stacks still run');
+  } finally {
+    for (const s of stacks) s.child.kill('SIGINT');
+    const codes = await Promise.all(stacks.map((s) => exited(s.child)));
+    assert.deepEqual(codes.map((c) => c.code), [0, 0], stacks.map((s) => s.stderr()).join('\n---\n'));
+  }
+});
+
+test('a worker whose metrics port is taken stops the stack, which never says it runs', { timeout: 120_000 }, async () => {
+  const holder = createServer();
+  await new Promise<void>((ok) => holder.listen(0, ok));
+  const taken = (holder.address() as { port: number }).port;
+  try {
+    const s = startDevStack({ PORT: String(await freePort()), PADDOCK_WORKER_METRICS_PORT: String(taken) });
+    const { code } = await exited(s.child);
+    assert.equal(code, 1, s.stderr());
+    assert.doesNotMatch(s.stdout(), /Paddock is running/);
+    assert.match(s.stderr(), new RegExp(`metrics port ${taken} is taken: set PADDOCK_WORKER_METRICS_PORT`));
+  } finally {
+    holder.close();
+  }
+});

@@ -1,0 +1,114 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { killGroup, openCgroups } from '../../shared/runtime/local/cgroups.ts';
+import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
+import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
+
+// The cgroup layouts a host may have, laid out in a temporary directory as the kernel would show
+// them: this machine mounts v1 controllers plus a controller-less v2 hierarchy, so what is written
+// for v2 controllers is checked here, against the files, rather than by the kernel.
+
+const LIMITS = { memoryMb: 256, pidsMax: 64, cpus: 0.5 };
+
+function layout(t: { after(fn: () => void): void }, dirs: Record<string, string[]>): string {
+  const root = mkdtempSync(join(tmpdir(), 'paddock-cgroupfs-'));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  for (const [dir, files] of Object.entries(dirs)) {
+    mkdirSync(join(root, dir), { recursive: true });
+    for (const file of files) {
+      const [name, content = ''] = file.split('=');
+      writeFileSync(join(root, dir, name!), content);
+    }
+  }
+  return root;
+}
+
+const read = (root: string, path: string) => readFileSync(join(root, path), 'utf8').trim();
+
+test('cgroup v2 alone: memory, pids, cpu and io are limited through v2, and every exec gets a group cgroup.kill ends', async (t) => {
+  const root = layout(t, { '.': ['cgroup.controllers=cpuset cpu io memory pids', 'cgroup.subtree_control', 'cgroup.procs'] });
+  const cgroups = await openCgroups({ root, privileged: true });
+  assert.ok(cgroups);
+  assert.deepEqual(cgroups.limited, { memory: 'v2', pids: 'v2', cpu: 'v2', io: 'v2' });
+  assert.deepEqual(cgroups.missing, []);
+  // All sandboxes together weigh less than the control plane beside them.
+  assert.equal(read(root, 'paddock/cpu.weight'), '25');
+  assert.equal(read(root, 'paddock/io.weight'), 'default 25');
+
+  await cgroups.create('sbx_v2', LIMITS);
+  assert.equal(read(root, 'paddock/sbx_v2/memory.max'), String(256 * 1024 * 1024));
+  assert.equal(read(root, 'paddock/sbx_v2/pids.max'), '64');
+  assert.equal(read(root, 'paddock/sbx_v2/cpu.max'), '50000 100000');
+
+  const group = await cgroups.openExec('sbx_v2');
+  assert.equal(group.procsFiles.length, 1, 'one group, inside the sandbox’s: its limits apply to the exec');
+  assert.match(group.procsFiles[0]!, new RegExp(`^${root}/paddock/sbx_v2/x[0-9a-f]{16}/cgroup.procs$`));
+  assert.ok(group.killer && 'kill' in group.killer);
+  writeFileSync(group.killer.kill, '0');
+  await killGroup(group.killer);
+  assert.equal(readFileSync(group.killer.kill, 'utf8'), '1');
+});
+
+test('hybrid hosts: limits through the v1 controllers, exec groups in the controller-less v2 hierarchy', async (t) => {
+  const root = layout(t, {
+    memory: ['cgroup.procs'],
+    pids: ['cgroup.procs'],
+    cpu: ['cgroup.procs'],
+    'cpu/paddock': ['cpu.shares=1024'],
+    unified: ['cgroup.controllers', 'cgroup.subtree_control', 'cgroup.procs'],
+  });
+  const cgroups = await openCgroups({ root, privileged: true });
+  assert.ok(cgroups);
+  assert.deepEqual(cgroups.limited, { memory: 'v1', pids: 'v1', cpu: 'v1' });
+  assert.deepEqual(cgroups.missing, ['io']);
+  await cgroups.create('sbx_hy', LIMITS);
+  assert.equal(read(root, 'memory/paddock/sbx_hy/memory.limit_in_bytes'), String(256 * 1024 * 1024));
+  assert.equal(read(root, 'pids/paddock/sbx_hy/pids.max'), '64');
+  assert.equal(read(root, 'cpu/paddock/sbx_hy/cpu.cfs_quota_us'), '50000');
+  assert.equal(read(root, 'cpu/paddock/cpu.shares'), '256');
+  const group = await cgroups.openExec('sbx_hy');
+  assert.deepEqual(
+    group.procsFiles.map((f) => f.slice(root.length).replace(/x[0-9a-f]{16}/, 'X')),
+    ['/memory/paddock/sbx_hy/cgroup.procs', '/pids/paddock/sbx_hy/cgroup.procs', '/cpu/paddock/sbx_hy/cgroup.procs', '/unified/paddock/sbx_hy/X/cgroup.procs'],
+  );
+  assert.ok(group.killer && 'kill' in group.killer);
+});
+
+test('cgroup v1 alone: exec groups nest in the pids hierarchy and are killed member by member', async (t) => {
+  const root = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'] });
+  const cgroups = await openCgroups({ root, privileged: true });
+  assert.ok(cgroups);
+  assert.deepEqual(cgroups.missing, ['cpu', 'io']);
+  await cgroups.create('sbx_v1', LIMITS);
+  const group = await cgroups.openExec('sbx_v1');
+  assert.ok(group.killer && 'procs' in group.killer);
+  assert.match(group.killer.procs, /\/pids\/paddock\/sbx_v1\/x[0-9a-f]{16}\/cgroup\.procs$/);
+  assert.deepEqual(group.procsFiles.slice(0, 1), [join(root, 'memory/paddock/sbx_v1/cgroup.procs')]);
+});
+
+test('no cgroups at all: the local runtime refuses to start sandboxes, unless the operator accepts running without limits', async (t) => {
+  const root = layout(t, { '.': [] });
+  assert.equal(await openCgroups({ root, privileged: true }), undefined);
+  const dataDir = mkdtempSync(join(tmpdir(), 'paddock-nocgroups-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const strict = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 64, cgroupRoot: root });
+  t.after(() => strict.close());
+  await assert.rejects(
+    strict.create({ id: 'sbx_nolimits', accountId: 'acct_t', capSeconds: 60 }),
+    (err: Error) => err instanceof PermanentRuntimeError && /PADDOCK_LOCAL_ALLOW_UNLIMITED/.test(err.message) && /memory and pids/.test(err.message),
+  );
+  assert.equal(await strict.get('sbx_nolimits'), undefined, 'nothing was left behind');
+
+  const lax = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 64, cgroupRoot: root, allowUnlimited: true });
+  t.after(async () => {
+    await lax.destroy('sbx_unlimited');
+    await lax.close();
+  });
+  assert.equal((await lax.create({ id: 'sbx_unlimited', accountId: 'acct_t', capSeconds: 60 })).status, 'running');
+  // Without an exec group, a timeout still ends the command's session.
+  const result = await lax.exec('sbx_unlimited', { argv: ['sh', '-c', 'sleep 30'], timeoutMs: 300 });
+  assert.equal(result.timedOut, true);
+});

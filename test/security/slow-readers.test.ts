@@ -1,0 +1,91 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { call } from '../helpers/http.ts';
+import { assertProblem, newAccount } from '../helpers/accounts.ts';
+import { createSandbox } from '../helpers/sandboxes.ts';
+import { eventually } from '../helpers/eventually.ts';
+
+// A client that asks for a large buffered answer and never reads it (issue 13): the answer is
+// dropped after the write timeout, and what the request held (its in-flight lease) is freed.
+
+const OUTPUT_MAX = 4 * 1024 * 1024;
+const stack = await startSandboxStack({
+  overrides: {
+    PADDOCK_EXEC_OUTPUT_MAX_BYTES: String(OUTPUT_MAX),
+    PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS: '2',
+    PADDOCK_INFLIGHT_EXEC_PER_SANDBOX: '1',
+    PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '10000',
+  },
+});
+
+test('a buffered answer read by no one is dropped after the write timeout, and frees its in-flight place', async () => {
+  const account = await newAccount(stack.url, 'slowbuffered');
+  const created = await createSandbox(stack.url, account.key);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const exec = (command: string) => call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token: account.key, body: { command } });
+
+  // Control bytes are escaped six to one in JSON: about 48 MiB of answer, far more than the
+  // loopback's socket buffers hold, so the answer is still being written when the client stops.
+  const flood = `head -c ${OUTPUT_MAX} /dev/zero | tr '\\0' '\\1'; head -c ${OUTPUT_MAX} /dev/zero | tr '\\0' '\\1' >&2`;
+  const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
+  });
+  try {
+    const answeredAt = await new Promise<number>((resolve, reject) => {
+      req.on('error', () => undefined); // the server's drop surfaces as an aborted response
+      req.on('response', (res) => {
+        assert.equal(res.statusCode, 200);
+        res.on('error', () => undefined);
+        res.on('aborted', () => undefined);
+        res.pause(); // a reader that never reads
+        resolve(Date.now());
+      });
+      req.once('error', reject);
+      req.end(JSON.stringify({ command: flood, timeoutSeconds: 60 }));
+    });
+    // While the answer is being written, its request still holds the sandbox's one place.
+    assertProblem(await exec('echo busy'), 429, 'too_many_in_flight');
+    // The client holds its end open and paused; only the server's drop can free the place.
+    const next = await eventually('the place is free again', 15_000, async () => {
+      const res = await exec('echo free');
+      return res.status === 200 ? res : undefined;
+    });
+    const after = Date.now() - answeredAt;
+    assert.ok(after >= 1500, `freed ${after} ms after the answer began, before the write timeout`);
+    assert.equal(next.body.stdout, 'free\n');
+  } finally {
+    req.destroy();
+  }
+});
+
+test('a buffered answer read slowly but steadily is not dropped', async () => {
+  const account = await newAccount(stack.url, 'slowsteady');
+  const created = await createSandbox(stack.url, account.key);
+  const id = created.body.id as string;
+  const size = 512 * 1024;
+  const res = await new Promise<{ status: number; bytes: number }>((resolve, reject) => {
+    const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
+    });
+    req.on('error', reject);
+    req.on('response', (response) => {
+      let bytes = 0;
+      // Reads a chunk, then waits: far slower than the answer could go, never idle for 2 s.
+      response.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        response.pause();
+        setTimeout(() => response.resume(), 300);
+      });
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, bytes }));
+      response.on('error', reject);
+    });
+    req.end(JSON.stringify({ command: `head -c ${size} /dev/zero | tr '\\0' x` }));
+  });
+  assert.equal(res.status, 200);
+  assert.ok(res.bytes > size, `${res.bytes} bytes read`);
+});
