@@ -207,9 +207,13 @@ test('a busy loop gets its CPU quota and no more, and the host keeps the rest', 
   // No more than its quota: 10 ms in each 100 ms period over 2 s is 200 ms (with a period of slack).
   assert.ok(cpuMs <= 200 + 20, `the loop got ${cpuMs} ms of CPU in 2 s; ${JSON.stringify(stat)}`);
   assert.ok(cpuMs > 0, loop.stdout);
-  // When it had the CPU to spend (a busy host may give a low-weight sandbox less than its quota),
-  // the quota is what held it back: throttled in most periods.
-  if (cpuMs >= 140) assert.ok(Number(stat.nr_throttled) >= Number(stat.nr_periods) * 0.5, JSON.stringify(stat));
+  // When it had the CPU to spend, the quota is what held it back: throttled again and again. Not
+  // in a fixed share of its periods: a busy host preempts a low-weight sandbox before its quota
+  // runs out, and such a period does not count as throttled (9 of 23 in one CI run).
+  if (cpuMs >= 140) {
+    assert.ok(Number(stat.nr_throttled) >= 5, JSON.stringify(stat));
+    assert.ok(Number(stat.throttled_time) > 0, JSON.stringify(stat));
+  }
   assert.equal((await run(runtime, id, ['echo', 'sandbox ok'])).stdout, 'sandbox ok\n');
 });
 
