@@ -102,9 +102,13 @@ __PADDOCK_B=${PROCS_DIR}
 __PADDOCK_D=$__PADDOCK_B/$1 __PADDOCK_K=$2 __PADDOCK_MAX=$3 __PADDOCK_KEEP=$4 __PADDOCK_C=$5 __PADDOCK_RS=$6
 shift 6
 if [ ! -d "$__PADDOCK_B" ]; then rm -f "$__PADDOCK_B" 2>/dev/null; mkdir -p -m 700 "$__PADDOCK_B" 2>/dev/null || exit ${EXIT.unusable}; fi
+# Starts take turns at counting (a lock on the directory, let go before the runner starts, so
+# nothing long-lived holds it): all at once, each would count every other and all be refused.
+# Where the image has no flock, counting after this one's directory exists still never passes
+# the limit, it only may refuse too many.
+if command -v flock >/dev/null 2>&1; then exec 9<"$__PADDOCK_B" && flock -w 10 9; fi
 mkdir -m 700 "$__PADDOCK_D" 2>/dev/null || exit ${EXIT.taken}
-# Counted after this one's directory exists: of two starts at once, each sees the other, so
-# together they never pass the limit. A start in progress (no runner yet) counts as running.
+# A start in progress (no runner yet) counts as running.
 __PADDOCK_N=0
 for __PADDOCK_E in "$__PADDOCK_B"/proc_*; do
   [ -d "$__PADDOCK_E" ] && [ ! -f "$__PADDOCK_E/exit" ] || continue
@@ -113,6 +117,7 @@ for __PADDOCK_E in "$__PADDOCK_B"/proc_*; do
   __PADDOCK_N=$((__PADDOCK_N + 1))
 done
 if [ "$__PADDOCK_N" -gt "$__PADDOCK_MAX" ]; then rm -rf "$__PADDOCK_D"; exit ${EXIT.limit}; fi
+exec 9<&-
 # Ended processes are kept for their output and exit status: the most recent ones only.
 for __PADDOCK_E in "$__PADDOCK_B"/proc_*; do
   [ -f "$__PADDOCK_E/exit" ] || continue
