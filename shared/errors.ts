@@ -34,6 +34,7 @@ export const errorCatalogue = {
   unsupported_media_type: { status: 415, title: 'The request body is not of a media type this route takes' },
   idempotency_key_reused: { status: 422, title: 'The idempotency key was used with a different request' },
   image_not_allowed: { status: 422, title: 'The operator does not allow this image' },
+  image_not_supported: { status: 422, title: 'This service cannot run this image' },
   secret_limit_reached: { status: 422, title: 'The limit on secrets is reached' },
   webhook_url_not_allowed: { status: 422, title: 'Webhooks may not be sent to this URL' },
   webhook_limit_reached: { status: 422, title: 'The limit on webhook endpoints is reached' },

@@ -12,7 +12,7 @@ const QUEUE_WITHIN_MS = 2000;
  * asks for each pooled image's refill, which makes up what is missing.
  */
 export async function tendWarmPool(deps: WorkerDeps, inParallel: (ids: string[], work: (id: string) => Promise<unknown>) => Promise<void>): Promise<void> {
-  const images = pooledImages(deps.config);
+  const images = pooledImages(deps.config, deps.runtime);
   const deployment = poolDeployment(deps.config);
   const removed = await deps.orm.em.fork().execute<{ id: string }[]>(
     `delete from warm_sandboxes w

@@ -10,7 +10,7 @@ import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitio
 import { recordEvent } from '../../shared/events/record.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../../shared/sandboxes/snapshot.ts';
 import { presentSandbox } from '../presenters/sandbox.ts';
-import { imageAllowed } from '../../shared/runtime/index.ts';
+import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimWarm, isPooled } from '../../shared/pool/warm-pool.ts';
 import type { AppDeps } from '../context.ts';
 import { checkEnvironment } from '../../shared/allowlist/index.ts';
@@ -44,10 +44,7 @@ export async function createSandbox(
   input: CreateSandboxInput,
   idempotencyKey: string | undefined,
 ): Promise<{ sandbox: Sandbox; replayed: boolean }> {
-  const image = input.image ?? deps.config.PADDOCK_KUBE_DEFAULT_IMAGE;
-  if (!imageAllowed(deps.config, image)) {
-    throw new ApiError('image_not_allowed', `The image "${image}" is not on this operator's allowed list.`);
-  }
+  const image = resolveImage(deps, input.image);
   await refuseProtectedEnv(em, accountId, input.env);
   const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
 
@@ -81,7 +78,7 @@ export async function createSandbox(
       );
     }
     // From the warm pool when it has one ready: running now, its cap starting now.
-    const warm = isPooled(deps.config, image) ? await claimWarm(tx, deps.config, image) : undefined;
+    const warm = isPooled(deps.config, deps.runtime, image) ? await claimWarm(tx, deps.config, image) : undefined;
     const now = new Date();
     const expiresAt = new Date(now.getTime() + deps.config.PADDOCK_SESSION_CAP_SECONDS * 1000);
     const warningSeconds = deps.config.PADDOCK_EXPIRY_WARNING_SECONDS;
@@ -131,6 +128,16 @@ export async function createSandbox(
     await Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
   }
   return { sandbox, replayed: outcome.replayed };
+}
+
+/** The image the sandbox will run, as the runtime that runs it decides; a refusal creates nothing. */
+function resolveImage(deps: AppDeps, requested: string | undefined): string {
+  try {
+    return deps.runtime.resolveImage(requested);
+  } catch (err) {
+    if (!(err instanceof ImageRefusedError)) throw err;
+    throw new ApiError(err.reason === 'not_allowed' ? 'image_not_allowed' : 'image_not_supported', err.message);
+  }
 }
 
 async function findReplay(tx: EntityManager, accountId: string, key: string, requestHash: string): Promise<string | undefined> {

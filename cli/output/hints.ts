@@ -46,6 +46,8 @@ export function hintFor(code: string, retryAfter?: number): string | undefined {
       return 'The event is unknown or older than the retention period: run `paddock events` without --after.';
     case 'secret_not_found':
       return 'List secrets with `paddock secrets ls` (add --session <session_id> for a session\'s own secrets).';
+    case 'image_not_supported':
+      return 'Leave out --image: this service runs its own image only.';
     case 'image_not_allowed':
       return 'Leave out --image to use the default image, or ask the operator which images are allowed.';
     case 'payload_too_large':

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
+import type { SandboxRuntime } from '../runtime/types.ts';
 
 // The warm pool: sandboxes started ahead of demand, per image, belonging to no account. A create
 // claims one atomically (it leaves the pool and becomes the account's sandbox, running, in the
@@ -11,10 +12,24 @@ import type { Config } from '../config.ts';
 /** The runtime's accountId of a pooled sandbox: no account's. */
 export const POOL_ACCOUNT = 'pool';
 
-export function pooledImages(config: Config): string[] {
+/**
+ * The images pooled: those PADDOCK_WARM_POOL_IMAGES lists, else the runtime's default. A listed
+ * image the runtime refuses is not pooled, as no create could be given it (and a create must not
+ * fail over the pool's configuration).
+ */
+export function pooledImages(config: Config, runtime: Pick<SandboxRuntime, 'defaultImage' | 'resolveImage'>): string[] {
   if (config.PADDOCK_WARM_POOL_SIZE === 0) return [];
   const listed = config.PADDOCK_WARM_POOL_IMAGES.split(',').map((s) => s.trim()).filter(Boolean);
-  return listed.length > 0 ? [...new Set(listed)] : [config.PADDOCK_KUBE_DEFAULT_IMAGE];
+  if (listed.length === 0) return [runtime.defaultImage];
+  return [...new Set(listed.filter((image) => runs(runtime, image)))];
+}
+
+function runs(runtime: Pick<SandboxRuntime, 'resolveImage'>, image: string): boolean {
+  try {
+    return runtime.resolveImage(image) === image;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -25,8 +40,8 @@ export function poolDeployment(config: Config): string {
   return config.PADDOCK_REDIS_PREFIX;
 }
 
-export function isPooled(config: Config, image: string): boolean {
-  return pooledImages(config).includes(image);
+export function isPooled(config: Config, runtime: Pick<SandboxRuntime, 'defaultImage' | 'resolveImage'>, image: string): boolean {
+  return pooledImages(config, runtime).includes(image);
 }
 
 /** A job id for an image's refill (image names hold characters job ids may not). */

@@ -55,10 +55,3 @@ export function allowedImages(config: Config): string[] {
     .map((s) => s.trim())
     .filter(Boolean);
 }
-
-/** The image a sandbox gets: the requested one when the operator allows it, else the default. */
-export function imageAllowed(config: Config, image: string): boolean {
-  if (image === config.PADDOCK_KUBE_DEFAULT_IMAGE) return true;
-  const allowed = allowedImages(config);
-  return allowed.includes('*') || allowed.includes(image);
-}

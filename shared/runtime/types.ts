@@ -6,7 +6,7 @@ export interface SandboxSpec {
   /** The sandbox id (`sbx_…`): lower-case letters, digits and one underscore. */
   id: string;
   accountId: string;
-  /** Container image; the local runtime ignores it (it always runs the host's /usr). */
+  /** The image, as the runtime's resolveImage answered it. */
   image?: string;
   /** The session cap: runtimes that can (Kubernetes' activeDeadlineSeconds) end the sandbox themselves past it plus a grace period. */
   capSeconds: number;
@@ -107,6 +107,13 @@ export interface TerminalSession {
 
 export interface SandboxRuntime {
   readonly name: 'local' | 'kubernetes';
+  /** The image a sandbox runs when its create names none, as sandboxes report it. */
+  readonly defaultImage: string;
+  /**
+   * The image a create asking for `requested` (none: the default) runs, decided by the runtime
+   * that will run it; throws an ImageRefusedError when it cannot or may not run that image.
+   */
+  resolveImage(requested: string | undefined): string;
   /**
    * Creates the sandbox and resolves once it runs. Idempotent: an existing sandbox with this id
    * is waited for, not duplicated. Rejects with a PermanentRuntimeError when it can never run.
@@ -130,6 +137,20 @@ export interface SandboxRuntime {
 /** A failure that retrying will not fix (a bad image, say): the sandbox is failed at once. */
 export class PermanentRuntimeError extends Error {
   override name = 'PermanentRuntimeError';
+}
+
+/**
+ * A requested image refused before anything is made: `not_allowed`, the operator's list does not
+ * name it; `not_supported`, this runtime cannot run it. Permanent: a worker meeting it (the
+ * configuration changed after the API resolved the image) fails the sandbox at once.
+ */
+export class ImageRefusedError extends PermanentRuntimeError {
+  override name = 'ImageRefusedError';
+  readonly reason: 'not_allowed' | 'not_supported';
+  constructor(reason: 'not_allowed' | 'not_supported', message: string) {
+    super(message);
+    this.reason = reason;
+  }
 }
 
 export class SandboxGoneError extends Error {

@@ -44,6 +44,8 @@ export async function startStandinFixture(options: { pullBackOffMs?: number; eve
 function observe(runtime: SandboxRuntime): ObservedBackend {
   const observed: ObservedBackend = {
     name: runtime.name,
+    defaultImage: runtime.defaultImage,
+    resolveImage: (requested) => runtime.resolveImage(requested),
     created: [],
     destroyed: [],
     createDelayMs: 0,

@@ -163,7 +163,8 @@ export class PodStore {
       .create({
         id: backendId,
         accountId: pod.metadata.labels?.['paddock.dev/account-id'] ?? 'acct_standin',
-        image: container.image,
+        // No image: the host's userland stands in for whatever the pod names (the pull is what
+        // the stand-in plays, above), and the local runtime refuses any image but its own.
         capSeconds: deadline ?? 3600,
       })
       .then(

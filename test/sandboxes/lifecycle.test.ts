@@ -30,7 +30,8 @@ test('create answers a running sandbox with every field of the contract', async 
   assert.equal(res.headers.get('location'), `/v1/sandboxes/${s.id}`);
   assert.equal(s.state, 'active');
   assert.equal(s.status, 'running');
-  assert.equal(s.image, stack.config.PADDOCK_KUBE_DEFAULT_IMAGE);
+  // What runs: the operator's default image on Kubernetes, the host's own userland locally.
+  assert.equal(s.image, testRuntime() === 'local' ? 'host' : stack.config.PADDOCK_KUBE_DEFAULT_IMAGE);
   assert.deepEqual(s.metadata, { purpose: 'lifecycle' });
   assert.equal(s.destroyedAt, null);
   assert.equal(s.destroyReason, null);
@@ -157,10 +158,39 @@ test("another account's sandbox answers 404 exactly like a missing one", async (
 test('an image the operator does not allow is refused before anything is created', async () => {
   const a = await newAccount(stack.url);
   const res = await createSandbox(stack.url, a.key, '', { image: 'evil.example/miner:latest' });
-  assertProblem(res, 422, 'image_not_allowed');
+  // The local runtime runs no container image at all: refused as unsupported, before the list.
+  assertProblem(res, 422, testRuntime() === 'local' ? 'image_not_supported' : 'image_not_allowed');
+  assert.match(res.body.detail, /evil\.example\/miner:latest/);
   const list = await call(stack.url, 'GET', '/v1/sandboxes?state=all', { token: a.key });
   assert.deepEqual(list.body.data, []);
 });
+
+if (testRuntime() === 'local') {
+  test('the local runtime reports the userland it runs, and refuses every container image instead of ignoring it', async () => {
+    const a = await newAccount(stack.url);
+    // Even the Kubernetes default and an image on the operator's list: the local runtime cannot run them.
+    for (const image of [stack.config.PADDOCK_KUBE_DEFAULT_IMAGE, 'docker.io/library/python:3.12-slim']) {
+      const refused = await createSandbox(stack.url, a.key, '?wait=false', { image });
+      assertProblem(refused, 422, 'image_not_supported');
+      assert.match(refused.body.detail, /host/);
+    }
+    assert.deepEqual((await call(stack.url, 'GET', '/v1/sandboxes?state=all', { token: a.key })).body.data, []);
+    // Asked for by the name it reports, it runs.
+    const named = await createSandbox(stack.url, a.key, '', { image: 'host' });
+    assert.equal(named.status, 201, JSON.stringify(named.body));
+    assert.equal(named.body.status, 'running');
+    assert.equal(named.body.image, 'host');
+    assert.equal((await call(stack.url, 'DELETE', `/v1/sandboxes/${named.body.id}`, { token: a.key })).status, 200);
+  });
+} else {
+  test('a Kubernetes sandbox reports the image it runs: the default, or the listed one it asked for', async () => {
+    const a = await newAccount(stack.url);
+    const listed = await createSandbox(stack.url, a.key, '?wait=false', { image: 'docker.io/library/python:3.12-slim' });
+    assert.equal(listed.status, 201, JSON.stringify(listed.body));
+    assert.equal(listed.body.image, 'docker.io/library/python:3.12-slim');
+    assert.equal((await call(stack.url, 'DELETE', `/v1/sandboxes/${listed.body.id}?wait=false`, { token: a.key })).status, 200);
+  });
+}
 
 test('bad create bodies are refused with invalid_request naming the field', async () => {
   const a = await newAccount(stack.url);

@@ -47,6 +47,7 @@ export const createSandboxRoute = route(
       'invalid_request',
       'invalid_json',
       'image_not_allowed',
+      'image_not_supported',
       'command_not_allowed',
       'idempotency_key_reused',
       'idempotency_conflict',

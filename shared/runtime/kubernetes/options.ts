@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../logger.ts';
-import { PermanentRuntimeError } from '../types.ts';
+import { ImageRefusedError } from '../types.ts';
 
 export interface KubernetesRuntimeOptions {
   /** KubeConfig.loadFromDefault() in production: KUBECONFIG, or the in-cluster service account. */
@@ -17,9 +17,12 @@ export interface KubernetesRuntimeOptions {
   log?: Logger;
 }
 
-/** The image a sandbox runs; the API validates this first, but the runtime is the last line. */
+/**
+ * The image a sandbox runs: the default, or a requested one the operator lists. The API resolves
+ * it before anything is made; the manifest resolves it again, as the last line.
+ */
 export function chooseImage(requested: string | undefined, options: KubernetesRuntimeOptions): string {
   if (requested === undefined || requested === '' || requested === options.defaultImage) return options.defaultImage;
   if (options.allowedImages.includes('*') || options.allowedImages.includes(requested)) return requested;
-  throw new PermanentRuntimeError(`image "${requested}" is not allowed on this service`);
+  throw new ImageRefusedError('not_allowed', `The image "${requested}" is not on this operator's allowed list.`);
 }

@@ -14,7 +14,7 @@ import { execInPod } from './exec.ts';
 import { terminalInPod } from './terminal.ts';
 import { sandboxPodManifest } from './manifest.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, podNameFor } from './names.ts';
-import type { KubernetesRuntimeOptions } from './options.ts';
+import { chooseImage, type KubernetesRuntimeOptions } from './options.ts';
 import { sandboxFromPod, startupVerdict } from './pod-state.ts';
 import { PodClient } from './pods.ts';
 import { waitForPod, WaitTimeoutError, type Decision } from './wait.ts';
@@ -98,6 +98,8 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
 
   return {
     name: 'kubernetes',
+    defaultImage: options.defaultImage,
+    resolveImage: (requested) => chooseImage(requested, options),
     terminal,
     create,
     destroy,

@@ -1,4 +1,20 @@
 import type { Logger } from '../../logger.ts';
+import { ImageRefusedError } from '../types.ts';
+
+/**
+ * What a local sandbox runs: the host's own userland (its /usr, read-only), not a container
+ * image. Sandboxes report it under this name, and a create may ask for it by name.
+ */
+export const LOCAL_IMAGE = 'host';
+
+/** The local runtime runs one userland only: any other image is refused, never silently ignored. */
+export function resolveLocalImage(requested: string | undefined): string {
+  if (requested === undefined || requested === LOCAL_IMAGE) return LOCAL_IMAGE;
+  throw new ImageRefusedError(
+    'not_supported',
+    `The local runtime runs the host's own userland (image "${LOCAL_IMAGE}"), not container images; it cannot run "${requested}". Leave the image out.`,
+  );
+}
 
 export interface LocalRuntimeOptions {
   /** Where sandboxes live on disk; every Paddock process on this host must use the same one. */

@@ -28,7 +28,7 @@ import {
 } from './layout.ts';
 import { isLocked, withLock } from './lock.ts';
 import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded } from './processes.ts';
-import type { LocalRuntimeOptions } from './options.ts';
+import { LOCAL_IMAGE, resolveLocalImage, type LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
 import { attachNetwork } from './network.ts';
 import { discard, sweepTrash } from './remove-tree.ts';
@@ -248,9 +248,12 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
 
   return {
     name: 'local',
+    defaultImage: LOCAL_IMAGE,
+    resolveImage: resolveLocalImage,
 
     async create(spec, options) {
       if (!isSandboxId(spec.id)) throw new PermanentRuntimeError(`not a sandbox id: ${JSON.stringify(spec.id)}`);
+      resolveLocalImage(spec.image);
       const h = await host();
       const programs = h.programs;
       if (!programs) {
