@@ -18,11 +18,12 @@ export const listEvents = route(
     tag: 'events',
     auth: 'apiKey',
     scope: 'sandboxes:read',
+    bucket: 'account',
     query: ListEventsQuery,
     responses: {
       200: { description: 'Events', schema: EventList, alternatives: [{ contentType: 'text/event-stream', schema: EventStream }] },
     },
-    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'event_not_found', 'not_acceptable', 'too_many_in_flight'],
+    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'rate_limited', 'event_not_found', 'not_acceptable', 'too_many_in_flight'],
   },
   async (ctx, { query }, deps) => {
     const accountId = accountIdOf(ctx);

@@ -67,6 +67,9 @@ export const remoteMcp = route(
     tag: 'mcp',
     auth: 'apiKey',
     scope: 'sandboxes:read',
+    // The message itself (parsing, the server's answer); each tool call it makes is charged again,
+    // to its own bucket, as the same call made directly.
+    bucket: 'account',
     body: JsonRpcBody,
     // A file written through a tool carries up to a file's bytes, base64 in JSON.
     bodyLimitBytes: (deps: AppDeps) => Math.ceil((deps.config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536,

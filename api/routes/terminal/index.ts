@@ -55,9 +55,10 @@ export const ticketRoute = route(
     tag: 'exec',
     auth: 'apiKey',
     scope: 'exec',
+    bucket: 'account',
     params: TicketParams,
     responses: { 201: { description: 'The ticket', schema: Ticket } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+    errors: [...AUTH_ERRORS, 'invalid_request', 'rate_limited', 'sandbox_not_found'],
   },
   async (ctx, { params }, deps) => {
     const auth = ctx.state.auth;
