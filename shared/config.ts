@@ -59,6 +59,7 @@ export const configSchema = z.object({
   PADDOCK_SECRETS_MAX_PER_ACCOUNT: int(1).default(200),
   PADDOCK_SECRETS_MAX_PER_SANDBOX: int(1).default(50),
   PADDOCK_SECRETS_MAX_BYTES_PER_ACCOUNT: int(1024).default(512 * 1024),
+  PADDOCK_SECRETS_MAX_BYTES_PER_SANDBOX: int(1024).default(128 * 1024),
   PADDOCK_SCRYPT_LOG_N: int(10, 20).default(15),
   PADDOCK_API_KEY_CACHE_SECONDS: int(0, 3600).default(300),
   PADDOCK_RATE_SANDBOX_OPS_PER_MIN: int(1).default(120),

@@ -52,7 +52,7 @@ export async function putSecret(
 }
 
 
-/** Count and bytes of the account's other secrets (the one being replaced does not count twice). */
+/** Count and bytes of the account's and the sandbox's other secrets (the one being replaced does not count twice). */
 async function checkSecretLimits(
   deps: AppDeps,
   tx: EntityManager,
@@ -63,13 +63,14 @@ async function checkSecretLimits(
 ): Promise<void> {
   // A ciphertext is its value plus a fixed overhead (nonce, tag, key id): its length bounds the
   // value's from above without decrypting anything.
-  const [usage] = await tx.execute<{ total: string; scoped: string; bytes: string | null }[]>(
+  const [usage] = await tx.execute<{ total: string; scoped: string; bytes: string | null; scoped_bytes: string | null }[]>(
     `select count(*) as total,
             count(*) filter (where sandbox_id is not distinct from ?) as scoped,
-            sum(octet_length(ciphertext)) as bytes
+            sum(octet_length(ciphertext)) as bytes,
+            sum(octet_length(ciphertext)) filter (where sandbox_id is not distinct from ?) as scoped_bytes
        from secrets
       where account_id = ? and not (name = ? and sandbox_id is not distinct from ?)`,
-    [sandboxId, accountId, name, sandboxId],
+    [sandboxId, sandboxId, accountId, name, sandboxId],
   );
   const config = deps.config;
   const total = Number(usage?.total ?? 0);
@@ -85,6 +86,13 @@ async function checkSecretLimits(
     throw new ApiError(
       'secret_limit_reached',
       `The account's secrets would hold ${bytes} bytes together, over the ${config.PADDOCK_SECRETS_MAX_BYTES_PER_ACCOUNT} it may. Delete some first.`,
+    );
+  }
+  const scopedBytes = Number(usage?.scoped_bytes ?? 0) + valueBytes;
+  if (sandboxId && scopedBytes > config.PADDOCK_SECRETS_MAX_BYTES_PER_SANDBOX) {
+    throw new ApiError(
+      'secret_limit_reached',
+      `Sandbox ${sandboxId}'s secrets would hold ${scopedBytes} bytes together, over the ${config.PADDOCK_SECRETS_MAX_BYTES_PER_SANDBOX} one sandbox may. Delete some first.`,
     );
   }
 }
