@@ -5,6 +5,7 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
 import { sandboxFor } from './helpers.ts';
+import { selectLines } from '../../api/services/files/view.ts';
 
 const stack = await startSandboxStack();
 const account = await newAccount(stack.url);
@@ -70,6 +71,44 @@ test('line ranges are 1-based and inclusive; endLine past the end is clamped', a
   assertProblem(await box.view('lines.txt', { startLine: '3', endLine: '2' }), 400, 'invalid_request');
   assertProblem(await box.view('lines.txt', { startLine: '0' }), 400, 'invalid_request');
   assertProblem(await box.view('lines.txt', { startLine: 'x' }), 400, 'invalid_request');
+});
+
+test('a range is cut in the sandbox exactly as the whole file would be cut: lines, counts and bytes, for awkward files', async () => {
+  // selectLines over the whole file is the oracle: the route cuts a range in the sandbox instead.
+  const files: [string, Buffer][] = [
+    ['empty', Buffer.alloc(0)],
+    ['one', Buffer.from('a')],
+    ['one-nl', Buffer.from('a\n')],
+    ['newlines', Buffer.from('\n\n\n')],
+    ['no-final-nl', Buffer.from('x\ny\nz')],
+    ['crlf', Buffer.from('r1\r\nr2\r\n\r\nr4')],
+    ['nul-last', Buffer.from([0x61, 0x0a, 0x00])],
+    ['binary', Buffer.from(Array.from({ length: 600 }, (_, i) => (i * 37) % 256))],
+  ];
+  for (const [name, bytes] of files) {
+    assert.equal((await box.put(`ranges/${name}`, { contentBase64: bytes.toString('base64') })).status, 201);
+    const total = selectLines(bytes).totalLines;
+    const ranges: [number, number | undefined][] = [[1, 1], [1, undefined], [2, undefined], [2, 3], [Math.max(total, 1), undefined], [1, total + 5], [Math.max(total, 1), total + 1]];
+    for (const [startLine, endLine] of ranges) {
+      const query = { startLine: String(startLine), ...(endLine === undefined ? {} : { endLine: String(endLine) }), encoding: 'base64' };
+      const view = await box.view(`ranges/${name}`, query);
+      const where = `${name} ${startLine}..${endLine ?? 'end'}`;
+      let expected;
+      try {
+        expected = selectLines(bytes, startLine, endLine);
+      } catch {
+        assertProblem(view, 400, 'invalid_request');
+        continue;
+      }
+      assert.equal(view.status, 200, `${where}: ${JSON.stringify(view.body)}`);
+      assert.deepEqual(Buffer.from(view.body.contentBase64, 'base64'), expected.bytes, where);
+      assert.deepEqual(
+        [view.body.startLine, view.body.endLine, view.body.totalLines, view.body.truncated, view.body.size],
+        [expected.startLine, expected.endLine, expected.totalLines, expected.endLine < expected.totalLines, bytes.length],
+        where,
+      );
+    }
+  }
 });
 
 test('relative paths are relative to /workspace; absolute paths are taken as they are', async () => {

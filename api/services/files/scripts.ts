@@ -59,6 +59,25 @@ exec head -c "$n" -- "$p"
 `;
 
 /**
+ * view of a range: $1 path, $2 the file limit in bytes, $3 the first line, $4 how many lines (empty:
+ * to the end). Writes a header line `NEWLINES BYTES LAST_IS_NEWLINE` of the whole file, then, unless
+ * the file is over the limit, the range's exact bytes: the API gets the lines asked for, never the
+ * whole file (a line count of a large file is wc's work, in the sandbox, not the API's).
+ */
+export const VIEW_RANGE_SCRIPT = `${PRELUDE}
+p=$1 max=$2 start=$3 count=$4
+[ -d "$p" ] && fail is_a_directory
+[ -e "$p" ] || missing "$p"
+[ -f "$p" ] || fail not_a_regular_file
+[ -r "$p" ] || fail permission_denied
+set -- $(wc -lc < "$p") "$(tail -c 1 -- "$p" | wc -l)"
+printf '%s %s %s\n' "$1" "$2" "$3"
+[ "$2" -gt "$max" ] && exit 0
+[ -n "$count" ] || exec tail -n "+$start" -- "$p"
+tail -n "+$start" -- "$p" | head -n "$count"
+`;
+
+/**
  * create and edit: $1 path, $2 "create" (fail when it exists) or "replace"; the content on stdin.
  * Creates the parent directories, writes a temporary file beside the target, then renames it over
  * the target (or, for "create", hard-links it, which fails when the name exists), so a reader sees
