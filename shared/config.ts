@@ -114,6 +114,7 @@ export const configSchema = z.object({
   PADDOCK_PROCESS_MAX_PER_SANDBOX: int(1, 1000).default(16),
   /** Largest archive body (as sent, compressed or not) an archive upload takes; past it, 413. */
   PADDOCK_ARCHIVE_MAX_BYTES: int(1024).default(1024 * 1024 * 1024),
+  PADDOCK_ARCHIVE_TIMEOUT_SECONDS: int(1).default(900),
   // local runtime (bubblewrap on this host)
   PADDOCK_DATA_DIR: z.string().min(1).default('.paddock/data'),
   PADDOCK_LOCAL_NETWORK: bool.default(false),

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { request } from 'node:http';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -206,4 +207,30 @@ test('scopes: an upload needs files:write, a download files:read', async () => {
   const down = await download(box, '/workspace/fits', undefined, writer);
   assert.equal(down.status, 403);
   assert.equal(down.json().code, 'insufficient_scope');
+});
+
+test('an upload still extracting at PADDOCK_ARCHIVE_TIMEOUT_SECONDS answers 504 operation_timed_out, and the sandbox goes on', async () => {
+  // The archive's own timeout, not the exec maximum (set far below it here, and not reached).
+  const slow = await startSandboxStack({ overrides: { PADDOCK_ARCHIVE_TIMEOUT_SECONDS: '1', PADDOCK_EXEC_TIMEOUT_MAX_SECONDS: '60' } });
+  const owner = await newAccount(slow.url, 'archive-timeout');
+  const client = await sandboxFor(slow, owner.key);
+  const archive = tarOf([{ name: 'trickled.bin', data: Buffer.alloc(64 * 1024, 1) }]);
+  const started = Date.now();
+  const answer = await new Promise<{ status: number; headers: Headers; body: any }>((resolve, reject) => {
+    const req = request(`${slow.url}/v1/sandboxes/${client.id}/files/archive?path=trickle`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${owner.key}`, 'content-type': 'application/x-tar', 'transfer-encoding': 'chunked' },
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    // The header and a first block, then nothing more: the extraction waits for the rest.
+    req.write(archive.subarray(0, 1024));
+  });
+  assertProblem(answer, 504, 'operation_timed_out');
+  assert.ok(Date.now() - started < 15_000, `answered after ${Date.now() - started} ms`);
+  assert.equal((await client.sh('echo alive')).stdout, 'alive\n');
 });

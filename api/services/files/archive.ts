@@ -25,8 +25,12 @@ export interface ExtractedArchive {
   bytes: number;
 }
 
-/** Longest an archive may stream, either way: as the longest exec. */
-export const archiveTimeoutMs = (deps: AppDeps) => deps.config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS * 1000;
+/**
+ * Longest an archive may stream, either way. Its own setting, not the exec maximum: a transfer
+ * lasts as long as its tree is large (and its sandbox, at a low CPU weight on a busy host, slow),
+ * whatever an operator allows one command.
+ */
+export const archiveTimeoutMs = (deps: AppDeps) => deps.config.PADDOCK_ARCHIVE_TIMEOUT_SECONDS * 1000;
 
 /**
  * Extracts the streamed archive under `path` in the sandbox (created when missing). A failed
