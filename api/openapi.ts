@@ -60,6 +60,16 @@ const RATE_HEADERS = {
   'X-RateLimit-Remaining': header('Tokens left in the bucket after this request'),
 };
 const RETRY_AFTER = { 'Retry-After': header('Whole seconds to wait before trying again') };
+// Every answer, success or problem, names its request (the problem's requestId too): the one to quote.
+const REQUEST_ID = { 'X-Request-Id': header("This request's id: the caller's own X-Request-Id when it is a safe token, else one made here", { type: 'string' }) };
+const REQUEST_ID_PARAMETER = {
+  name: 'X-Request-Id',
+  in: 'header',
+  required: false,
+  // Not refused when malformed, replaced: hence no pattern on the schema, the rule in words.
+  description: "An id of the caller's choosing for this request, answered back and logged when it is 1 to 128 of A-Z a-z 0-9 . _ : -; any other value is replaced",
+  schema: { type: 'string' },
+};
 
 function queryOrPathParameters(schema: z.ZodType | undefined, where: 'query' | 'path') {
   if (!schema) return [];
@@ -90,9 +100,10 @@ export function buildOpenApi(routes: Route[], version: string): object {
       const content: Record<string, object> = {};
       if (r.schema) content[r.contentType ?? 'application/json'] = { schema: components.ref(r.schema, `${name}Response`, 'output') };
       for (const alt of r.alternatives ?? []) content[alt.contentType] = { schema: components.ref(alt.schema, `${name}Stream`, 'output') };
+      const own = Object.fromEntries(Object.entries(r.headers ?? {}).map(([h, description]) => [h, header(description, { type: 'string' })]));
       responses[status] = {
         description: r.description,
-        ...(spec.bucket && Number(status) < 300 ? { headers: RATE_HEADERS } : {}),
+        headers: { ...REQUEST_ID, ...(spec.bucket && Number(status) < 300 ? RATE_HEADERS : {}), ...own },
         ...(Object.keys(content).length ? { content } : {}),
       };
     }
@@ -107,7 +118,7 @@ export function buildOpenApi(routes: Route[], version: string): object {
       responses[String(status)] = {
         // The codes this operation can answer with this status (also the schema's enum).
         description: codes.join(', '),
-        ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
+        headers: { ...REQUEST_ID, ...(status === 429 || status === 503 ? RETRY_AFTER : {}) },
         content: {
           'application/problem+json': {
             schema: { allOf: [{ $ref: '#/components/schemas/Problem' }, { type: 'object', properties: { code: { enum: codes } } }] },
@@ -126,7 +137,7 @@ export function buildOpenApi(routes: Route[], version: string): object {
       ...(spec.scope ? { 'x-required-scope': spec.scope } : {}),
       ...(spec.bucket ? { 'x-rate-limit-bucket': spec.bucket } : {}),
       ...(spec.inFlight ? { 'x-in-flight-cap': spec.inFlight } : {}),
-      parameters: [...queryOrPathParameters(spec.params, 'path'), ...queryOrPathParameters(spec.query, 'query'), ...headers],
+      parameters: [...queryOrPathParameters(spec.params, 'path'), ...queryOrPathParameters(spec.query, 'query'), ...headers, REQUEST_ID_PARAMETER],
       ...(spec.streamedBody ? { requestBody: streamedRequestBody(spec.streamedBody) } : {}),
       ...(spec.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: components.ref(spec.body, `${name}Request`, 'input') } } } }

@@ -56,7 +56,14 @@ export interface RouteSpec<
   requestHeaders?: { name: string; description: string }[];
   responses: Record<
     number,
-    { description: string; schema?: z.ZodType; contentType?: string; alternatives?: { contentType: string; schema: z.ZodType }[] }
+    {
+      description: string;
+      schema?: z.ZodType;
+      contentType?: string;
+      alternatives?: { contentType: string; schema: z.ZodType }[];
+      /** Headers this answer carries besides those of every answer (X-Request-Id) and of a bucket: name, description. */
+      headers?: Record<string, string>;
+    }
   >;
   errors: ErrorCode[];
 }

@@ -47,17 +47,23 @@ test('bodies and responses are named component schemas, every $ref resolves, and
   }
 });
 
-test('headers: rate limits on bucketed successes, Retry-After on 429 and 503, Idempotency-Key on create', () => {
+test('headers: X-Request-Id on every answer, rate limits on bucketed successes, Retry-After on 429 and 503, Location on what is created, Idempotency-Key and Last-Event-ID', () => {
   for (const route of allRoutes) {
     const op = doc.paths[route.spec.path.replace(/:(\w+)/g, '{$1}')]![route.spec.method]!;
+    assert.ok(op.parameters.some((p) => p.in === 'header' && p.name === 'X-Request-Id'), `${op.operationId}: X-Request-Id`);
     for (const [status, response] of Object.entries(op.responses)) {
       const headers = (response.headers ?? {}) as Json;
+      assert.ok(headers['X-Request-Id'], `${op.operationId} ${status}: X-Request-Id`);
       if (route.spec.bucket && Number(status) < 300) assert.ok(headers['X-RateLimit-Limit'] && headers['X-RateLimit-Remaining'], `${op.operationId} ${status}`);
       if (status === '429' || status === '503') assert.ok(headers['Retry-After'], `${op.operationId} ${status}: Retry-After`);
     }
   }
   const create = doc.paths['/v1/sandboxes']!.post!;
   assert.ok(create.parameters.some((p) => p.in === 'header' && p.name === 'Idempotency-Key'));
+  for (const [path, method, status] of [['/v1/sandboxes', 'post', '201'], ['/v1/webhooks', 'post', '201'], ['/v1/sandboxes/{id}/exec', 'post', '202']] as const) {
+    assert.ok((doc.paths[path]![method]!.responses[status]!.headers as Json).Location, `${method} ${path} ${status}: Location`);
+  }
+  assert.ok(doc.paths['/v1/events']!.get!.parameters.some((p) => p.in === 'header' && p.name === 'Last-Event-ID'));
 });
 
 test("each error response lists exactly the codes of its status that the route can answer", () => {

@@ -53,7 +53,12 @@ test('every route: its success, and its answers without a credential, with a bad
     const req = await validRequestFor(r, w);
     const token = credentialFor(r, owner);
     const key = routeKey(r);
-    assertClean(`${key}`, await call(stack.url, req.method, req.path, { token, body: req.body, upgrade: req.upgrade }));
+    const success = await call(stack.url, req.method, req.path, { token, body: req.body, upgrade: req.upgrade });
+    assertClean(`${key}`, success);
+    // What the OpenAPI document declares for this answer is what is sent.
+    for (const name of ['X-Request-Id', ...Object.keys(r.spec.responses[success.status]?.headers ?? {})]) {
+      assert.ok(success.headers.get(name), `${key} ${success.status}: ${name} is declared but was not sent`);
+    }
     if (r.spec.auth !== 'none') assertClean(`${key} no credential`, await call(stack.url, req.method, req.path, { body: req.body, upgrade: req.upgrade }));
     const sep = req.path.includes('?') ? '&' : '?';
     assertClean(`${key} bad query`, await call(stack.url, req.method, `${req.path}${sep}nope=1`, { token, body: req.body, upgrade: req.upgrade }));

@@ -20,6 +20,7 @@ export const listEvents = route(
     scope: 'sandboxes:read',
     bucket: 'account',
     query: ListEventsQuery,
+    requestHeaders: [{ name: 'Last-Event-ID', description: 'With the event stream: resume after this event (an evt_… id), as EventSource sends it on a reconnect; takes the place of ?after=' }],
     responses: {
       200: { description: 'Events', schema: EventList, alternatives: [{ contentType: 'text/event-stream', schema: EventStream }] },
     },

@@ -34,7 +34,11 @@ export const execRoute = route(
         schema: ExecResult,
         alternatives: [{ contentType: NDJSON, schema: ExecStreamLine }],
       },
-      202: { description: 'With background: true, the process started (it outlives the request)', schema: StartedProcess },
+      202: {
+        description: 'With background: true, the process started (it outlives the request)',
+        schema: StartedProcess,
+        headers: { Location: 'The process: /v1/sandboxes/{id}/processes/{procId}' },
+      },
     },
     errors: ['insufficient_scope', 
       'missing_credential',

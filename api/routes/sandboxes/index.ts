@@ -41,7 +41,9 @@ export const createSandboxRoute = route(
     requestHeaders: [
       { name: 'Idempotency-Key', description: 'Any unique text (up to 255 characters): a retry with the same key and body answers the first sandbox instead of making a second' },
     ],
-    responses: { 201: { description: 'The sandbox: running or failed, or pending with ?wait=false', schema: SandboxObject } },
+    responses: {
+      201: { description: 'The sandbox: running or failed, or pending with ?wait=false', schema: SandboxObject, headers: { Location: 'The sandbox: /v1/sandboxes/{id}' } },
+    },
     errors: ['insufficient_scope', 
       ...AUTH_ERRORS,
       'invalid_request',

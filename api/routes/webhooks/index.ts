@@ -33,7 +33,7 @@ export const createWebhookRoute = route(
     operationId: 'createWebhook',
     summary: 'Add a webhook endpoint; its signing secret (Standard Webhooks, whsec_…) is in this answer only',
     body: CreateWebhookBody,
-    responses: { 201: { description: 'The endpoint, with its secret', schema: CreatedWebhook } },
+    responses: { 201: { description: 'The endpoint, with its secret', schema: CreatedWebhook, headers: { Location: 'The endpoint: /v1/webhooks/{webhookId}' } } },
     errors: [...ERRORS, 'invalid_json', 'webhook_url_not_allowed', 'webhook_limit_reached'],
   },
   async (ctx, { body }, deps) => {
