@@ -11,6 +11,8 @@ import type {
   CreateWebhookInput,
   CreatedApiKey,
   CreatedWebhook,
+  RotatedWebhookSecret,
+  Scope,
   DeliveryAttempt,
   EditFileInput,
   EditResult,
@@ -134,7 +136,8 @@ export class PaddockClient {
 
   // ---- API keys (dashboard session token) ----
 
-  createApiKey(input: { name?: string } = {}, opts: CallOptions = {}): Promise<CreatedApiKey> {
+  /** A new key, shown this once; `scopes` limits what it may do (every scope when omitted). */
+  createApiKey(input: { name?: string; scopes?: Scope[] } = {}, opts: CallOptions = {}): Promise<CreatedApiKey> {
     return this.#json({ method: 'POST', path: '/v1/api-keys', auth: 'token', body: input, signal: opts.signal });
   }
 
@@ -403,10 +406,6 @@ export class PaddockClient {
   }
 
   /**
-   * The account's events as they happen (Server-Sent Events), after `after` when given, else from
-   * now. Ends when the server closes the stream; resume with the last id seen.
-   */
-  /**
    * Opens the sandbox's terminal: a single-use ticket first (so the key never travels in a URL,
    * and browsers, which cannot set headers on a WebSocket, work too), then the WebSocket.
    */
@@ -426,6 +425,10 @@ export class PaddockClient {
     );
   }
 
+  /**
+   * The account's events as they happen (Server-Sent Events), after `after` when given, else from
+   * now. Ends when the server closes the stream; resume with the last id seen.
+   */
   async *streamEvents(opts: CallOptions & { after?: string } = {}): AsyncGenerator<PaddockEvent, void, undefined> {
     const res = await this.#send({
       method: 'GET',
@@ -444,26 +447,31 @@ export class PaddockClient {
     }
   }
 
-  createWebhook(input: CreateWebhookInput): Promise<CreatedWebhook> {
-    return this.#json({ method: 'POST', path: '/v1/webhooks', auth: 'apiKey', body: input });
+  createWebhook(input: CreateWebhookInput, opts: CallOptions = {}): Promise<CreatedWebhook> {
+    return this.#json({ method: 'POST', path: '/v1/webhooks', auth: 'apiKey', body: input, signal: opts.signal });
   }
 
-  async listWebhooks(): Promise<Webhook[]> {
-    return (await this.#json<ListResponse<Webhook>>({ method: 'GET', path: '/v1/webhooks', auth: 'apiKey' })).data;
+  async listWebhooks(opts: CallOptions = {}): Promise<Webhook[]> {
+    return (await this.#json<ListResponse<Webhook>>({ method: 'GET', path: '/v1/webhooks', auth: 'apiKey', signal: opts.signal })).data;
   }
 
-  async deleteWebhook(id: string): Promise<void> {
-    await this.#json({ method: 'DELETE', path: `/v1/webhooks/${seg(id)}`, auth: 'apiKey' });
+  async deleteWebhook(id: string, opts: CallOptions = {}): Promise<void> {
+    await this.#json({ method: 'DELETE', path: `/v1/webhooks/${seg(id)}`, auth: 'apiKey', signal: opts.signal });
   }
 
   /** Sends a webhook.test event to the endpoint; answers the event. */
-  testWebhook(id: string): Promise<PaddockEvent> {
-    return this.#json({ method: 'POST', path: `/v1/webhooks/${seg(id)}/test`, auth: 'apiKey' });
+  testWebhook(id: string, opts: CallOptions = {}): Promise<PaddockEvent> {
+    return this.#json({ method: 'POST', path: `/v1/webhooks/${seg(id)}/test`, auth: 'apiKey', signal: opts.signal });
   }
 
-  async listDeliveries(id: string, opts: { limit?: number } = {}): Promise<DeliveryAttempt[]> {
+  /** A new signing secret, shown this once; the former one also signs until previousSecretExpiresAt. */
+  rotateWebhookSecret(id: string, opts: CallOptions = {}): Promise<RotatedWebhookSecret> {
+    return this.#json({ method: 'POST', path: `/v1/webhooks/${seg(id)}/secret`, auth: 'apiKey', signal: opts.signal });
+  }
+
+  async listDeliveries(id: string, opts: CallOptions & { limit?: number } = {}): Promise<DeliveryAttempt[]> {
     const query = { limit: opts.limit };
-    return (await this.#json<ListResponse<DeliveryAttempt>>({ method: 'GET', path: `/v1/webhooks/${seg(id)}/deliveries`, auth: 'apiKey', query })).data;
+    return (await this.#json<ListResponse<DeliveryAttempt>>({ method: 'GET', path: `/v1/webhooks/${seg(id)}/deliveries`, auth: 'apiKey', query, signal: opts.signal })).data;
   }
 
   // ---- plumbing ----

@@ -347,6 +347,14 @@ export interface CreatedWebhook extends Webhook {
   secret: string;
 }
 
+export interface RotatedWebhookSecret {
+  id: string;
+  /** The new whsec_… secret, shown this once. */
+  secret: string;
+  /** Until then deliveries are signed with both secrets (two v1 signatures). */
+  previousSecretExpiresAt: Timestamp;
+}
+
 export interface CreateWebhookInput {
   url: string;
   events?: string[];
@@ -393,5 +401,10 @@ export type ContractChecks = [
   Holds<Same<McpConfig, Api.GetMcpConfigResponse>>,
   Holds<Same<PaddockEvent, Api.ListEventsResponse['data'][number]>>,
   Holds<Same<CreatedWebhook, Api.CreateWebhookResponse>>,
+  Holds<Same<Webhook, Api.ListWebhooksResponse['data'][number]>>,
+  Holds<Same<DeliveryAttempt, Api.ListWebhookDeliveriesResponse['data'][number]>>,
+  Holds<Same<RotatedWebhookSecret, Api.RotateWebhookSecretResponse>>,
+  Holds<Same<Secret, Api.ListSecretsResponse['data'][number]>>,
+  Holds<Same<Scope[], NonNullable<Api.CreateApiKeyRequest['scopes']>>>,
   Holds<Same<SandboxPage, Api.SandboxList>>,
 ];

@@ -1,0 +1,69 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PaddockApiError, PaddockClient } from '../../shared/sdk/index.ts';
+import { startTestApi } from '../helpers/stack.ts';
+import { newAccount } from '../helpers/accounts.ts';
+
+// The SDK against a real API, for the calls the CLI does not already drive end to end: scoped
+// keys, and the webhook endpoints' whole life; and every webhook call honours its AbortSignal.
+// Endpoints are only added, never delivered to (this API has no worker): nothing leaves loopback.
+
+const api = await startTestApi();
+
+test('a key made with scopes can do what they name and nothing else', async () => {
+  const account = await newAccount(api.url, 'sdk-scopes');
+  const dashboard = new PaddockClient({ baseUrl: api.url, token: account.token });
+  const created = await dashboard.createApiKey({ name: 'reader', scopes: ['sandboxes:read'] });
+  assert.deepEqual(created.scopes, ['sandboxes:read']);
+  assert.deepEqual((await dashboard.listApiKeys()).find((k) => k.id === created.id)?.scopes, ['sandboxes:read']);
+  const reader = new PaddockClient({ baseUrl: api.url, apiKey: created.key });
+  assert.deepEqual(await reader.listSandboxes(), []);
+  await assert.rejects(reader.setAllowlist(['ls']), (err) => err instanceof PaddockApiError && err.status === 403 && err.code === 'insufficient_scope');
+  // Without scopes, every scope.
+  const full = await dashboard.createApiKey({ name: 'full' });
+  assert.ok(full.scopes.includes('allowlist:write') && full.scopes.includes('sandboxes:read'), JSON.stringify(full.scopes));
+});
+
+test('webhooks through the SDK: add (the secret once), list, rotate (a new secret, the old one for a while), deliveries, remove', async () => {
+  const account = await newAccount(api.url, 'sdk-webhooks');
+  const client = new PaddockClient({ baseUrl: api.url, apiKey: account.key });
+  const created = await client.createWebhook({ url: 'https://hooks.example/paddock', events: ['sandbox.destroyed'], description: 'sdk' });
+  assert.match(created.secret, /^whsec_/);
+  const listed = await client.listWebhooks();
+  assert.deepEqual(listed.map((w) => [w.id, w.url, w.events]), [[created.id, 'https://hooks.example/paddock', ['sandbox.destroyed']]]);
+  assert.equal('secret' in listed[0]!, false, 'a listed endpoint carries no secret');
+  const rotated = await client.rotateWebhookSecret(created.id);
+  assert.equal(rotated.id, created.id);
+  assert.match(rotated.secret, /^whsec_/);
+  assert.notEqual(rotated.secret, created.secret);
+  assert.ok(Date.parse(rotated.previousSecretExpiresAt) > Date.now());
+  assert.deepEqual(await client.listDeliveries(created.id, { limit: 5 }), []);
+  await client.deleteWebhook(created.id);
+  assert.deepEqual(await client.listWebhooks(), []);
+  await assert.rejects(client.rotateWebhookSecret(created.id), (err) => err instanceof PaddockApiError && err.code === 'webhook_not_found');
+});
+
+test('every webhook call honours an aborted signal: it rejects and sends nothing', async (t) => {
+  let requests = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    res.writeHead(500).end();
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.after(() => new Promise((ok) => server.close(ok)));
+  const client = new PaddockClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: 'pdk_live_x', retries: 0 });
+  const signal = AbortSignal.abort();
+  const calls: [string, () => Promise<unknown>][] = [
+    ['createWebhook', () => client.createWebhook({ url: 'https://hooks.example/x' }, { signal })],
+    ['listWebhooks', () => client.listWebhooks({ signal })],
+    ['deleteWebhook', () => client.deleteWebhook('whk_x', { signal })],
+    ['testWebhook', () => client.testWebhook('whk_x', { signal })],
+    ['rotateWebhookSecret', () => client.rotateWebhookSecret('whk_x', { signal })],
+    ['listDeliveries', () => client.listDeliveries('whk_x', { signal })],
+  ];
+  for (const [name, call] of calls) await assert.rejects(call(), (err: Error) => err.name === 'AbortError', name);
+  assert.equal(requests, 0);
+});
