@@ -1,6 +1,7 @@
 // `npm start`: the whole stack on this machine with the embedded (local bubblewrap) runtime:
 // PostgreSQL and Redis under .paddock/dev (unless DATABASE_URL / REDIS_URL are given), migrations,
-// one API and one worker. Ctrl-C stops everything it started.
+// one API and one worker. Ctrl-C stops everything it started, the sandboxes included: untrusted
+// code must not run on with no control plane left to reap it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,6 +9,10 @@ import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { freePort, reachableDir, startServices } from './services.ts';
 import { openOrm, migrate } from '../shared/db/orm.ts';
+import { parseConfig } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { createRuntime } from '../shared/runtime/index.ts';
+import { markDestroyed } from '../shared/sandboxes/transitions.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const stackDir = resolve(root, '.paddock/dev');
@@ -87,6 +92,33 @@ const applied = await migrate(orm, services.databaseUrl);
 await orm.close(true);
 if (applied.length) say(`migrations applied: ${applied.join(', ')}`);
 
+/**
+ * Destroys every sandbox this stack's runtime holds (its data folder's: never another stack's, even
+ * on a shared database) and records each destroyed (reason user: the stack's owner stopped it), so
+ * usage and events stay right. Runs once the web and the worker are gone: nothing creates meanwhile.
+ */
+async function destroySandboxes(): Promise<void> {
+  const runtime = createRuntime(parseConfig(env, 'worker'), createLogger('silent', 'dev-stack'));
+  try {
+    const left = await runtime.list();
+    if (left.length === 0) return;
+    say(`destroying ${left.length} sandbox${left.length === 1 ? '' : 'es'}…`);
+    const orm = await openOrm(services.databaseUrl, 2);
+    try {
+      for (const { id } of left) {
+        await runtime.destroy(id);
+        await markDestroyed(orm.em.fork(), id, 'user');
+      }
+      // Pooled ones have no sandbox row, only their place in the pool.
+      await orm.em.fork().execute('delete from warm_sandboxes where id = any(?::text[])', [left.map((s) => s.id)]);
+    } finally {
+      await orm.close(true);
+    }
+  } finally {
+    await runtime.close();
+  }
+}
+
 const children: ChildProcess[] = [];
 let stopping = false;
 async function stopAll(code: number): Promise<never> {
@@ -105,6 +137,7 @@ async function stopAll(code: number): Promise<never> {
           }),
       ),
     );
+    await destroySandboxes().catch((err: Error) => say(`could not destroy the sandboxes: ${err.message}`));
     await services.stop();
     say('stopped');
   }

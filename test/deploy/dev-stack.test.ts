@@ -8,6 +8,10 @@ import { join, resolve } from 'node:path';
 import { freePort } from '../../scripts/services.ts';
 import { exited } from '../helpers/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { newAccount } from '../helpers/accounts.ts';
+import { createSandbox } from '../helpers/sandboxes.ts';
+import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
+import pg from 'pg';
 
 // `npm start` on a host where other stacks run (issue 14): its worker takes a free metrics port,
 // and it says "Paddock is running" only once the web and the worker both are; a worker that
@@ -42,6 +46,42 @@ test('two stacks on one host both run, each worker on a port of its own', { time
     for (const s of stacks) s.child.kill('SIGINT');
     const codes = await Promise.all(stacks.map((s) => exited(s.child)));
     assert.deepEqual(codes.map((c) => c.code), [0, 0], stacks.map((s) => s.stderr()).join('\n---\n'));
+  }
+});
+
+test('Ctrl-C destroys the sandboxes the stack runs, records them destroyed, and leaves nothing running', { timeout: 180_000 }, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'paddock-devstack-'));
+  const s = startDevStack({ PORT: String(await freePort()), PADDOCK_DATA_DIR: dataDir });
+  let url: string;
+  try {
+    await eventually('the stack says it runs', 60_000, async () => (/Paddock is running at (\S+)/.exec(s.stdout()) ? true : undefined));
+    url = /Paddock is running at (\S+)/.exec(s.stdout())![1]!;
+  } catch (err) {
+    s.child.kill('SIGINT');
+    throw err;
+  }
+  const account = await newAccount(url, 'devstack-ctrl-c');
+  const created = await createSandbox(url, account.key);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const runtime = createLocalRuntime({ dataDir, network: false, memoryMb: 1024, pidsMax: 512 });
+  try {
+    assert.deepEqual((await runtime.list()).map((r) => r.id), [id]);
+    s.child.kill('SIGINT');
+    const { code } = await exited(s.child);
+    assert.equal(code, 0, s.stderr());
+    assert.match(s.stderr(), /destroying 1 sandbox…/);
+    assert.deepEqual(await runtime.list(), [], 'a sandbox outlived the stack');
+  } finally {
+    await runtime.close();
+  }
+  const db = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await db.connect();
+  try {
+    const { rows } = await db.query('select state, status, destroy_reason from sandboxes where id = $1', [id]);
+    assert.deepEqual(rows, [{ state: 'destroyed', status: 'terminated', destroy_reason: 'user' }]);
+  } finally {
+    await db.end();
   }
 });
 
