@@ -125,6 +125,7 @@ export const configSchema = z.object({
   PADDOCK_LOCAL_ALLOW_UNLIMITED: bool.default(false),
   PADDOCK_LOCAL_DISK_MB: int(0).default(2048),
   PADDOCK_LOCAL_DISK_INODES: int(1024).default(131_072),
+  PADDOCK_LOCAL_DISK_MBPS: int(0).default(512),
   // kubernetes runtime (KUBECONFIG, or the in-cluster service account, says which cluster)
   PADDOCK_KUBE_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock-sandboxes'),
   PADDOCK_KUBE_DEFAULT_IMAGE: z.string().min(1).default('docker.io/library/debian:bookworm-slim'),

@@ -27,6 +27,7 @@ export function createRuntime(config: Config, log: Logger, options: { kubeConfig
     allowUnlimited: config.PADDOCK_LOCAL_ALLOW_UNLIMITED,
     diskMb: config.PADDOCK_LOCAL_DISK_MB,
     diskInodes: config.PADDOCK_LOCAL_DISK_INODES,
+    diskMbps: config.PADDOCK_LOCAL_DISK_MBPS,
     log,
   });
 }

@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killGroup, openCgroups } from '../../shared/runtime/local/cgroups.ts';
 import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
+import { deviceOf } from '../../shared/runtime/local/runtime.ts';
 import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
 
 // The cgroup layouts a host may have, laid out in a temporary directory as the kernel would show
@@ -42,6 +43,11 @@ test('cgroup v2 alone: memory, pids, cpu and io are limited through v2, and ever
   assert.equal(read(root, 'paddock/sbx_v2/memory.max'), String(256 * 1024 * 1024));
   assert.equal(read(root, 'paddock/sbx_v2/pids.max'), '64');
   assert.equal(read(root, 'paddock/sbx_v2/cpu.max'), '50000 100000');
+  // Its own disk's bandwidth, on the loop device that holds it: reads and writes alike.
+  assert.equal(await cgroups.limitDevice('sbx_v2', { device: '7:3', bytesPerSecond: 512_000_000 }), true);
+  assert.equal(read(root, 'paddock/sbx_v2/io.max'), '7:3 rbps=512000000 wbps=512000000');
+  assert.equal(await cgroups.limitDevice('sbx_v2', { device: '7:3 rbps=max', bytesPerSecond: 1 }), false, 'a device is MAJ:MIN, nothing more');
+  assert.equal(read(root, 'paddock/sbx_v2/io.max'), '7:3 rbps=512000000 wbps=512000000');
 
   const group = await cgroups.openExec('sbx_v2');
   assert.equal(group.procsFiles.length, 1, 'one group, inside the sandbox’s: its limits apply to the exec');
@@ -69,6 +75,9 @@ test('hybrid hosts: limits through the v1 controllers, exec groups in the contro
   assert.equal(read(root, 'pids/paddock/sbx_hy/pids.max'), '64');
   assert.equal(read(root, 'cpu/paddock/sbx_hy/cpu.cfs_quota_us'), '50000');
   assert.equal(read(root, 'cpu/paddock/cpu.shares'), '256');
+  // No v2 io controller: no bandwidth cap (v1's blkio would miss buffered writes), and nothing written.
+  assert.equal(await cgroups.limitDevice('sbx_hy', { device: '7:3', bytesPerSecond: 1_000_000 }), false);
+  assert.equal(existsSync(join(root, 'unified/paddock/sbx_hy/io.max')), false);
   const group = await cgroups.openExec('sbx_hy');
   assert.deepEqual(
     group.procsFiles.map((f) => f.slice(root.length).replace(/x[0-9a-f]{16}/, 'X')),
@@ -111,4 +120,12 @@ test('no cgroups at all: the local runtime refuses to start sandboxes, unless th
   // Without an exec group, a timeout still ends the command's session.
   const result = await lax.exec('sbx_unlimited', { argv: ['sh', '-c', 'sleep 30'], timeoutMs: 300 });
   assert.equal(result.timedOut, true);
+});
+
+test('device numbers read as cgroups name them, MAJ:MIN, small and large', () => {
+  assert.equal(deviceOf(statSync('/dev/null').rdev), '1:3');
+  assert.equal(deviceOf(statSync('/dev/zero').rdev), '1:5');
+  // glibc's makedev(259, 65536) and makedev(4096, 1048575): fields split across the number.
+  assert.equal(deviceOf(268_501_760), '259:65536');
+  assert.equal(deviceOf(17_596_479_963_391), '4096:1048575');
 });

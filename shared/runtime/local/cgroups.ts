@@ -44,6 +44,12 @@ export interface Limits {
   cpus: number;
 }
 
+/** A block device (its MAJ:MIN) and the bytes per second a sandbox may read and write it. */
+export interface DeviceLimit {
+  device: string;
+  bytesPerSecond: number;
+}
+
 /** How an exec's own group is ended: a v2 cgroup.kill file, or a v1 group's member list. */
 export type GroupKill = { kill: string } | { procs: string };
 
@@ -61,6 +67,11 @@ export interface Cgroups {
   readonly limited: Partial<Record<Resource, 'v1' | 'v2'>>;
   readonly missing: Resource[];
   create(id: string, limits: Limits): Promise<void>;
+  /**
+   * Caps the sandbox's reads and writes of a device (io.max, v2 only: v1's blkio throttles miss
+   * buffered writes). False when the host cannot: the caller says so, and the sandbox runs without.
+   */
+  limitDevice(id: string, limit: DeviceLimit): Promise<boolean>;
   /** Moves the sandbox's init into its groups, before it runs anything. */
   admitInit(id: string, pid: number): Promise<void>;
   /** A group for one command, inside the sandbox's groups. */
@@ -199,6 +210,15 @@ function cgroupsOf(
       await lowerV1Shares();
       for (const dir of dirs(id)) await mkdir(dir, { recursive: true });
       await setLimits(id, limits);
+    },
+
+    async limitDevice(id, { device, bytesPerSecond }) {
+      if (limited.io !== 'v2' || !/^\d+:\d+$/.test(device)) return false;
+      const bps = Math.max(1, Math.round(bytesPerSecond));
+      return writeFile(join(v2Dir(id)!, 'io.max'), `${device} rbps=${bps} wbps=${bps}`).then(
+        () => true,
+        () => false,
+      );
     },
 
     async admitInit(id, pid) {

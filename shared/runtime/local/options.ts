@@ -34,6 +34,8 @@ export interface LocalRuntimeOptions {
   diskMb?: number;
   /** Files and directories that disk may hold. */
   diskInodes?: number;
+  /** Reads and writes of that disk, each in MB/s (cgroup v2's io.max on its device); 0 or absent: no cap. */
+  diskMbps?: number;
   /** Where the cgroup file systems are mounted (tests); default /sys/fs/cgroup. */
   cgroupRoot?: string;
   log?: Logger;

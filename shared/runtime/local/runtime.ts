@@ -64,6 +64,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   const diskMb = settings.diskMb ?? 0;
   // Enough for a large project tree, never more than the disk's size can format.
   const diskInodes = Math.min(settings.diskInodes ?? 131_072, diskMb * 64);
+  const diskMbps = settings.diskMbps ?? 0;
   let sweeping: Promise<void> | undefined;
 
   function host(): Promise<Host> {
@@ -128,6 +129,12 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         await chmod(workspace, 0o700);
       }
       await h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 });
+      if (diskMb > 0 && diskMbps > 0 && h.cgroups) {
+        const limit = { device: deviceOf((await stat(workspace)).dev), bytesPerSecond: diskMbps * 1_000_000 };
+        if (!(await h.cgroups.limitDevice(spec.id, limit)) && h.cgroups.limited.io === 'v2') {
+          log?.warn({ sandboxId: spec.id, device: limit.device }, 'could not cap the sandbox disk\'s bandwidth (io.max); it runs without');
+        }
+      }
       const args = sandboxArgs({
         systemDirs: h.systemDirs,
         workspace,
@@ -384,4 +391,12 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** A device number as cgroups name it, MAJ:MIN (glibc's gnu_dev_major and gnu_dev_minor). */
+export function deviceOf(dev: number): string {
+  const n = BigInt(dev);
+  const major = ((n >> 8n) & 0xfffn) | ((n >> 32n) & 0xfffff000n);
+  const minor = (n & 0xffn) | ((n >> 12n) & 0xffffff00n);
+  return `${major}:${minor}`;
 }
