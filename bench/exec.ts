@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
 import { call, callOk, createRunningSandbox, inBatches, localRuntimeOn, percentile, round, startStack } from './stack.ts';
@@ -9,6 +10,21 @@ const ACCOUNTS = Number(process.env.BENCH_EXEC_ACCOUNTS ?? 50);
 const LOAD_SECONDS = Number(process.env.BENCH_EXEC_SECONDS ?? 10);
 const LOAD_WARMUP_SECONDS = 2;
 const TRUE = { command: ['true'] };
+/** Issue 17's floor: an exec through the whole control plane costs no more than a fresh bubblewrap. */
+const FLOOR_GOAL_RATIO = 1.0;
+// A bare isolated process: every namespace new, the host's /usr read-only, /proc and /dev of its own.
+const BWRAP_TRUE = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
+  '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '/bin/true'];
+
+/** Milliseconds from spawning `bwrap … /bin/true` to its exit (code 0). */
+function rawBwrap(): Promise<number> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('bwrap', BWRAP_TRUE, { stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(performance.now() - started) : reject(new Error(`bwrap … /bin/true exited ${code}`))));
+  });
+}
 
 export const execBenchmark: Benchmark = {
   name: 'exec',
@@ -27,6 +43,7 @@ export const execBenchmark: Benchmark = {
       // round trip is HTTP, credentials, the rate bucket and the reads before the command runs.
       const apiRun: number[] = [];
       const rawRun: number[] = [];
+      const bwrap: number[] = [];
       for (let i = 0; i < WARMUP + COUNT; i++) {
         const answer = await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, TRUE);
         if ((answer.body as { exitCode: number }).exitCode !== 0) throw new Error(`exec answered ${JSON.stringify(answer.body)}`);
@@ -34,7 +51,9 @@ export const execBenchmark: Benchmark = {
         const result = await runtime.exec(sandbox.id, { argv: ['true'], timeoutMs: 60_000 });
         const rawMs = performance.now() - started;
         if (result.exitCode !== 0) throw new Error(`raw exec: ${JSON.stringify(result)}`);
+        const bwrapMs = await rawBwrap();
         if (i < WARMUP) continue;
+        bwrap.push(bwrapMs);
         api.push(answer.ms);
         raw.push(rawMs);
         apiRun.push((answer.body as { durationMs: number }).durationMs);
@@ -43,6 +62,8 @@ export const execBenchmark: Benchmark = {
       const ratio = percentile(api, 50) / percentile(raw, 50);
       ctx.log(`  sequential: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms (×${ratio.toFixed(2)})`);
       ctx.log(`  the command itself, p50: ${percentile(apiRun, 50)} ms in the API, ${percentile(rawRun, 50)} ms raw`);
+      const floorRatio = percentile(api, 50) / percentile(bwrap, 50);
+      ctx.log(`  a fresh bwrap … /bin/true, p50 ${percentile(bwrap, 50)} ms: API ×${floorRatio.toFixed(2)}`);
 
       ctx.log(`  ${ACCOUNTS} accounts, a sandbox each…`);
       const keys = await inBatches(Array.from({ length: ACCOUNTS }), 5, () => mintApiKey(stack.url));
@@ -69,6 +90,12 @@ export const execBenchmark: Benchmark = {
       const measuredSeconds = (performance.now() - measureFrom) / 1000;
       if (failed > 0) ctx.warn(`exec under load: ${failed} failed calls (${JSON.stringify(statuses)})`);
       const rows: BenchRow[] = [
+        {
+          subject: 'floor: a fresh `bwrap --unshare-all … /bin/true` spawned by this process',
+          figures: { n: bwrap.length, 'p50 ms': percentile(bwrap, 50), 'p99 ms': percentile(bwrap, 99), 'API / floor p50': `×${floorRatio.toFixed(2)}` },
+          goal: { text: `API p50 ≤ ${FLOOR_GOAL_RATIO}× a fresh bwrap's p50`, met: floorRatio <= FLOOR_GOAL_RATIO },
+          detail: { samples: bwrap.map((v) => round(v)) },
+        },
         {
           subject: 'raw runtime.exec(true), same sandbox',
           figures: { n: raw.length, 'p50 ms': percentile(raw, 50), 'p99 ms': percentile(raw, 99) },
