@@ -135,6 +135,11 @@ test('SIGTERM to a web under load: what it had in hand is answered, nothing is l
   // The other web still serves through the same base URL.
   assert.equal((await call(replicas.url, 'GET', '/v1/sandboxes', { token: a.key })).status, 200);
   for (const r of rows) await call(replicas.url, 'DELETE', `/v1/sandboxes/${r.id}?wait=false`, { token: a.key });
+  // Gone before the next test freezes a worker: one frozen halfway through a destroy would hold
+  // that sandbox's lock, and a worker told to stop would wait on it past its shutdown timeout.
+  await eventually('this test\'s sandboxes destroyed', 60_000, async () =>
+    (await sandboxRows(replicas.db, [a.id])).every((r) => r.state === 'destroyed') ? true : undefined,
+  );
   console.log(
     JSON.stringify({
       requests: all.length,
