@@ -104,8 +104,13 @@ function suite(name: string, setup: () => Promise<{ runtime: SandboxRuntime; san
     test("each sandbox has pseudo-terminals of its own: another sandbox's are not there", async () => {
       const held = await open(runtime, id, ['sh']);
       const second = await open(runtime, id, ['sh']);
-      await typed(second, 'ls /dev/pts | tr "\\n" " "; echo\n');
-      await until(() => assert.match(second.output(), /^(\$ )?0 1 ptmx \r?$/m));
+      // The first terminal's pty may come a moment after its open resolves: look again until both are there.
+      const deadline = Date.now() + 10_000;
+      while (!/^(\$ )?0 1 ptmx \r?$/m.test(second.output())) {
+        assert.ok(Date.now() < deadline, `the two terminals' ptys never showed together:\n${second.output()}`);
+        await typed(second, 'ls /dev/pts | tr "\\n" " "; echo\n');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
       const other = await sandbox();
       const alone = await open(runtime, other, ['sh', '-c', 'ls /dev/pts | tr "\\n" " "; echo']);
       await alone.session.exit;

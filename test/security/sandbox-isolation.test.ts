@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
@@ -60,7 +60,10 @@ test("the host's processes are invisible", async () => {
   const id = await aliceSpace.sandboxId();
   const ps = await sh(alice, id, 'ps -eo pid=,comm=');
   const lines = ps.stdout.trim().split('\n');
-  assert.ok(lines.length <= 6, `sees ${lines.length} processes:\n${ps.stdout}`);
+  // Its init, this command with the runtime's wrapper (four processes deep on Kubernetes) and what
+  // an earlier command left being reaped: a handful, where the host runs hundreds.
+  const host = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).length;
+  assert.ok(lines.length <= 12 && lines.length * 10 < host, `sees ${lines.length} processes (the host runs ${host}):\n${ps.stdout}`);
   assert.doesNotMatch(ps.stdout, /node|postgres|redis|bwrap|containerd|kubelet/);
   const proc = await sh(alice, id, `cat /proc/${process.pid}/cmdline /proc/${process.pid}/environ 2>/dev/null | tr "\\0" " "`);
   assert.doesNotMatch(proc.stdout, /node|DATABASE_URL|PADDOCK_/);
