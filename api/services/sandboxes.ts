@@ -8,14 +8,18 @@ import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
 import { recordEvent } from '../../shared/events/record.ts';
-import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../../shared/sandboxes/snapshot.ts';
 import { presentSandbox } from '../presenters/sandbox.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimWarm, isPooled } from '../../shared/pool/warm-pool.ts';
 import type { AppDeps } from '../context.ts';
 import { checkEnvironment } from '../../shared/allowlist/index.ts';
-import { currentPeriod, currentUsage, limitsOf } from './account-usage.ts';
-import { getAllowlist } from './allowlist.ts';
+import { currentPeriod, limitsOf } from './account-usage.ts';
+import { lockAccount, usageOf } from '../../shared/repositories/accounts.ts';
+import { getAllowlist } from '../../shared/repositories/policy.ts';
+import * as sandboxes from '../../shared/repositories/sandboxes.ts';
+import type { SandboxPage, SandboxWithPolicy } from '../../shared/repositories/sandboxes.ts';
+
+export type { SandboxPage, SandboxWithPolicy };
 
 export interface CreateSandboxInput {
   image?: string;
@@ -27,10 +31,6 @@ export interface CreateSandboxInput {
 // process crashed); a retry with the same key then gets the sandbox instead of a 409.
 const IN_PROGRESS_WINDOW_MS = 2 * 60 * 1000;
 
-interface AccountLimitRow {
-  concurrent_sandboxes_limit: number | null;
-  monthly_sandbox_hours_limit: number | null;
-}
 
 /**
  * Checks both quotas and records the new sandbox in one transaction that locks the account row,
@@ -45,24 +45,18 @@ export async function createSandbox(
   idempotencyKey: string | undefined,
 ): Promise<{ sandbox: Sandbox; replayed: boolean }> {
   const image = resolveImage(deps, input.image);
-  await refuseProtectedEnv(em, accountId, input.env);
+  await refuseProtectedEnv(deps.pg, accountId, input.env);
   const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
 
   const outcome = await em.transactional(async (tx) => {
-    const [limits] = await tx.execute<AccountLimitRow[]>(
-      'select concurrent_sandboxes_limit, monthly_sandbox_hours_limit from accounts where id = ? for update',
-      [accountId],
-    );
-    if (!limits) throw new ApiError('invalid_credential');
+    const overrides = await lockAccount(tx, accountId);
+    if (!overrides) throw new ApiError('invalid_credential');
     if (idempotencyKey) {
       const replay = await findReplay(tx, accountId, idempotencyKey, requestHash);
       if (replay) return { sandboxId: replay, replayed: true, created: undefined, sandbox: undefined };
     }
-    const limit = limitsOf(
-      { concurrentSandboxesLimit: limits.concurrent_sandboxes_limit, monthlySandboxHoursLimit: limits.monthly_sandbox_hours_limit },
-      deps.config,
-    );
-    const { active, hours: used } = await currentUsage(tx, accountId, currentPeriod().start);
+    const limit = limitsOf(overrides, deps.config);
+    const { active, hours: used } = await usageOf(tx, accountId, currentPeriod().start);
     if (active >= limit.concurrentSandboxes) {
       throw new ApiError(
         'concurrent_sandbox_limit_reached',
@@ -249,81 +243,30 @@ export async function waitForJob(
 export const createJobId = (sandboxId: string) => jobCatalogue.create.jobId({ sandboxId });
 export const destroyJobId = (sandboxId: string) => jobCatalogue.destroy.jobId({ sandboxId });
 
-// A named statement on the driver's pool: every sandbox route reads its sandbox first, so this
-// read skips the ORM (the row is only presented or inspected, never flushed back).
-const OWN_SANDBOX = {
-  name: 'paddock-own-sandbox',
-  text: `select ${SANDBOX_COLUMNS}, env from sandboxes where id = $1 and account_id = $2`,
-};
-
-interface SandboxRow extends SnapshotRow {
-  env: Record<string, string>;
-}
-
 /** The caller's sandbox, or 404 exactly as for one that does not exist. */
 export async function findOwnSandbox(pool: Pool, accountId: string, id: string): Promise<Sandbox> {
   // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
-  if (!isId('sbx', id)) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
-  const row = (await pool.query<SandboxRow>({ ...OWN_SANDBOX, values: [id, accountId] })).rows[0];
-  if (!row) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
-  return sandboxOf(row);
+  const sandbox = isId('sbx', id) ? await sandboxes.findOwnSandbox(pool, accountId, id) : undefined;
+  if (!sandbox) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+  return sandbox;
 }
 
-export interface SandboxPage {
-  sandboxes: Sandbox[];
-  /** The `after` of the next page; undefined on the last. */
-  next?: string;
+/** The caller's sandbox with the policy an exec in it obeys (one round trip), or 404. */
+export async function findOwnSandboxWithPolicy(pool: Pool, accountId: string, id: string): Promise<SandboxWithPolicy> {
+  const found = isId('sbx', id) ? await sandboxes.findOwnSandboxWithPolicy(pool, accountId, id) : undefined;
+  if (!found) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+  return found;
 }
 
-/**
- * One page of the caller's sandboxes, newest first (ties by id), after the sandbox `after`: a
- * keyset over (created_at, id), so a page costs the same however many sandboxes the account has
- * had. One statement per shape, each served by an index (account_id[, state], created_at, id):
- * an optional filter written as `$n is null or …` would leave a generic plan scanning them all.
- */
+/** One page of the caller's sandboxes, newest first; 404 for a cursor that is not one of them. */
 export async function listOwnSandboxes(
   pool: Pool,
   accountId: string,
   options: { state: 'active' | 'destroyed' | 'all'; after?: string; limit: number },
 ): Promise<SandboxPage> {
-  if (options.after !== undefined && !isId('sbx', options.after)) throw new ApiError('sandbox_not_found', `No sandbox ${options.after}.`);
-  const filtered = options.state !== 'all';
-  const values: unknown[] = [accountId, options.limit + 1];
-  if (filtered) values.push(options.state);
-  if (options.after !== undefined) values.push(options.after);
-  const cursorParam = `$${values.length}`;
-  const text = `select ${SANDBOX_COLUMNS}, env from sandboxes
-     where account_id = $1${filtered ? ' and state = $3' : ''}
-     ${options.after === undefined ? '' : `and (created_at, id) < (select created_at, id from sandboxes where id = ${cursorParam} and account_id = $1)`}
-     order by created_at desc, id desc limit $2`;
-  const name = `paddock-list-sandboxes-${options.state}${options.after === undefined ? '' : '-after'}`;
-  const rows = (await pool.query<SandboxRow>({ name, text, values })).rows;
-  if (rows.length === 0 && options.after !== undefined) {
-    // An empty page after an unknown (or another account's) cursor would read as "no more".
-    const known = await pool.query({ ...OWN_SANDBOX, values: [options.after, accountId] });
-    if (known.rowCount === 0) throw new ApiError('sandbox_not_found', `No sandbox ${options.after}.`);
-  }
-  const page = rows.slice(0, options.limit).map(sandboxOf);
-  return { sandboxes: page, next: rows.length > options.limit ? page.at(-1)?.id : undefined };
-}
-
-function sandboxOf(row: SandboxRow): Sandbox {
-  const sandbox = {
-    id: row.id,
-    accountId: row.account_id,
-    state: row.state,
-    status: row.status,
-    image: row.image,
-    metadata: row.metadata,
-    env: row.env,
-    createdAt: row.created_at,
-    readyAt: row.ready_at,
-    expiresAt: row.expires_at,
-    destroyedAt: row.destroyed_at,
-    destroyReason: row.destroy_reason,
-    failureMessage: row.failure_message,
-  };
-  return sandbox as Sandbox;
+  const page = options.after === undefined || isId('sbx', options.after) ? await sandboxes.listOwnSandboxes(pool, accountId, options) : undefined;
+  if (!page) throw new ApiError('sandbox_not_found', `No sandbox ${options.after}.`);
+  return page;
 }
 
 /**
@@ -331,9 +274,9 @@ function sandboxOf(row: SandboxRow): Sandbox {
  * decides which code runs (LD_PRELOAD, PATH, BASH_ENV…), as exec's own env may not. An allowlist
  * set later is enforced on the merged environment at every exec (prepareExec).
  */
-async function refuseProtectedEnv(em: EntityManager, accountId: string, env: Record<string, string> | undefined): Promise<void> {
+async function refuseProtectedEnv(pool: Pool, accountId: string, env: Record<string, string> | undefined): Promise<void> {
   if (!env || Object.keys(env).length === 0) return;
-  const { commands } = await getAllowlist(em, accountId);
+  const { commands } = await getAllowlist(pool, accountId);
   const verdict = checkEnvironment(commands, env);
   if (!verdict.allowed) throw new ApiError('command_not_allowed', verdict.reason, { extra: { variable: verdict.variable } });
 }

@@ -1,4 +1,4 @@
-import { clearAllowlist, getAllowlist, putAllowlist, type AllowlistRow } from '../../services/allowlist.ts';
+import { clearAllowlist, getAllowlist, putAllowlist, type Allowlist as AllowlistRow } from '../../../shared/repositories/policy.ts';
 import { accountIdOf, route } from '../route.ts';
 import { AllowlistBody, AllowlistResponse } from './schema.ts';
 
@@ -21,8 +21,8 @@ export const getAllowlistRoute = route(
     responses: { 200: { description: 'The allowlist', schema: AllowlistResponse } },
     errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'],
   },
-  async (ctx) => {
-    ctx.body = present(await getAllowlist(ctx.state.em, accountIdOf(ctx)));
+  async (ctx, _input, deps) => {
+    ctx.body = present(await getAllowlist(deps.pg, accountIdOf(ctx)));
   },
 );
 
@@ -40,8 +40,8 @@ export const putAllowlistRoute = route(
     responses: { 200: { description: 'The new allowlist', schema: AllowlistResponse } },
     errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
   },
-  async (ctx, { body }) => {
-    ctx.body = present(await putAllowlist(ctx.state.em, accountIdOf(ctx), body.commands));
+  async (ctx, { body }, deps) => {
+    ctx.body = present(await putAllowlist(deps.pg, accountIdOf(ctx), body.commands));
   },
 );
 
@@ -58,8 +58,8 @@ export const clearAllowlistRoute = route(
     responses: { 204: { description: 'Cleared' } },
     errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'],
   },
-  async (ctx) => {
-    await clearAllowlist(ctx.state.em, accountIdOf(ctx));
+  async (ctx, _input, deps) => {
+    await clearAllowlist(deps.pg, accountIdOf(ctx));
     ctx.status = 204;
   },
 );

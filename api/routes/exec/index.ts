@@ -1,6 +1,6 @@
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppContext } from '../../context.ts';
-import { findOwnSandbox } from '../../services/sandboxes.ts';
+import { findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
 import { ndjsonBody } from '../../services/exec/ndjson.ts';
 import { prepareExec } from '../../services/exec/prepare.ts';
 import { startProcess } from '../../services/processes/index.ts';
@@ -57,16 +57,17 @@ export const execRoute = route(
     ],
   },
   async (ctx, { params, body }, deps) => {
-    const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
+    const context = await findOwnSandboxWithPolicy(deps.pg, accountIdOf(ctx), params.id);
+    const { sandbox } = context;
     if (body.background) {
       const { background: _background, ...input } = body;
-      const started = await startProcess(deps, ctx.state.em, sandbox, input);
+      const started = await startProcess(deps, context, input);
       ctx.status = 202;
       ctx.set('Location', `/v1/sandboxes/${sandbox.id}/processes/${started.id}`);
       ctx.body = presentStarted(started);
       return;
     }
-    const prepared = await prepareExec(deps, ctx.state.em, sandbox, body);
+    const prepared = prepareExec(deps, context, body);
     const abort = abortOnDisconnect(ctx);
     if (ctx.accepts('application/json', NDJSON) === NDJSON) {
       const { stream, line } = ndjsonBody(deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000, () => {

@@ -42,7 +42,7 @@ export const listProcessesRoute = route(
   },
   async (ctx, { params }, deps) => {
     const sandbox = await ownRunningSandbox(ctx, params.id, deps);
-    ctx.body = { data: (await listProcesses(deps, ctx.state.em, sandbox)).map(presentProcess) };
+    ctx.body = { data: (await listProcesses(deps, sandbox)).map(presentProcess) };
   },
 );
 
@@ -60,10 +60,10 @@ export const processOutputRoute = route(
   },
   async (ctx, { params, query }, deps) => {
     const sandbox = await ownRunningSandbox(ctx, params.id, deps);
-    const record = await findProcess(deps, ctx.state.em, sandbox, params.procId);
+    const record = await findProcess(deps, sandbox, params.procId);
     const { stream, line, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
     const sink = { stdout: (data: string) => line({ type: 'stdout', data }), stderr: (data: string) => line({ type: 'stderr', data }) };
-    streamOutput(deps, ctx.state.em, sandbox, record, query.follow, sink, abort.signal)
+    streamOutput(deps, sandbox, record, query.follow, sink, abort.signal)
       .then((ended) => void (ended && line(presentExitLine(ended))))
       .catch((err: unknown) => {
         // Headers are gone: the failure travels as the stream's last line.

@@ -1,6 +1,7 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { presentSecret } from '../../presenters/secret.ts';
-import { checkScope, deleteSecret, listSecrets, putSecret } from '../../services/secrets.ts';
+import { checkScope, putSecret } from '../../services/secrets.ts';
+import { deleteSecret, listSecrets } from '../../../shared/repositories/policy.ts';
 import { accountIdOf, route } from '../route.ts';
 import { ENV_NAME } from '../../../shared/exec/env-names.ts';
 import { CreateSecretBody, SecretList, SecretParams, SecretScopeQuery, SecretSummary } from './schema.ts';
@@ -27,7 +28,7 @@ export const createSecret = route(
   async (ctx, { body }, deps) => {
     const accountId = accountIdOf(ctx);
     await checkScope(deps.pg, accountId, body.sandboxId, true);
-    const { row, replaced } = await putSecret(deps, ctx.state.em, accountId, body);
+    const { row, replaced } = await putSecret(deps, accountId, body);
     ctx.status = replaced ? 200 : 201;
     ctx.body = presentSecret(row);
   },
@@ -50,7 +51,7 @@ export const listSecretsRoute = route(
   async (ctx, { query }, deps) => {
     const accountId = accountIdOf(ctx);
     await checkScope(deps.pg, accountId, query.sandboxId, false);
-    ctx.body = { data: (await listSecrets(ctx.state.em, accountId, query.sandboxId)).map(presentSecret) };
+    ctx.body = { data: (await listSecrets(deps.pg, accountId, query.sandboxId)).map(presentSecret) };
   },
 );
 
@@ -73,7 +74,7 @@ export const deleteSecretRoute = route(
     const accountId = accountIdOf(ctx);
     await checkScope(deps.pg, accountId, query.sandboxId, false);
     // A name no secret can have is unknown without a query (PostgreSQL refuses some strings, such as NUL).
-    const found = ENV_NAME.test(params.name) && (await deleteSecret(ctx.state.em, accountId, params.name, query.sandboxId));
+    const found = ENV_NAME.test(params.name) && (await deleteSecret(deps.pg, accountId, params.name, query.sandboxId));
     if (!found) {
       throw new ApiError('secret_not_found', `No secret ${params.name}${query.sandboxId ? ` for sandbox ${query.sandboxId}` : ''}.`);
     }

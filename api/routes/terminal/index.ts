@@ -1,6 +1,6 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { SandboxGoneError } from '../../../shared/runtime/types.ts';
-import { findOwnSandbox } from '../../services/sandboxes.ts';
+import { findOwnSandbox, findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
 import { prepareTerminal } from '../../services/terminal/prepare.ts';
 import { openTerminal } from '../../services/terminal/open.ts';
 import { acceptUpgrade, checkUpgrade, TERMINAL_SUBPROTOCOL } from '../../services/terminal/upgrade.ts';
@@ -33,8 +33,9 @@ export const terminalRoute = route(
   },
   async (ctx, { params, query }, deps) => {
     checkUpgrade(ctx, TERMINAL_SUBPROTOCOL);
-    const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
-    const prepared = await prepareTerminal(deps, ctx.state.em, sandbox, query.command);
+    const context = await findOwnSandboxWithPolicy(deps.pg, accountIdOf(ctx), params.id);
+    const { sandbox } = context;
+    const prepared = prepareTerminal(deps, context, query.command);
     let opened;
     try {
       opened = await openTerminal(deps, sandbox.id, prepared, { cols: query.cols ?? 80, rows: query.rows ?? 24 }, ctx.req.socket);

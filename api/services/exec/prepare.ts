@@ -1,9 +1,7 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../../shared/errors.ts';
-import type { Sandbox } from '../../../shared/db/entities.ts';
 import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
+import type { SandboxWithPolicy } from '../../../shared/repositories/sandboxes.ts';
 import type { AppDeps } from '../../context.ts';
-import { getAllowlist } from '../allowlist.ts';
 import { secretEnv } from '../secrets.ts';
 
 export interface ExecInput {
@@ -27,9 +25,10 @@ export interface PreparedExec {
 /**
  * Everything decided before a command runs: the sandbox must be running, the allowlist must
  * allow it (nothing runs otherwise), and the environment is the sandbox's own, then the account's
- * secrets, then the sandbox's secrets, then the request's env.
+ * secrets, then the sandbox's secrets, then the request's env. The sandbox and its policy come
+ * read together, in one round trip (findOwnSandboxWithPolicy).
  */
-export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: Sandbox, input: ExecInput): Promise<PreparedExec> {
+export function prepareExec(deps: AppDeps, { sandbox, allowlist, secrets: stored }: SandboxWithPolicy, input: ExecInput): PreparedExec {
   if (sandbox.state !== 'active' || sandbox.status !== 'running') {
     throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; commands run only while it is running.`);
   }
@@ -42,11 +41,6 @@ export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: San
     });
   }
 
-  // The secrets are read while the allowlist is: an exec's latency is mostly round trips. A refused
-  // command has read them for nothing (and a failure reading them waits until it is allowed).
-  const secretsRead = secretEnv(deps, em, sandbox.accountId, sandbox.id);
-  secretsRead.catch(() => undefined);
-  const allowlist = await getAllowlist(em, sandbox.accountId);
   if (allowlist.commands.length > 0) {
     const verdict = checkCommand({ allowlist: allowlist.commands, command: input.command });
     if (!verdict.allowed) {
@@ -54,7 +48,8 @@ export async function prepareExec(deps: AppDeps, em: EntityManager, sandbox: San
     }
   }
 
-  const secrets = await secretsRead;
+  // Decrypted only for a command the allowlist lets run.
+  const secrets = secretEnv(deps, sandbox.accountId, stored);
   const env = { ...sandbox.env, ...secrets, ...input.env };
   // The whole environment the command starts with, not only the request's: the sandbox's
   // create-time env and the secrets' names reach it too, and an allowlist may be newer than both.

@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Sandbox } from '../../../shared/db/entities.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import { isId, newId } from '../../../shared/ids.ts';
@@ -6,7 +5,8 @@ import type { AppDeps } from '../../context.ts';
 import { prepareExec, type ExecInput } from '../exec/prepare.ts';
 import { runExec, STREAM_IDLE_RELEASE_MS, type ExecOutcome, type OutputSink } from '../exec/run.ts';
 import { runScript, type ScriptResult } from '../files/run.ts';
-import { secretEnv } from '../secrets.ts';
+import { secretValuesFor } from '../secrets.ts';
+import type { SandboxWithPolicy } from '../../../shared/repositories/sandboxes.ts';
 import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
 import { EXIT, LIST, LIST_MAX, OUTPUT, RUNNER, SIGNAL, START, STDIN } from './scripts.ts';
 
@@ -30,13 +30,14 @@ export interface StartedProcess {
 }
 
 /** Starts `input` in the background: the allowlist, secrets and environment as for exec. */
-export async function startProcess(deps: AppDeps, em: EntityManager, sandbox: Sandbox, input: ExecInput): Promise<StartedProcess> {
+export async function startProcess(deps: AppDeps, context: SandboxWithPolicy, input: ExecInput): Promise<StartedProcess> {
+  const { sandbox } = context;
   if (input.timeoutSeconds !== undefined || input.stdin !== undefined) {
     const field = input.timeoutSeconds !== undefined ? 'timeoutSeconds' : 'stdin';
     const message = field === 'stdin' ? 'not with background: write to POST …/processes/{procId}/stdin' : 'not with background: a background process runs until it ends or is stopped';
     throw new ApiError('invalid_request', `body.${field}: ${message}`, { extra: { errors: [{ location: 'body', field, message }] } });
   }
-  const prepared = await prepareExec(deps, em, sandbox, input);
+  const prepared = prepareExec(deps, context, input);
   const id = newId('proc');
   const command = commandShown(input.command);
   const { config } = deps;
@@ -64,8 +65,8 @@ export async function startProcess(deps: AppDeps, em: EntityManager, sandbox: Sa
   return { id, command, startedAt: new Date(Number(BigInt(nanos) / 1_000_000n)) };
 }
 
-export async function listProcesses(deps: AppDeps, em: EntityManager, sandbox: Sandbox, only?: string): Promise<ProcessRecord[]> {
-  const secrets = secretValues(deps, em, sandbox);
+export async function listProcesses(deps: AppDeps, sandbox: Sandbox, only?: string): Promise<ProcessRecord[]> {
+  const secrets = secretValues(deps, sandbox);
   secrets.catch(() => undefined);
   const result = await runScript(deps, sandbox.id, LIST, only ? [only] : [], { timeoutMs: SHORT_OP_MS, maxStdoutBytes: (LIST_MAX + 1) * 12 * 1024 });
   if (result.timedOut) throw new ApiError('operation_timed_out', 'Listing the processes did not finish in time.');
@@ -73,8 +74,8 @@ export async function listProcesses(deps: AppDeps, em: EntityManager, sandbox: S
 }
 
 /** One process; 404 for an id the sandbox does not hold (forged, mistyped, or pruned). */
-export async function findProcess(deps: AppDeps, em: EntityManager, sandbox: Sandbox, procId: string): Promise<ProcessRecord> {
-  const record = isId('proc', procId) ? (await listProcesses(deps, em, sandbox, procId)).find((p) => p.id === procId) : undefined;
+export async function findProcess(deps: AppDeps, sandbox: Sandbox, procId: string): Promise<ProcessRecord> {
+  const record = isId('proc', procId) ? (await listProcesses(deps, sandbox, procId)).find((p) => p.id === procId) : undefined;
   if (!record) throw new ApiError('process_not_found', `No background process ${procId} in sandbox ${sandbox.id}.`);
   return record;
 }
@@ -86,7 +87,6 @@ export async function findProcess(deps: AppDeps, em: EntityManager, sandbox: San
  */
 export async function streamOutput(
   deps: AppDeps,
-  em: EntityManager,
   sandbox: Sandbox,
   record: ProcessRecord,
   follow: boolean,
@@ -102,7 +102,7 @@ export async function streamOutput(
       cwd: '/',
       env: {},
       timeoutMs: follow ? Math.max(1000, untilCap) : SHORT_OP_MS,
-      secrets: await secretValues(deps, em, sandbox),
+      secrets: await secretValues(deps, sandbox),
     },
     sink,
     signal,
@@ -110,7 +110,7 @@ export async function streamOutput(
   );
   if (outcome.exitCode === EXIT.notFound) throw new ApiError('process_not_found', `No background process ${record.id}.`);
   if (outcome.exitCode !== 0) return undefined;
-  return record.status === 'exited' ? record : findProcess(deps, em, sandbox, record.id);
+  return record.status === 'exited' ? record : findProcess(deps, sandbox, record.id);
 }
 
 export async function writeStdin(deps: AppDeps, sandbox: Sandbox, procId: string, data: string): Promise<void> {
@@ -149,8 +149,8 @@ export function requireRunning(sandbox: Sandbox): void {
   }
 }
 
-async function secretValues(deps: AppDeps, em: EntityManager, sandbox: Sandbox): Promise<string[]> {
-  return Object.values(await secretEnv(deps, em, sandbox.accountId, sandbox.id));
+function secretValues(deps: AppDeps, sandbox: Sandbox): Promise<string[]> {
+  return secretValuesFor(deps, sandbox.accountId, sandbox.id);
 }
 
 function goneAsNotRunning(sandboxId: string) {

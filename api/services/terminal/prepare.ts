@@ -1,10 +1,8 @@
 import { posix } from 'node:path';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../../shared/errors.ts';
-import type { Sandbox } from '../../../shared/db/entities.ts';
 import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
+import type { SandboxWithPolicy } from '../../../shared/repositories/sandboxes.ts';
 import type { AppDeps } from '../../context.ts';
-import { getAllowlist } from '../allowlist.ts';
 import { secretEnv } from '../secrets.ts';
 
 export interface PreparedTerminal {
@@ -32,16 +30,14 @@ const LOGIN_SHELL = [
  * allow its program (nothing runs otherwise), and the environment is exec's: the sandbox's own,
  * then the account's secrets, then the sandbox's.
  */
-export async function prepareTerminal(deps: AppDeps, em: EntityManager, sandbox: Sandbox, command: string[] | undefined): Promise<PreparedTerminal> {
+export function prepareTerminal(deps: AppDeps, { sandbox, allowlist: policy, secrets: stored }: SandboxWithPolicy, command: string[] | undefined): PreparedTerminal {
   if (sandbox.state !== 'active' || sandbox.status !== 'running') {
     throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; a terminal opens only while it is running.`);
   }
-  const secretsRead = secretEnv(deps, em, sandbox.accountId, sandbox.id);
-  secretsRead.catch(() => undefined);
-  const allowlist = (await getAllowlist(em, sandbox.accountId)).commands;
+  const allowlist = policy.commands;
   const argv = command ?? loginShell(allowlist);
   if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
-  const secrets = await secretsRead;
+  const secrets = secretEnv(deps, sandbox.accountId, stored);
   const env = { TERM: 'xterm-256color', ...sandbox.env, ...secrets };
   const envVerdict = checkEnvironment(allowlist, env);
   if (!envVerdict.allowed) throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });

@@ -1,0 +1,75 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Pool } from 'pg';
+import { secondsUsedSql } from '../usage/billing.ts';
+
+// The account aggregate with its usage: its quota overrides, its active sandboxes and the month's
+// sandbox-seconds (rolled up at each destroy, plus the running ones). Every read of them is here.
+
+/** Per-account overrides of the operator's quota defaults; null: the default. */
+export interface LimitOverrides {
+  concurrentSandboxesLimit: number | null;
+  monthlySandboxHoursLimit: number | null;
+}
+
+export interface Usage {
+  active: number;
+  hours: number;
+}
+
+interface UsageColumns {
+  concurrent_sandboxes_limit: number | null;
+  monthly_sandbox_hours_limit: number | null;
+  active: string | number;
+  seconds: string | number | null;
+}
+
+const activeCount = (account: string) => `select count(*) from sandboxes where account_id = ${account} and state = 'active'`;
+
+// A named statement: GET /v1/account is on every client's hot path (whoami, the picker's footer).
+const ACCOUNT_WITH_USAGE = {
+  name: 'paddock-account-with-usage',
+  text: `select a.id, a.email, a.concurrent_sandboxes_limit, a.monthly_sandbox_hours_limit,
+                (${activeCount('a.id')}) as active,
+                (${secondsUsedSql('$1', 'a.id')}) as seconds
+           from accounts a where a.id = $2`,
+};
+
+const overridesOf = (row: UsageColumns): LimitOverrides => ({
+  concurrentSandboxesLimit: row.concurrent_sandboxes_limit,
+  monthlySandboxHoursLimit: row.monthly_sandbox_hours_limit,
+});
+
+/** The account and its usage in the month from `periodStart`, in one round trip; undefined when there is no such account. */
+export async function accountWithUsage(
+  pool: Pool,
+  accountId: string,
+  periodStart: Date,
+): Promise<{ id: string; email: string; overrides: LimitOverrides; usage: Usage } | undefined> {
+  const row = (await pool.query<UsageColumns & { id: string; email: string }>({ ...ACCOUNT_WITH_USAGE, values: [periodStart, accountId] })).rows[0];
+  if (!row) return undefined;
+  return { id: row.id, email: row.email, overrides: overridesOf(row), usage: { active: Number(row.active), hours: Math.max(0, Number(row.seconds ?? 0)) / 3600 } };
+}
+
+/**
+ * Locks the account's row for the rest of `tx` (concurrent creates through any replica take
+ * turns) and answers its overrides; undefined when there is no such account. The usage is read
+ * after, by usageOf in the same transaction: a statement that locked and counted at once would
+ * count from a snapshot taken before it waited for the lock, blind to the create it waited for.
+ */
+export async function lockAccount(tx: EntityManager, accountId: string): Promise<LimitOverrides | undefined> {
+  const [row] = await tx.execute<UsageColumns[]>('select concurrent_sandboxes_limit, monthly_sandbox_hours_limit from accounts where id = ? for update', [accountId]);
+  return row && overridesOf(row);
+}
+
+/** The account's active sandboxes and sandbox-hours in the month from `periodStart`, in one statement. */
+export async function usageOf(tx: EntityManager, accountId: string, periodStart: Date): Promise<Usage> {
+  // secondsUsedSql names the account, the month, the month again, then the account.
+  const [row] = await tx.execute<UsageColumns[]>(`select (${activeCount('?')}) as active, (${secondsUsedSql('?', '?')}) as seconds`, [
+    accountId,
+    accountId,
+    periodStart,
+    periodStart,
+    accountId,
+  ]);
+  return { active: Number(row?.active ?? 0), hours: Math.max(0, Number(row?.seconds ?? 0)) / 3600 };
+}

@@ -1,0 +1,156 @@
+import type { Pool } from 'pg';
+
+// The policy aggregate of an account: its allowlist and its secrets (account-wide and
+// per-sandbox). Every statement on those two tables is here, each a named statement on the
+// driver's pool (PostgreSQL plans it once per connection), so every caller, the exec path's
+// included, reaches them the same way. Secrets travel as ciphertexts: decrypting is the caller's.
+
+export interface Allowlist {
+  /** Empty: every command is allowed. */
+  commands: string[];
+  updatedAt: Date | null;
+}
+
+export interface StoredSecret {
+  name: string;
+  sandboxId: string | null;
+  ciphertext: Buffer;
+}
+
+export interface SecretSummary {
+  name: string;
+  sandbox_id: string | null;
+  created_at: Date;
+}
+
+/** What a secret's write must fit in: the account's other secrets, and those of its scope. */
+export interface SecretUsage {
+  /** The account's secrets but the one written. */
+  total: number;
+  /** Of those, the ones in the written secret's scope (its sandbox, or account-wide). */
+  scoped: number;
+  /** Their ciphertexts' bytes: a value plus a fixed overhead, so an upper bound of the values'. */
+  bytes: number;
+  scopedBytes: number;
+}
+
+/**
+ * The account's secrets that reach an exec in `sandboxId`, account-wide first, so that the
+ * sandbox's own win on a name clash when applied in order.
+ */
+export const SECRETS_FOR_SANDBOX = `select name, sandbox_id, ciphertext from secrets
+  where account_id = $1 and (sandbox_id is null or sandbox_id = $2)
+  order by sandbox_id nulls first, name`;
+
+const ALLOWLIST = { name: 'paddock-allowlist', text: 'select commands, updated_at from allowlists where account_id = $1' };
+const PUT_ALLOWLIST = {
+  name: 'paddock-put-allowlist',
+  text: `insert into allowlists (account_id, commands, updated_at) values ($1, $2::jsonb, now())
+         on conflict (account_id) do update set commands = excluded.commands, updated_at = now()
+         returning commands, updated_at`,
+};
+const CLEAR_ALLOWLIST = { name: 'paddock-clear-allowlist', text: 'delete from allowlists where account_id = $1' };
+const SECRETS = { name: 'paddock-secrets-for-sandbox', text: SECRETS_FOR_SANDBOX };
+const LIST_SECRETS = {
+  name: 'paddock-list-secrets',
+  text: `select name, sandbox_id, created_at from secrets
+          where account_id = $1 and ($2::text is null or sandbox_id = $2)
+          order by sandbox_id nulls first, name`,
+};
+const DELETE_SECRET = {
+  name: 'paddock-delete-secret',
+  text: 'delete from secrets where account_id = $1 and name = $2 and sandbox_id is not distinct from $3 returning id',
+};
+// One writer per account at a time, so the limits hold under concurrent requests from any number
+// of replicas; the usage is read after the lock, in the transaction's own snapshot.
+const LOCK_SECRETS = { name: 'paddock-lock-secrets', text: 'select pg_advisory_xact_lock(hashtextextended($1, 20261122))' };
+const SECRET_USAGE = {
+  name: 'paddock-secret-usage',
+  text: `select count(*)::int as total,
+                (count(*) filter (where sandbox_id is not distinct from $2))::int as scoped,
+                coalesce(sum(octet_length(ciphertext)), 0)::bigint as bytes,
+                coalesce(sum(octet_length(ciphertext)) filter (where sandbox_id is not distinct from $2), 0)::bigint as scoped_bytes
+           from secrets
+          where account_id = $1 and not (name = $3 and sandbox_id is not distinct from $2)`,
+};
+const UPSERT_ACCOUNT_SECRET = {
+  name: 'paddock-upsert-account-secret',
+  text: `insert into secrets (account_id, sandbox_id, name, ciphertext) values ($1, null, $2, $3)
+         on conflict (account_id, name) where sandbox_id is null do update set ciphertext = excluded.ciphertext, updated_at = now()
+         returning name, sandbox_id, created_at, (xmax <> 0) as replaced`,
+};
+const UPSERT_SANDBOX_SECRET = {
+  name: 'paddock-upsert-sandbox-secret',
+  text: `insert into secrets (account_id, sandbox_id, name, ciphertext) values ($1, $4, $2, $3)
+         on conflict (account_id, sandbox_id, name) where sandbox_id is not null do update set ciphertext = excluded.ciphertext, updated_at = now()
+         returning name, sandbox_id, created_at, (xmax <> 0) as replaced`,
+};
+
+export function allowlistOf(row: { commands: string[]; updated_at: Date | string } | undefined): Allowlist {
+  return row ? { commands: row.commands, updatedAt: new Date(row.updated_at) } : { commands: [], updatedAt: null };
+}
+
+export function storedSecretsOf(rows: { name: string; sandbox_id: string | null; ciphertext: Buffer }[]): StoredSecret[] {
+  return rows.map((r) => ({ name: r.name, sandboxId: r.sandbox_id, ciphertext: r.ciphertext }));
+}
+
+export async function getAllowlist(pool: Pool, accountId: string): Promise<Allowlist> {
+  return allowlistOf((await pool.query({ ...ALLOWLIST, values: [accountId] })).rows[0]);
+}
+
+export async function putAllowlist(pool: Pool, accountId: string, commands: string[]): Promise<Allowlist> {
+  return allowlistOf((await pool.query({ ...PUT_ALLOWLIST, values: [accountId, JSON.stringify(commands)] })).rows[0]);
+}
+
+export async function clearAllowlist(pool: Pool, accountId: string): Promise<void> {
+  await pool.query({ ...CLEAR_ALLOWLIST, values: [accountId] });
+}
+
+export async function secretsForSandbox(pool: Pool, accountId: string, sandboxId: string): Promise<StoredSecret[]> {
+  return storedSecretsOf((await pool.query({ ...SECRETS, values: [accountId, sandboxId] })).rows);
+}
+
+export async function listSecrets(pool: Pool, accountId: string, sandboxId: string | undefined): Promise<SecretSummary[]> {
+  return (await pool.query<SecretSummary>({ ...LIST_SECRETS, values: [accountId, sandboxId ?? null] })).rows;
+}
+
+/** False when there was no such secret. */
+export async function deleteSecret(pool: Pool, accountId: string, name: string, sandboxId: string | undefined): Promise<boolean> {
+  return ((await pool.query({ ...DELETE_SECRET, values: [accountId, name, sandboxId ?? null] })).rowCount ?? 0) > 0;
+}
+
+/**
+ * Creates or replaces a secret in one transaction, under the account's lock: `admit` sees the
+ * usage of every other secret and throws to refuse the write (nothing is written then).
+ */
+export async function putSecret(
+  pool: Pool,
+  secret: { accountId: string; sandboxId: string | null; name: string; ciphertext: Buffer },
+  admit: (usage: SecretUsage) => void,
+): Promise<{ row: SecretSummary; replaced: boolean }> {
+  const { accountId, sandboxId, name, ciphertext } = secret;
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('begin');
+    await client.query({ ...LOCK_SECRETS, values: [`secrets:${accountId}`] });
+    const usage = (await client.query({ ...SECRET_USAGE, values: [accountId, sandboxId, name] })).rows[0] as {
+      total: number;
+      scoped: number;
+      bytes: string;
+      scoped_bytes: string;
+    };
+    admit({ total: usage.total, scoped: usage.scoped, bytes: Number(usage.bytes), scopedBytes: Number(usage.scoped_bytes) });
+    const upsert = sandboxId ? { ...UPSERT_SANDBOX_SECRET, values: [accountId, name, ciphertext, sandboxId] } : { ...UPSERT_ACCOUNT_SECRET, values: [accountId, name, ciphertext] };
+    const row = (await client.query<SecretSummary & { replaced: boolean }>(upsert)).rows[0]!;
+    await client.query('commit');
+    const { replaced, ...summary } = row;
+    return { row: summary, replaced };
+  } catch (err) {
+    // A connection that cannot roll back is not given back to the pool.
+    await client.query('rollback').catch((rollbackErr: Error) => (broken = rollbackErr));
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
