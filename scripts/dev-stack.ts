@@ -17,6 +17,10 @@ import { markDestroyed } from '../shared/sandboxes/transitions.ts';
 const root = resolve(import.meta.dirname, '..');
 const stackDir = resolve(root, '.paddock/dev');
 const say = (line: string) => process.stderr.write(`[paddock] ${line}\n`);
+// Ctrl-C reaches every process of the terminal's foreground group: in `npm start | tee log`, tee
+// is gone before the stack has stopped. Lines that cannot be written are dropped; the stopping
+// (the sandboxes, the services) must still happen.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
 
 /** Secrets made once and kept, so tokens and encrypted secrets survive restarts of the stack. */
 function devSecrets(): { jwtSecret: string; secretsKey: string; webhookSecretsKey: string } {
@@ -108,9 +112,9 @@ async function destroySandboxes(): Promise<void> {
       for (const { id } of left) {
         await runtime.destroy(id);
         await markDestroyed(orm.em.fork(), id, 'user');
+        // A pooled one has no sandbox row, only its place in the pool.
+        await orm.em.fork().execute('delete from warm_sandboxes where id = ?', [id]);
       }
-      // Pooled ones have no sandbox row, only their place in the pool.
-      await orm.em.fork().execute('delete from warm_sandboxes where id = any(?::text[])', [left.map((s) => s.id)]);
     } finally {
       await orm.close(true);
     }

@@ -71,6 +71,7 @@ test('Ctrl-C destroys the sandboxes the stack runs, records them destroyed, and 
     const { code } = await exited(s.child);
     assert.equal(code, 0, s.stderr());
     assert.match(s.stderr(), /destroying 1 sandbox…/);
+    assert.doesNotMatch(s.stderr(), /could not destroy/);
     assert.deepEqual(await runtime.list(), [], 'a sandbox outlived the stack');
   } finally {
     await runtime.close();
@@ -82,6 +83,28 @@ test('Ctrl-C destroys the sandboxes the stack runs, records them destroyed, and 
     assert.deepEqual(rows, [{ state: 'destroyed', status: 'terminated', destroy_reason: 'user' }]);
   } finally {
     await db.end();
+  }
+});
+
+test('a Ctrl-C that also ends the reader of its output (npm start | tee) still stops everything', { timeout: 180_000 }, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'paddock-devstack-'));
+  const s = startDevStack({ PORT: String(await freePort()), PADDOCK_DATA_DIR: dataDir });
+  await eventually('the stack says it runs', 60_000, async () => (/Paddock is running at (\S+)/.exec(s.stdout()) ? true : undefined));
+  const url = /Paddock is running at (\S+)/.exec(s.stdout())![1]!;
+  const account = await newAccount(url, 'devstack-tee');
+  const created = await createSandbox(url, account.key);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const runtime = createLocalRuntime({ dataDir, network: false, memoryMb: 1024, pidsMax: 512 });
+  try {
+    // The reader goes first, as tee does: every later line of the stack meets a broken pipe.
+    s.child.stdout.destroy();
+    s.child.stderr.destroy();
+    s.child.kill('SIGINT');
+    const { code } = await exited(s.child);
+    assert.equal(code, 0);
+    assert.deepEqual(await runtime.list(), [], 'a sandbox outlived the stack');
+  } finally {
+    await runtime.close();
   }
 });
 
