@@ -102,20 +102,21 @@ test('no cgroups at all: the local runtime refuses to start sandboxes, unless th
   const root = layout(t, { '.': [] });
   assert.equal(await openCgroups({ root, privileged: true }), undefined);
   const dataDir = mkdtempSync(join(tmpdir(), 'paddock-nocgroups-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const strict = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 64, cgroupRoot: root });
-  t.after(() => strict.close());
+  const lax = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 64, cgroupRoot: root, allowUnlimited: true });
+  // One hook, in this order: hooks run in the order they were added, and a data folder removed
+  // first leaves destroy nothing to find, so the sandbox ran on after the test (one per run).
+  t.after(async () => {
+    await lax.destroy('sbx_unlimited');
+    await Promise.all([lax.close(), strict.close()]);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
   await assert.rejects(
     strict.create({ id: 'sbx_nolimits', accountId: 'acct_t', capSeconds: 60 }),
     (err: Error) => err instanceof PermanentRuntimeError && /PADDOCK_LOCAL_ALLOW_UNLIMITED/.test(err.message) && /memory and pids/.test(err.message),
   );
   assert.equal(await strict.get('sbx_nolimits'), undefined, 'nothing was left behind');
 
-  const lax = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 64, cgroupRoot: root, allowUnlimited: true });
-  t.after(async () => {
-    await lax.destroy('sbx_unlimited');
-    await lax.close();
-  });
   assert.equal((await lax.create({ id: 'sbx_unlimited', accountId: 'acct_t', capSeconds: 60 })).status, 'running');
   // Without an exec group, a timeout still ends the command's session.
   const result = await lax.exec('sbx_unlimited', { argv: ['sh', '-c', 'sleep 30'], timeoutMs: 300 });
