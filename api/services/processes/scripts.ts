@@ -185,7 +185,7 @@ open() {
   esac
 }
 # The segment to start at: the one before the newest, less what the newest holds (so that the
-# last K bytes are what is sent first), or when it is gone, the oldest one kept.
+# last K bytes are what is sent first), or when it is gone, the newest.
 first() {
   i=0
   while [ $i -lt 5 ]; do
@@ -198,6 +198,9 @@ first() {
       [ "$z" -gt 0 ] && dd bs="$z" skip=1 count=0 <&"$2" 2>/dev/null
       return 0
     fi
+    # Rotated away meanwhile (a flood rotates faster than this loop): start at the newest itself.
+    n=$L
+    open "$1" "$2" "$n" && return 0
     i=$((i + 1))
   done
   return 1
