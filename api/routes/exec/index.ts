@@ -1,7 +1,7 @@
 import { ApiError } from '../../../shared/errors.ts';
-import type { AppContext } from '../../context.ts';
 import { findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
-import { ndjsonBody } from '../../services/exec/ndjson.ts';
+import { startNdjsonAnswer } from '../../services/exec/ndjson.ts';
+import { abortOnDisconnect } from '../../services/streaming.ts';
 import { prepareExec } from '../../services/exec/prepare.ts';
 import { startProcess } from '../../services/processes/index.ts';
 import { presentStarted } from '../../presenters/process.ts';
@@ -68,15 +68,8 @@ export const execRoute = route(
       return;
     }
     const prepared = prepareExec(deps, context, body);
-    const abort = abortOnDisconnect(ctx);
     if (ctx.accepts('application/json', NDJSON) === NDJSON) {
-      const { stream, line } = ndjsonBody(deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000, () => {
-        abort.abort();
-        ctx.res.destroy();
-      });
-      ctx.status = 200;
-      ctx.type = NDJSON;
-      ctx.body = stream;
+      const { stream, line, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
       runExec(deps, sandbox.id, prepared, { stdout: (data) => line({ type: 'stdout', data }), stderr: (data) => line({ type: 'stderr', data }) }, abort.signal, {
         idleReleaseMs: STREAM_IDLE_RELEASE_MS,
       })
@@ -90,6 +83,7 @@ export const execRoute = route(
         .finally(() => stream.end());
       return;
     }
+    const abort = abortOnDisconnect(ctx);
     const stdout: string[] = [];
     const stderr: string[] = [];
     const outcome = await runExec(deps, sandbox.id, prepared, { stdout: (t) => void stdout.push(t), stderr: (t) => void stderr.push(t) }, abort.signal);
@@ -100,12 +94,4 @@ export const execRoute = route(
 );
 
 /** A client that goes away stops its command: the runtime kills the whole process tree. */
-function abortOnDisconnect(ctx: AppContext): AbortController {
-  const controller = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) controller.abort();
-  });
-  return controller;
-}
-
 export const execRoutes = [execRoute];

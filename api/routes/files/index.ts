@@ -1,4 +1,5 @@
 import { ApiError, type ErrorCode } from '../../../shared/errors.ts';
+import { abortOnDisconnect } from '../../services/streaming.ts';
 import type { AppDeps } from '../../context.ts';
 import { presentEdit, presentExtractedArchive, presentFileView, presentGlob, presentGrep, presentListing, presentWrittenFile } from '../../presenters/file.ts';
 import { ARCHIVE_MEDIA_TYPES, extractArchive, GZIP, openArchive, TAR } from '../../services/files/archive.ts';
@@ -9,7 +10,6 @@ import { listDirectory } from '../../services/files/list.ts';
 import { runningSandboxId } from '../../services/files/sandbox.ts';
 import { viewFile } from '../../services/files/view.ts';
 import { writeFileBytes } from '../../services/files/write.ts';
-import type { AppContext } from '../../context.ts';
 import { accountIdOf, route, type Route } from '../route.ts';
 import {
   ArchiveDownload,
@@ -274,15 +274,6 @@ export const uploadArchiveRoute = route(
     ctx.body = presentExtractedArchive(extracted);
   },
 );
-
-/** A client that goes away stops the archive's tar. */
-function abortOnDisconnect(ctx: AppContext): AbortController {
-  const controller = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) controller.abort();
-  });
-  return controller;
-}
 
 export const fileRoutes: Route[] = [
   viewFileRoute,

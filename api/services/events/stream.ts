@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
-import { once } from 'node:events';
 import { presentEvent } from '../../../shared/events/types.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { eventsAfter, type StoredEvent } from './store.ts';
+import { drained } from '../streaming.ts';
 
 const PAGE = 100;
 // PostgreSQL is read this often even with no ring from Redis (a lost message costs this much).
@@ -58,7 +58,7 @@ async function pump(
     const rows = await eventsAfter(deps.pg, accountId, cursor, PAGE).catch(() => [] as StoredEvent[]);
     for (const row of rows) {
       if (!isOpen()) return;
-      if (!out.write(frameOf(row))) await drained(out, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
+      if (!out.write(frameOf(row))) await drained(out, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000, () => undefined);
       cursor = row.seq;
       lastWrite = Date.now();
     }
@@ -68,14 +68,5 @@ async function pump(
       out.write(': keep-alive\n\n');
       lastWrite = Date.now();
     }
-  }
-}
-
-async function drained(out: PassThrough, timeoutMs: number): Promise<void> {
-  const signal = AbortSignal.timeout(timeoutMs);
-  try {
-    await once(out, 'drain', { signal });
-  } catch {
-    out.destroy(); // the client takes nothing: drop it
   }
 }

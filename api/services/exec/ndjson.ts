@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { AppContext } from '../../context.ts';
+import { abortOnDisconnect, drained } from '../streaming.ts';
 
 const NDJSON = 'application/x-ndjson';
 
@@ -15,21 +16,9 @@ export function ndjsonBody(writeTimeoutMs: number, onStall: () => void) {
   const line = (value: unknown): void | Promise<void> => {
     if (stalled || stream.destroyed) return;
     if (stream.write(`${JSON.stringify(value)}\n`)) return;
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        stream.off('drain', done);
-        stream.off('close', done);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        stalled = true;
-        onStall();
-        stream.destroy();
-        done();
-      }, writeTimeoutMs);
-      stream.once('drain', done);
-      stream.once('close', done);
+    return drained(stream, writeTimeoutMs, () => {
+      stalled = true;
+      onStall();
     });
   };
   return { stream, line };
@@ -41,10 +30,7 @@ export function ndjsonBody(writeTimeoutMs: number, onStall: () => void) {
  * caller feeds `line` and ends `stream`.
  */
 export function startNdjsonAnswer(ctx: AppContext, writeTimeoutMs: number) {
-  const abort = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) abort.abort();
-  });
+  const abort = abortOnDisconnect(ctx);
   const { stream, line } = ndjsonBody(writeTimeoutMs, () => {
     abort.abort();
     ctx.res.destroy();

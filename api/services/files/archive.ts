@@ -6,6 +6,7 @@ import { ARCHIVE_SCRIPT, EXTRACT_SCRIPT, REMOVE_TREE_SCRIPT } from './archive-sc
 import { failureError, markerOf, timeoutError } from './errors.ts';
 import { MAX_STDERR_BYTES } from './limits.ts';
 import { runScript } from './run.ts';
+import { drained } from '../streaming.ts';
 import { MARKER_EXIT } from './scripts.ts';
 
 export const TAR = 'application/x-tar';
@@ -158,23 +159,4 @@ function tarMessages(stderr: string): string {
     .filter((line) => !line.includes('Exiting with failure status'));
   const text = lines.slice(0, 5).join('; ');
   return (text.length > 600 ? `${text.slice(0, 600)}…` : text) || 'tar could not read it.';
-}
-
-/** Resolves once the stream has taken its buffer; a reader that takes nothing for timeoutMs is given up on. */
-function drained(stream: PassThrough, timeoutMs: number, onStall: () => void): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      stream.off('drain', done);
-      stream.off('close', done);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      onStall();
-      stream.destroy();
-      done();
-    }, timeoutMs);
-    stream.once('drain', done);
-    stream.once('close', done);
-  });
 }

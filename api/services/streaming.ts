@@ -1,0 +1,36 @@
+import type { PassThrough } from 'node:stream';
+import type { AppContext } from '../context.ts';
+
+// What every streamed answer needs: pacing by the client, and stopping when it goes.
+
+/**
+ * Resolves once `stream` has taken its buffer (or closed). A reader that takes nothing for
+ * `timeoutMs` is given up on: `onStall` runs, then the stream is destroyed, so a client that never
+ * reads holds a bounded buffer, briefly.
+ */
+export function drained(stream: PassThrough, timeoutMs: number, onStall: () => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      onStall();
+      stream.destroy();
+      done();
+    }, timeoutMs);
+    stream.once('drain', done);
+    stream.once('close', done);
+  });
+}
+
+/** Fired when the client goes before its answer is whole: the work for it stops. */
+export function abortOnDisconnect(ctx: AppContext): AbortController {
+  const controller = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) controller.abort();
+  });
+  return controller;
+}
