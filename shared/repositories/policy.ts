@@ -34,14 +34,6 @@ export interface SecretUsage {
   scopedBytes: number;
 }
 
-/**
- * The account's secrets that reach an exec in `sandboxId`, account-wide first, so that the
- * sandbox's own win on a name clash when applied in order.
- */
-export const SECRETS_FOR_SANDBOX = `select name, sandbox_id, ciphertext from secrets
-  where account_id = $1 and (sandbox_id is null or sandbox_id = $2)
-  order by sandbox_id nulls first, name`;
-
 const ALLOWLIST = { name: 'paddock-allowlist', text: 'select commands, updated_at from allowlists where account_id = $1' };
 const PUT_ALLOWLIST = {
   name: 'paddock-put-allowlist',
@@ -50,7 +42,14 @@ const PUT_ALLOWLIST = {
          returning commands, updated_at`,
 };
 const CLEAR_ALLOWLIST = { name: 'paddock-clear-allowlist', text: 'delete from allowlists where account_id = $1' };
-const SECRETS = { name: 'paddock-secrets-for-sandbox', text: SECRETS_FOR_SANDBOX };
+// The account's secrets that reach an exec in the sandbox $2, account-wide first, so that the
+// sandbox's own win on a name clash when applied in order.
+const SECRETS = {
+  name: 'paddock-secrets-for-sandbox',
+  text: `select name, sandbox_id, ciphertext from secrets
+          where account_id = $1 and (sandbox_id is null or sandbox_id = $2)
+          order by sandbox_id nulls first, name`,
+};
 const LIST_SECRETS = {
   name: 'paddock-list-secrets',
   text: `select name, sandbox_id, created_at from secrets
