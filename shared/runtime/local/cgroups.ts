@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../../logger.ts';
 import { runningAsRoot } from './identity.ts';
@@ -256,18 +256,20 @@ function cgroupsOf(
 
 /** Ends every process of an exec's group, however it forked. */
 export async function killGroup(killer: GroupKill): Promise<void> {
-  if ('kill' in killer) {
-    await writeFile(killer.kill, '1').catch(() => undefined);
-    return;
-  }
+  // v2's cgroup.kill signals the whole group at once, forks in flight included, but returns before
+  // they have exited: until then they still run and hold places under the sandbox's process limit,
+  // so the group is watched until it is empty, as v1's is.
+  const v2 = 'kill' in killer;
+  if (v2) await writeFile(killer.kill, '1').catch(() => undefined);
+  const procs = v2 ? join(dirname(killer.kill), 'cgroup.procs') : killer.procs;
   // v1 has no cgroup.kill: kill the members until none is left (a fork between a read and its
   // kill lands in the same group and is found by the next round). Bounded by time, not rounds: on
   // a busy host a killed process leaves the group only once the scheduler lets it run its exit.
   const deadline = Date.now() + GROUP_KILL_WITHIN_MS;
   for (let round = 0; Date.now() < deadline; round++) {
-    const pids = (await readFile(killer.procs, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number);
+    const pids = (await readFile(procs, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number);
     if (pids.length === 0) return;
-    pids.forEach(killQuietly);
+    if (!v2) pids.forEach(killQuietly);
     await delay(Math.min(2 + round, 50));
   }
 }
