@@ -48,13 +48,15 @@ const DEBIAN_PACKAGES = {
   socat: 'socat',
   // The CLI's terminal tests drive it in a real terminal.
   tmux: 'tmux',
+  // The local runtime builds each sandbox's agent (its init, which starts commands) from C.
+  cc: 'gcc libc6-dev',
 } as const;
 
 /** Installs the Debian packages that are missing (needs root or password-less sudo). */
 export async function ensureDebianPackages(log: (line: string) => void, need = Object.keys(DEBIAN_PACKAGES)): Promise<void> {
   const missing = need
     .filter((bin) => (bin === 'postgres' ? !postgresBinDir() : !onPath(bin)))
-    .map((bin) => DEBIAN_PACKAGES[bin as keyof typeof DEBIAN_PACKAGES]);
+    .flatMap((bin) => DEBIAN_PACKAGES[bin as keyof typeof DEBIAN_PACKAGES].split(' '));
   if (missing.length === 0) return;
   log(`installing Debian packages: ${missing.join(' ')}`);
   const sudo = isRoot ? [] : ['sudo', '-n'];
@@ -114,6 +116,7 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
     'slirp4netns',
     'nft',
     'ip',
+    'cc',
   ]);
   try {
     let databaseUrl: string;

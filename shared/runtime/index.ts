@@ -28,6 +28,7 @@ export function createRuntime(config: Config, log: Logger, options: { kubeConfig
     diskMb: config.PADDOCK_LOCAL_DISK_MB,
     diskInodes: config.PADDOCK_LOCAL_DISK_INODES,
     diskMbps: config.PADDOCK_LOCAL_DISK_MBPS,
+    agent: config.PADDOCK_LOCAL_AGENT,
     log,
   });
 }

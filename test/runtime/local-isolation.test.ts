@@ -151,11 +151,16 @@ test('a sandbox cannot see another sandbox\'s files', async (t) => {
 test('the host process environment does not reach the sandbox init either', async (t) => {
   process.env.PADDOCK_TEST_INIT_SECRET = 'init-secret-value';
   t.after(() => delete process.env.PADDOCK_TEST_INIT_SECRET);
-  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const { runtime, sandbox, options } = await setupLocalRuntime(t);
   const id = await sandbox();
-  const environ = (await sh(runtime, id, 'tr "\\0" "\\n" < /proc/1/environ')).stdout;
+  // Read from the host: inside, the init (the agent) is closed to the sandbox user altogether.
+  const state = JSON.parse(await readFile(join(options.dataDir, 'sandboxes', id, 'state.json'), 'utf8')) as { pid: number };
+  const environ = (await readFile(`/proc/${state.pid}/environ`, 'utf8')).replaceAll('\0', '\n');
   assert.match(environ, /^PATH=/m);
   assert.doesNotMatch(environ, /init-secret-value|PADDOCK_/);
+  const inside = await sh(runtime, id, 'cat /proc/1/environ');
+  assert.notEqual(inside.exitCode, 0);
+  assert.match(inside.stderr, /Permission denied/);
 });
 
 test('a fork bomb is bounded by pidsMax and the host stays fine', needsCgroups, async (t) => {

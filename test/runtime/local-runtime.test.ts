@@ -8,6 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { newId } from '../../shared/ids.ts';
 import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
 import { PermanentRuntimeError, SandboxGoneError } from '../../shared/runtime/types.ts';
+import { AGENT_PATH } from '../../shared/runtime/local/launch.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
@@ -24,7 +25,7 @@ async function initsOf(id: string): Promise<number[]> {
   const found: number[] = [];
   for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
     const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (args[0] === '/bin/sh' && args.includes(`paddock-sandbox-${id}`)) found.push(Number(pid));
+    if ((args[0] === '/bin/sh' || args[0] === AGENT_PATH) && args.includes(`paddock-sandbox-${id}`)) found.push(Number(pid));
   }
   return found;
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
+// The nsenter path (sandboxes without their agent: see local-agent.test.ts for the agent's).
 // Descriptor exhaustion in the spawner: the commands that find no descriptors fail, and nothing
 // else does (issue 13: an 'error' listener attached after the first use of a child's streams let
 // one EMFILE take down the spawner and every tenant's running command).
@@ -18,7 +19,7 @@ test('a spawner out of descriptors fails the commands it cannot start and goes o
   // The spawner inherits the limit of the process that forks it.
   const script = `
     import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
-    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512 });
+    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512, agent: false });
     const id = 'sbx_emfile' + process.pid;
     await runtime.create({ id, accountId: 'acct_t', capSeconds: 120 });
     const first = runtime.exec(id, { argv: ['sleep', '3'], timeoutMs: 10_000 });
@@ -51,7 +52,7 @@ test('commands timing out together are killed through their own groups: the spaw
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   const script = `
     import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
-    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512 });
+    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512, agent: false });
     const id = 'sbx_killstorm' + process.pid;
     await runtime.create({ id, accountId: 'acct_t', capSeconds: 120 });
     // Each leaves a process in a session of its own behind, as a timeout's kill must still find.
@@ -98,7 +99,7 @@ test('a command whose timeout comes before it has joined its group is still kill
   // cgroup (as any timeout may on a loaded host): the group is empty when the kill reads it.
   const script = `
     import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
-    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512 });
+    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512, agent: false });
     const id = 'sbx_earlykill' + process.pid;
     await runtime.create({ id, accountId: 'acct_t', capSeconds: 120 });
     const started = Date.now();

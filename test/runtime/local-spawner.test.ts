@@ -7,7 +7,8 @@ import { readStat } from '../../shared/runtime/local/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
-// The local runtime forks its commands from a small spawner process (shared/runtime/local/spawner.ts),
+// Without its agent (a sandbox made before it, a host without a C compiler, terminals always), the
+// local runtime forks its commands from a small spawner process (shared/runtime/local/spawner.ts),
 // not from the process that asked: these pin where commands come from and what happens when
 // either process goes away.
 
@@ -47,7 +48,7 @@ async function startSleeping(runtime: Parameters<typeof run>[0], id: string, mar
 }
 
 test('commands are forked by one long-lived spawner, a child of the runtime\'s process, not by it', async (t) => {
-  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t, { agent: false });
   const id = await sandbox();
   assert.equal((await run(runtime, id, ['echo', 'one'])).stdout, 'one\n');
   const spawners = await spawnersOf(process.pid);
@@ -69,7 +70,7 @@ test('commands are forked by one long-lived spawner, a child of the runtime\'s p
 });
 
 test('a spawner killed mid-command fails that call, kills the command, and the next exec starts another', async (t) => {
-  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t, { agent: false });
   const id = await sandbox();
   const { outcome } = await startSleeping(runtime, id, '302');
   const [spawner] = await spawnersOf(process.pid);
@@ -85,7 +86,7 @@ test('a spawner killed mid-command fails that call, kills the command, and the n
 });
 
 test('close stops the spawner and what it runs; a later exec starts another', async (t) => {
-  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const { runtime, sandbox } = await setupLocalRuntime(t, { agent: false });
   const id = await sandbox();
   const { outcome } = await startSleeping(runtime, id, '303');
   await runtime.close();
@@ -96,7 +97,7 @@ test('close stops the spawner and what it runs; a later exec starts another', as
 });
 
 test('a process that ran execs exits on its own; one killed takes its spawner and commands with it', async (t) => {
-  const { options, sandbox } = await setupLocalRuntime(t);
+  const { options, sandbox } = await setupLocalRuntime(t, { agent: false });
   const id = await sandbox();
   const elsewhere = (argv: string[]) => {
     const script = `

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../../logger.ts';
@@ -58,6 +59,13 @@ export interface ExecGroup {
   procsFiles: string[];
   /** Ends every process in the group (undefined: the host has no hierarchy for exec groups). */
   killer?: GroupKill;
+  /**
+   * The command's own group's cgroup.procs alone: enough for a process that is in the sandbox's
+   * limit groups already (a child of its init).
+   */
+  own?: string;
+  /** The group's name below the sandbox's v2 group, for a command to be born in (see delegate). */
+  name?: string;
   /** Removes the group once the command has ended, unless something it started still runs in it. */
   release(): Promise<void>;
 }
@@ -74,8 +82,18 @@ export interface Cgroups {
   limitDevice(id: string, limit: DeviceLimit): Promise<boolean>;
   /** Moves the sandbox's init into its groups, before it runs anything. */
   admitInit(id: string, pid: number): Promise<void>;
-  /** A group for one command, inside the sandbox's groups. */
-  openExec(id: string): Promise<ExecGroup>;
+  /**
+   * A group for one command, inside the sandbox's groups. `byAgent`: where the sandbox's agent
+   * makes exec groups itself (see delegate), it is only named here, and made on first use.
+   */
+  openExec(id: string, byAgent?: boolean): Promise<ExecGroup>;
+  /**
+   * Lets the sandbox's agent, running as `owner`, make its commands' groups and start each in its
+   * own (clone3's CLONE_INTO_CGROUP needs write access to the group's cgroup.procs and to the
+   * sandbox group's): the sandbox's v2 group and its cgroup.procs become the owner's. Answers that
+   * directory, or undefined where exec groups are not v2 groups. Its limits' files stay root's.
+   */
+  delegate(id: string, owner: number): Promise<string | undefined>;
   /** Kills every process in the sandbox's groups, waits until none is left, then removes the groups. */
   killAndRemove(id: string, deadline: number): Promise<void>;
 }
@@ -225,14 +243,23 @@ function cgroupsOf(
       for (const dir of dirs(id)) await writeFile(join(dir, 'cgroup.procs'), String(pid));
     },
 
-    async openExec(id) {
+    async delegate(id, owner) {
+      if (killHierarchy !== 'v2') return undefined;
+      await chown(v2Dir(id)!, owner, owner);
+      await chown(join(v2Dir(id)!, 'cgroup.procs'), owner, owner);
+      return v2Dir(id)!;
+    },
+
+    async openExec(id, byAgent) {
       const limitProcs = [...v1Names].filter((name) => name !== killHierarchy).map((name) => join(v1Dir(name, id), 'cgroup.procs'));
       if (!killHierarchy) return { procsFiles: limitProcs, release: async () => undefined };
       const base = killHierarchy === 'v2' ? v2Dir(id)! : v1Dir(killHierarchy, id);
       const dir = join(base, `x${randomBytes(8).toString('hex')}`);
-      await mkdir(dir);
+      if (!(byAgent && killHierarchy === 'v2')) await mkdir(dir);
       return {
+        name: basename(dir),
         procsFiles: [...limitProcs, join(dir, 'cgroup.procs')],
+        own: join(dir, 'cgroup.procs'),
         killer: killHierarchy === 'v2' ? { kill: join(dir, 'cgroup.kill') } : { procs: join(dir, 'cgroup.procs') },
         // A group that a background process still holds stays until the sandbox goes.
         release: () => rmdir(dir).catch(() => undefined),

@@ -4,7 +4,7 @@ import type { Writable } from 'node:stream';
 import { isStdinStream, type ExecRequest, type ExecResult, type ExecStdin } from '../types.ts';
 import { killGroup, type GroupKill } from './cgroups.ts';
 import { runningAsRoot, SANDBOX_ENV, SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
-import { encodeFrame, READER } from '../exec-frame.ts';
+import { encodeFrame, READER, type Frame } from '../exec-frame.ts';
 import { killQuietly, killSession } from './processes.ts';
 
 // One command in a running sandbox: nsenter joins the init's namespaces and becomes the sandbox
@@ -58,10 +58,15 @@ export function execCommandLine(target: ExecTarget): string[] {
   return ['/bin/sh', '-c', `${join}unset PWD && exec "$@"`, 'sh', ...enter];
 }
 
+/** What runs: argv as given, the working directory inside the sandbox, the sandbox's environment plus the request's. */
+export function execCommand(request: Pick<ExecRequest, 'argv' | 'cwd' | 'env'>): Frame {
+  const cwd = posix.resolve(WORKSPACE, request.cwd ?? WORKSPACE);
+  return { argv: request.argv, cwd, env: { ...SANDBOX_ENV, ...request.env } };
+}
+
 /** The frame execCommandLine's command reads on descriptor 3. */
 export function execFrame(request: Pick<ExecRequest, 'argv' | 'cwd' | 'env'>): Buffer {
-  const cwd = posix.resolve(WORKSPACE, request.cwd ?? WORKSPACE);
-  return encodeFrame({ argv: request.argv, cwd, env: { ...SANDBOX_ENV, ...request.env } });
+  return encodeFrame(execCommand(request));
 }
 
 export interface RunOptions {

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, renameSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
-import { GENERATED } from './bwrap-args.ts';
+import { GENERATED, GENERATED_ETC_FIRST_FD } from './bwrap-args.ts';
 import { GENERATED_ETC, runningAsRoot, SANDBOX_ENV } from './identity.ts';
 import { killQuietly, readStat } from './processes.ts';
 
@@ -34,7 +35,20 @@ export interface LaunchOptions {
   /** Runs while the init is held, given its host pid. */
   beforeStart(pid: number): Promise<void>;
   deadline: number;
+  /**
+   * The init is the agent (agent/paddock-agent.c) instead of a shell: its binary, and where its
+   * socket is made on the host (the runtime connects there for every exec).
+   */
+  agent?: { binary: string; socket: string; cgroupDir?: string };
 }
+
+// The agent's descriptors, after the generated /etc files': its listening socket, and its binary
+// (bubblewrap copies it into the sandbox, so no host path appears in the sandbox's mount table).
+const AGENT_SOCKET_FD = GENERATED_ETC_FIRST_FD + GENERATED.length;
+const AGENT_BINARY_FD = AGENT_SOCKET_FD + 1;
+const AGENT_CGROUP_FD = AGENT_BINARY_FD + 1;
+/** Where the agent is inside the sandbox. */
+export const AGENT_PATH = '/.sandbox-init';
 
 export interface Launched {
   pid: number;
@@ -42,21 +56,38 @@ export interface Launched {
 }
 
 export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
+  const listening = options.agent ? await listen(`${options.agent.socket}.new`) : undefined;
   // Synchronous file calls: no await may come between the spawn and the watch for its 'error'.
   const log = openSync(options.logFile, 'w', 0o600);
+  const binary = options.agent ? openSync(options.agent.binary, 'r') : undefined;
+  // The sandbox's cgroup directory, for the agent to start commands into their own groups.
+  const cgroupDir = options.agent?.cgroupDir ? openSync(options.agent.cgroupDir, 'r') : undefined;
   let child: ChildProcess;
   try {
-    const args = [...options.args, '--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--'];
-    child = spawn(options.bwrap, [...args, '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id)], {
+    const init = listening
+      ? ['--perms', '0555', '--ro-bind-data', String(AGENT_BINARY_FD), AGENT_PATH, '--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--',
+          AGENT_PATH, String(AGENT_SOCKET_FD), '5', sandboxMarker(options.id), ...(cgroupDir === undefined ? [] : [String(AGENT_CGROUP_FD)])]
+      : ['--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--', '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id)];
+    child = spawn(options.bwrap, [...options.args, ...init], {
       // Its own session, and no --die-with-parent: the sandbox outlives the process that made it.
       detached: true,
       cwd: '/',
       env: SANDBOX_ENV,
-      stdio: ['ignore', 'ignore', log, 'pipe', 'pipe', 'pipe', ...GENERATED.map(() => 'pipe' as const)],
+      stdio: [
+        'ignore', 'ignore', log, 'pipe', 'pipe', 'pipe', ...GENERATED.map(() => 'pipe' as const),
+        ...(listening && binary !== undefined ? [listening.fd, binary, ...(cgroupDir === undefined ? [] : [cgroupDir])] : []),
+      ],
       ...(runningAsRoot ? { uid: options.hostUid, gid: options.hostUid } : {}),
     });
   } finally {
     closeSync(log);
+    if (binary !== undefined) closeSync(binary);
+    if (cgroupDir !== undefined) closeSync(cgroupDir);
+    if (listening) {
+      // The agent holds the socket now. Renamed first: closing a listening socket unlinks its path.
+      if (options.agent) renameSync(listening.path, options.agent.socket);
+      listening.server.close();
+    }
   }
   let pid: number | undefined;
   // Ends the watch for failure (an exit, an 'error', the deadline) once the start is decided.
@@ -71,7 +102,9 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
 
     // fd 3: the hold (--block-fd), 4: the init's pid (--info-fd), 5: the init says it runs; from
     // 6 on, the generated /etc files' bytes (--ro-bind-data).
-    const [, , , hold, info, ready, ...etcFiles] = child.stdio as unknown as [null, null, null, Writable, Readable, Readable, ...Writable[]];
+    const [, , , hold, info, ready, ...rest] = child.stdio as unknown as [null, null, null, Writable, Readable, Readable, ...Writable[]];
+    // After them, the agent's descriptors, which are not streams here.
+    const etcFiles = rest.slice(0, GENERATED.length);
     // A bubblewrap that dies resets these; its exit is what tells of the failure.
     for (const stream of [hold, info, ready, ...etcFiles]) stream.on('error', () => undefined);
     GENERATED.forEach((name, i) => etcFiles[i]!.end(GENERATED_ETC[name]));
@@ -90,6 +123,19 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
   } finally {
     decided.abort();
   }
+}
+
+/** A listening socket, only root may connect to, for the agent to inherit. */
+async function listen(path: string): Promise<{ server: Server; fd: number; path: string }> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, resolve);
+  });
+  chmodSync(path, 0o600);
+  // The descriptor Node holds (libuv's), handed to bubblewrap as the agent's.
+  const fd = (server as unknown as { _handle: { fd: number } })._handle.fd;
+  return { server, fd, path };
 }
 
 async function childPid(info: Readable): Promise<number> {

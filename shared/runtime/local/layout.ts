@@ -28,6 +28,8 @@ export const sandboxDir = (layout: Layout, id: string): string => join(layout.sa
 export const workspaceDir = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'workspace');
 export const diskImage = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'disk.img');
 export const initLogFile = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'init.log');
+/** The socket of the sandbox's agent (its init): only root reaches it, and nothing inside. */
+export const agentSocket = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'agent.sock');
 export const networkLogFile = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'network.log');
 
 export async function prepareLayout(dataDir: string): Promise<Layout> {

@@ -36,6 +36,8 @@ export interface LocalRuntimeOptions {
   diskInodes?: number;
   /** Reads and writes of that disk, each in MB/s (cgroup v2's io.max on its device); 0 or absent: no cap. */
   diskMbps?: number;
+  /** Run each sandbox's init as the agent that starts its commands (default true); false: every command through nsenter. */
+  agent?: boolean;
   /** Where the cgroup file systems are mounted (tests); default /sys/fs/cgroup. */
   cgroupRoot?: string;
   log?: Logger;

@@ -12,7 +12,9 @@ import {
 } from '../types.ts';
 import { sandboxArgs, systemDirArgs } from './bwrap-args.ts';
 import { ESSENTIAL, openCgroups, type Cgroups } from './cgroups.ts';
-import { execCommandLine, execFrame } from './exec.ts';
+import { execCommand, execCommandLine, execFrame } from './exec.ts';
+import { agentBinary } from './agent/binary.ts';
+import { AgentGoneError, runThroughAgent } from './agent/client.ts';
 import { mountPts, terminalCommand } from './terminal.ts';
 import { hostUidFor, runningAsRoot } from './identity.ts';
 import { launchSandbox, sandboxMarker } from './launch.ts';
@@ -24,6 +26,7 @@ import {
   sandboxDir,
   workspaceDir,
   diskImage,
+  agentSocket,
   type Layout,
 } from './layout.ts';
 import { isLocked, withLock } from './lock.ts';
@@ -48,6 +51,8 @@ interface Host {
   cgroups: Cgroups | undefined;
   programs: Programs | undefined;
   systemDirs: string[];
+  /** The agent binary new sandboxes run as their init; without it, commands go through nsenter. */
+  agent: string | undefined;
 }
 
 type Found =
@@ -76,13 +81,14 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   }
 
   async function openHost(): Promise<Host> {
-    const [layout, cgroups, programs, systemDirs] = await Promise.all([
+    const [layout, cgroups, programs, systemDirs, agent] = await Promise.all([
       prepareLayout(settings.dataDir),
       openCgroups({ log, root: settings.cgroupRoot }),
       findPrograms(),
       systemDirArgs(),
+      settings.agent === false ? undefined : agentBinary(log),
     ]);
-    return { layout, cgroups, programs, systemDirs };
+    return { layout, cgroups, programs, systemDirs, agent };
   }
 
   const lockName = (h: Host, id: string): string => `${h.layout.lockPrefix}/${id}`;
@@ -135,6 +141,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
           log?.warn({ sandboxId: spec.id, device: limit.device }, 'could not cap the sandbox disk\'s bandwidth (io.max); it runs without');
         }
       }
+      const cgroupDir = h.agent && runningAsRoot ? await h.cgroups?.delegate(spec.id, hostUid) : undefined;
       const args = sandboxArgs({
         systemDirs: h.systemDirs,
         workspace,
@@ -145,6 +152,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         args,
         hostUid,
         logFile: initLogFile(h.layout, spec.id),
+        ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
         beforeStart: async (initPid) => {
           await h.cgroups?.admitInit(spec.id, initPid);
           if (settings.network) network = await withNetwork(h, programs, spec.id, initPid, deadline);
@@ -166,6 +174,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         startTime,
         hostUid,
         createdAt,
+        ...(h.agent ? { agent: true } : {}),
         ...(network ? { network } : {}),
       };
       await writeState(dir, state);
@@ -316,13 +325,23 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       const state = await runningState(h, id);
       // Already aborted: nothing runs, and the answer is the one an abort gives (as in kubernetes).
       if (request.signal?.aborted) return { exitCode: null, signal: 'SIGKILL', timedOut: false, durationMs: 0 };
-      if (!h.programs) throw new Error('nsenter is not installed');
-      const frame = execFrame(request);
-      const group = await h.cgroups?.openExec(id);
-      const commandLine = execCommandLine({ nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: group?.procsFiles ?? [] });
+      const group = await h.cgroups?.openExec(id, state.agent && runningAsRoot);
       let result: ExecResult;
       try {
-        result = await spawner.run(commandLine, request, { frame, killer: group?.killer });
+        if (state.agent && group?.killer && group.own) {
+          const target = { socket: agentSocket(h.layout, id), initPid: state.pid, procs: group.own, killer: group.killer, group: group.name };
+          result = await runThroughAgent(target, execCommand(request), request).catch(async (err: unknown) => {
+            if (err instanceof AgentGoneError && !(await stillRuns(h, state))) {
+              known.delete(id);
+              throw new SandboxGoneError(`sandbox ${id} ended while the command ran`);
+            }
+            throw err;
+          });
+        } else {
+          if (!h.programs) throw new Error('nsenter is not installed');
+          const commandLine = execCommandLine({ nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: group?.procsFiles ?? [] });
+          result = await spawner.run(commandLine, request, { frame: execFrame(request), killer: group?.killer });
+        }
       } finally {
         void group?.release();
       }

@@ -14,6 +14,8 @@ export interface SandboxState {
   startTime: string;
   hostUid: number;
   createdAt: string;
+  /** The init is the agent (agent/paddock-agent.c): commands start through its socket. */
+  agent?: boolean;
   /** slirp4netns, for a sandbox with network: outside the namespace, so killed on its own. */
   network?: { pid: number; startTime: string };
 }
