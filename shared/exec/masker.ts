@@ -38,7 +38,8 @@ export class SecretMasker {
 
   push(chunk: Uint8Array): Buffer {
     const automaton = this.automaton;
-    if (!automaton) return Buffer.from(chunk);
+    // Nothing to mask: the chunk itself, not a copy (the runtime's chunks are fresh from a read).
+    if (!automaton) return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const base = this.pending.length;
     const buf = base ? Buffer.concat([this.pending, chunk]) : Buffer.from(chunk);
     let state = this.state;

@@ -1,13 +1,13 @@
 import { SecretMasker } from './masker.ts';
 
 /**
- * One output stream of an exec (stdout or stderr) on its way to the client: secrets masked, cut
- * at a byte cap (then only counted, never buffered), and decoded as UTF-8 across chunk
- * boundaries (invalid bytes become U+FFFD).
+ * One output stream of an exec (stdout or stderr) on its way to the client: secrets masked and
+ * cut at a byte cap (then only counted, never buffered), at a UTF-8 boundary. It gives bytes:
+ * whoever sends them decodes them (TextDecoder, invalid bytes as U+FFFD) only as they go out, so
+ * output held for a buffered answer is bytes outside the JavaScript heap, not strings in it.
  */
 export class OutputStream {
   private readonly masker: SecretMasker;
-  private readonly decoder = new TextDecoder('utf-8');
   private readonly maxBytes: number;
   private admitted = 0;
   truncated = false;
@@ -19,10 +19,10 @@ export class OutputStream {
     this.maxBytes = maxBytes;
   }
 
-  /** The text to send for this chunk ('' when held back or past the cap). */
-  push(chunk: Uint8Array): string {
+  /** The bytes to send for this chunk (none when held back or past the cap). */
+  push(chunk: Uint8Array): Buffer {
     this.received += chunk.byteLength;
-    return this.admit(this.masker.push(chunk), true);
+    return this.admit(this.masker.push(chunk));
   }
 
   /** How many bytes the masker holds back now (each could still begin a secret). */
@@ -30,21 +30,21 @@ export class OutputStream {
     return this.masker.held;
   }
 
-  /** A pause: the text held back because it could begin a secret, passed on now. */
-  release(): string {
-    return this.admit(this.masker.release(), true);
+  /** A pause: the bytes held back because they could begin a secret, passed on now. */
+  release(): Buffer {
+    return this.admit(this.masker.release());
   }
 
-  end(): string {
-    return this.admit(this.masker.flush(), false) + this.decoder.decode();
+  end(): Buffer {
+    return this.admit(this.masker.flush());
   }
 
-  private admit(bytes: Buffer, more: boolean): string {
-    if (bytes.length === 0) return '';
+  private admit(bytes: Buffer): Buffer {
+    if (bytes.length === 0) return bytes;
     const room = this.maxBytes - this.admitted;
     if (room <= 0) {
       this.truncated = true;
-      return '';
+      return EMPTY;
     }
     let slice = bytes;
     if (bytes.length > room) {
@@ -52,9 +52,11 @@ export class OutputStream {
       slice = bytes.subarray(0, utf8Boundary(bytes, room));
     }
     this.admitted += slice.length;
-    return this.decoder.decode(slice, { stream: more || !this.truncated });
+    return slice;
   }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** The largest cut ≤ n that does not split a UTF-8 sequence. */
 function utf8Boundary(bytes: Uint8Array, n: number): number {

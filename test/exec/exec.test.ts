@@ -38,7 +38,7 @@ test('exit codes, stdout and stderr apart, duration', async () => {
   assert.equal((await exec({ command: 'exit 3' })).body.exitCode, 3);
   assert.equal((await exec({ command: ['false'] })).body.exitCode, 1);
   const missing = await exec({ command: ['no-such-program-xyz'] });
-  assert.equal(missing.body.exitCode, 127);
+  assert.equal(missing.body.exitCode, 127, JSON.stringify(missing.body));
 });
 
 test('a command ended by a signal reports the signal', async () => {

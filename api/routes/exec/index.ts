@@ -1,12 +1,13 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
 import { startNdjsonAnswer } from '../../services/exec/ndjson.ts';
+import { sendJsonAnswer } from '../../services/exec/json-answer.ts';
 import { abortOnDisconnect } from '../../services/streaming.ts';
 import { prepareExec } from '../../services/exec/prepare.ts';
 import { startProcess } from '../../services/processes/index.ts';
 import { presentStarted } from '../../presenters/process.ts';
 import { StartedProcess } from '../processes/schema.ts';
-import { runExec, STREAM_IDLE_RELEASE_MS } from '../../services/exec/run.ts';
+import { runExec, runExecBytes, STREAM_IDLE_RELEASE_MS } from '../../services/exec/run.ts';
 import { accountIdOf, route } from '../route.ts';
 import { ExecBody, ExecParams, ExecResult, ExecStreamLine } from './schema.ts';
 
@@ -84,12 +85,11 @@ export const execRoute = route(
       return;
     }
     const abort = abortOnDisconnect(ctx);
-    const stdout: string[] = [];
-    const stderr: string[] = [];
-    const outcome = await runExec(deps, sandbox.id, prepared, { stdout: (t) => void stdout.push(t), stderr: (t) => void stderr.push(t) }, abort.signal);
-    // Encoded once, here: a client slow to read holds these bytes, not a string and its copy too.
-    ctx.type = 'application/json';
-    ctx.body = Buffer.from(JSON.stringify({ ...outcome, stdout: stdout.join(''), stderr: stderr.join('') }));
+    // Held as bytes (outside the JavaScript heap) until the answer is written, decoded as it goes.
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    const outcome = await runExecBytes(deps, sandbox.id, prepared, { stdout: (b) => void stdout.push(b), stderr: (b) => void stderr.push(b) }, abort.signal);
+    sendJsonAnswer(ctx, { ...outcome }, { stdout, stderr }, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
   },
 );
 

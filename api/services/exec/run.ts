@@ -13,11 +13,14 @@ export interface ExecOutcome {
   stderrTruncated: boolean;
 }
 
-export interface OutputSink {
-  /** A returned promise holds the command's output until the text is on its way to the client. */
-  stdout(text: string): void | Promise<void>;
-  stderr(text: string): void | Promise<void>;
+export interface OutputSink<T = string> {
+  /** A returned promise holds the command's output until it is on its way to the client. */
+  stdout(data: T): void | Promise<void>;
+  stderr(data: T): void | Promise<void>;
 }
+
+/** A sink of bytes (masked and capped, never decoded here) for runExecBytes. */
+export type ByteSink = OutputSink<Buffer>;
 
 // How much a stream may print past its cap before the command is stopped. Output past the cap is
 // dropped and flagged; a command that prints a little too much still ends on its own, with its
@@ -54,20 +57,44 @@ export async function runExec(
   signal: AbortSignal,
   options: RunOptions = {},
 ): Promise<ExecOutcome> {
+  // Decoded as it goes out, across chunk boundaries; what a decoder still holds at the end (the
+  // start of a character that never came) goes out as U+FFFD.
+  const decoders = { stdout: new TextDecoder('utf-8'), stderr: new TextDecoder('utf-8') };
+  const text = (name: 'stdout' | 'stderr') => (bytes: Buffer) => {
+    const decoded = decoders[name].decode(bytes, { stream: true });
+    if (decoded) return sink[name](decoded);
+  };
+  const outcome = await runExecBytes(deps, sandboxId, prepared, { stdout: text('stdout'), stderr: text('stderr') }, signal, options);
+  for (const name of ['stdout', 'stderr'] as const) {
+    const rest = decoders[name].decode();
+    if (rest) await sink[name](rest);
+  }
+  return outcome;
+}
+
+/** runExec, the output given as bytes (masked and capped), for a sink that decodes them itself. */
+export async function runExecBytes(
+  deps: AppDeps,
+  sandboxId: string,
+  prepared: PreparedExec,
+  sink: ByteSink,
+  signal: AbortSignal,
+  options: RunOptions = {},
+): Promise<ExecOutcome> {
   const max = deps.config.PADDOCK_EXEC_OUTPUT_MAX_BYTES;
   const out = new OutputStream(prepared.secrets, max);
   const err = new OutputStream(prepared.secrets, max);
   const overflow = new AbortController();
-  const emit = (text: string, to: (t: string) => void | Promise<void>): void | Promise<void> => {
+  const emit = (bytes: Buffer, to: (b: Buffer) => void | Promise<void>): void | Promise<void> => {
     const limit = max + OVERFLOW_GRACE_BYTES;
     if ((out.received > limit || err.received > limit) && !overflow.signal.aborted) overflow.abort();
-    if (text) return to(text);
+    if (bytes.length > 0) return to(bytes);
   };
   const idle = options.idleReleaseMs;
   const timers = new Map<OutputStream, NodeJS.Timeout>();
   let ended = false;
   /** After a chunk: when the masker holds bytes back, they go out once the stream is quiet. */
-  const releaseWhenQuiet = (stream: OutputStream, to: (t: string) => void | Promise<void>): void => {
+  const releaseWhenQuiet = (stream: OutputStream, to: (b: Buffer) => void | Promise<void>): void => {
     clearTimeout(timers.get(stream));
     timers.delete(stream);
     if (idle === undefined || stream.held === 0) return;
@@ -78,7 +105,7 @@ export async function runExec(
     timer.unref();
     timers.set(stream, timer);
   };
-  const onChunk = (stream: OutputStream, to: (t: string) => void | Promise<void>) => (chunk: Uint8Array) => {
+  const onChunk = (stream: OutputStream, to: (b: Buffer) => void | Promise<void>) => (chunk: Uint8Array) => {
     const sent = emit(stream.push(chunk), to);
     releaseWhenQuiet(stream, to);
     return sent;

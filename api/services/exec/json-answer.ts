@@ -1,0 +1,55 @@
+import { PassThrough } from 'node:stream';
+import type { AppContext } from '../../context.ts';
+import { drained } from '../streaming.ts';
+
+// Bytes of output decoded and encoded at a time. A NUL is six characters as JSON (\u0000): built
+// whole, a 1 MiB answer was 6 MiB of string and as much again as bytes, encoded in one go on the
+// event loop (tens of milliseconds every neighbour waited) and held until the client took the
+// last byte. A slice's strings are small and short-lived; the output waits as bytes.
+const SLICE_BYTES = 16 * 1024;
+
+/**
+ * A buffered exec's answer: one JSON document, written a slice at a time as the client takes it,
+ * a turn of the event loop between slices. `head` holds the small fields; `outputs` each output
+ * field's bytes in the parts they came in, decoded as UTF-8 as they are written (invalid bytes as
+ * U+FFFD). A client that takes nothing for `writeTimeoutMs` is dropped, as a streamed answer's is.
+ */
+export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, outputs: Record<string, Buffer[]>, writeTimeoutMs: number): void {
+  const stream = new PassThrough();
+  ctx.status = 200;
+  ctx.type = 'application/json';
+  ctx.body = stream;
+  let stalled = false;
+  const put = (text: string): void | Promise<void> => {
+    if (stalled || stream.destroyed) return;
+    if (stream.write(text)) return;
+    return drained(stream, writeTimeoutMs, () => {
+      stalled = true;
+      ctx.res.destroy();
+    });
+  };
+  // Nothing more is encoded once the client is gone or dropped: the rest of the answer is let go.
+  const gone = (): boolean => stalled || stream.destroyed;
+  void (async () => {
+    await put(JSON.stringify(head).slice(0, -1));
+    for (const [name, parts] of Object.entries(outputs)) {
+      await put(`,${JSON.stringify(name)}:"`);
+      const decoder = new TextDecoder('utf-8');
+      for (const part of parts) {
+        for (let at = 0; at < part.length; at += SLICE_BYTES) {
+          // A socket that takes everything at once (loopback buffers megabytes) would otherwise
+          // see the whole answer encoded in one turn.
+          await new Promise(setImmediate);
+          if (gone()) return;
+          const text = decoder.decode(part.subarray(at, at + SLICE_BYTES), { stream: true });
+          if (text) await put(JSON.stringify(text).slice(1, -1));
+        }
+      }
+      const rest = decoder.decode();
+      if (rest) await put(JSON.stringify(rest).slice(1, -1));
+      await put('"');
+    }
+    await put('}');
+    stream.end();
+  })();
+}
