@@ -51,9 +51,9 @@ export interface StandinCluster {
  * Under the kubernetes runtime, the Kubernetes API stand-in, its pods local sandboxes in
  * `dir`/cluster, as there is no cluster to test against; nothing under the local runtime.
  */
-export async function startStandinCluster(dir: string, diskMb = 2048): Promise<StandinCluster | undefined> {
+export async function startStandinCluster(dir: string, diskMb = 2048, pidsMax = 128): Promise<StandinCluster | undefined> {
   if (testRuntime() !== 'kubernetes') return undefined;
-  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax: 128, diskMb });
+  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax, diskMb });
   const standin = await startKubeStandin({ backend }).catch(async (err: unknown) => {
     await backend.close();
     throw err;
@@ -107,8 +107,12 @@ export async function startSandboxStack(
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  // A suite that sizes the local sandboxes' disk sizes the stand-in's pods' alike.
-  cluster = await startStandinCluster(dataDir, options.overrides?.PADDOCK_LOCAL_DISK_MB ? config.PADDOCK_LOCAL_DISK_MB : undefined);
+  // A suite that sizes the local sandboxes' disk or process limit sizes the stand-in's pods' alike.
+  cluster = await startStandinCluster(
+    dataDir,
+    options.overrides?.PADDOCK_LOCAL_DISK_MB ? config.PADDOCK_LOCAL_DISK_MB : undefined,
+    options.overrides?.PADDOCK_LOCAL_PIDS_MAX ? config.PADDOCK_LOCAL_PIDS_MAX : undefined,
+  );
   const kubeConfig = cluster?.kubeConfig;
 
   // With logLines, every process logs at debug level into that array, for tests that read the logs.

@@ -93,15 +93,27 @@ export function wrapperArgv(input: WrapperInput): { argv: string[]; frame: Buffe
 export function killArgv(target: string, token: string): string[] {
   // No `--`: dash's kill (Debian's /bin/sh) takes it for a pid and kills nothing, and "-PGID"
   // after the signal is a group in every shell.
+  // Where grep reads NUL-separated lines (-z: GNU grep, as Debian-based images have), one grep a
+  // round names every process that carries the token; otherwise two processes per process on the
+  // pod's table, which a storm of timeouts (each with its own kill) made too slow to finish.
   const script = `kill -9 "$1" 2>/dev/null
+z=; printf 'a\\0' | grep -qz a 2>/dev/null && z=1
 i=0
 while [ $i -lt 20 ]; do
   n=0
-  for e in /proc/[0-9]*/environ; do
-    p=\${e#/proc/}; p=\${p%/environ}
-    [ "$p" = $$ ] && continue
-    if tr '\\0' '\\n' < "$e" 2>/dev/null | grep -qx "__PADDOCK_EXEC=$2"; then kill -9 "$p" 2>/dev/null && n=$((n + 1)); fi
-  done
+  if [ -n "$z" ]; then
+    for e in $(grep -lzx "__PADDOCK_EXEC=$2" /proc/[0-9]*/environ 2>/dev/null); do
+      p=\${e#/proc/}; p=\${p%/environ}
+      [ "$p" = $$ ] && continue
+      kill -9 "$p" 2>/dev/null && n=$((n + 1))
+    done
+  else
+    for e in /proc/[0-9]*/environ; do
+      p=\${e#/proc/}; p=\${p%/environ}
+      [ "$p" = $$ ] && continue
+      if tr '\\0' '\\n' < "$e" 2>/dev/null | grep -qx "__PADDOCK_EXEC=$2"; then kill -9 "$p" 2>/dev/null && n=$((n + 1)); fi
+    done
+  fi
   [ $n -eq 0 ] && exit 0
   i=$((i + 1))
 done`;
