@@ -1,4 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { spawn } from 'node:child_process';
+import { resolve as resolve_ } from 'node:path';
+import { ISOLATION_ATTACKS } from './isolation-attacks.ts';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
 import { paddockProcesses, rssOf } from './paddock-processes.ts';
@@ -13,28 +15,26 @@ const PHASE_SECONDS = Number(process.env.BENCH_ISOLATION_SECONDS ?? 10);
 const GOAL_P99_RATIO = 2;
 const GOAL_GROWTH_MB = 64;
 
-interface Attack {
-  name: string;
-  /** Concurrent loops of the attacker, each running this exec until the phase ends. */
-  loops: number;
-  /** Execs the attacker starts per second at most, all loops together (its sandbox_ops bucket). */
-  perSecond?: number;
-  body: (seconds: number) => unknown;
-}
-
-const ATTACKS: Attack[] = [
-  { name: 'quiet', loops: 0, body: () => undefined },
-  // At the attacker's own default rate limit (sandbox_ops, 120 a minute), then without one.
-  { name: 'output flood (cat /dev/zero, 2 execs/s)', loops: 4, perSecond: 2, body: (s) => ({ command: 'cat /dev/zero', timeoutSeconds: s }) },
-  { name: 'output flood (4× cat /dev/zero, no rate limit)', loops: 4, body: (s) => ({ command: 'cat /dev/zero', timeoutSeconds: s }) },
-  { name: 'CPU spin (4 busy loops)', loops: 1, body: (s) => ({ command: 'for i in 1 2 3 4; do (while :; do :; done) & done; wait', timeoutSeconds: s }) },
-  {
-    name: 'disk writes (dd 512 MiB, fsync)',
-    loops: 1,
-    body: (s) => ({ command: 'dd if=/dev/zero of=/workspace/f bs=1M count=512 conv=fsync 2>/dev/null; rm -f /workspace/f', timeoutSeconds: s }),
-  },
-  { name: 'quiet again', loops: 0, body: () => undefined },
+const ATTACKS: { name: string; loops: number }[] = [
+  { name: 'quiet', loops: 0 },
+  ...ISOLATION_ATTACKS,
+  { name: 'quiet again', loops: 0 },
 ];
+
+/**
+ * Runs one attack from a process of its own (bench/isolation-attacker.ts), as a tenant on another
+ * machine would: the attacker's reading of its answers (a flood's is 6 MiB of JSON) must not hold
+ * up the neighbour's client, which is this process.
+ */
+function attackElsewhere(name: string, milliseconds: number, world: { url: string; key: string; sandboxId: string }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [resolve_(import.meta.dirname, 'isolation-attacker.ts'), name, String(milliseconds), JSON.stringify(world)], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the attacker of "${name}" exited ${code}`))));
+  });
+}
 
 export const isolationBenchmark: Benchmark = {
   name: 'isolation',
@@ -61,19 +61,7 @@ export const isolationBenchmark: Benchmark = {
       try {
         for (const attack of ATTACKS) {
           const end = performance.now() + PHASE_SECONDS * 1000;
-          let nextStart = performance.now();
-          const attackers = Array.from({ length: attack.loops }, async () => {
-            while (performance.now() < end) {
-              if (attack.perSecond) {
-                const at = nextStart;
-                nextStart += 1000 / attack.perSecond;
-                if (at > performance.now()) await sleep(at - performance.now());
-                if (performance.now() >= end) break;
-              }
-              const left = Math.max(1, Math.ceil((end - performance.now()) / 1000));
-              await call(stack.url, attackerKey, 'POST', `/v1/sandboxes/${attackerBox.id}/exec`, attack.body(left)).catch(() => undefined);
-            }
-          });
+          const attackers = attack.loops === 0 ? Promise.resolve() : attackElsewhere(attack.name, PHASE_SECONDS * 1000, { url: stack.url, key: attackerKey, sandboxId: attackerBox.id });
           const execMs: number[] = [];
           const getMs: number[] = [];
           let errors = 0;
@@ -85,7 +73,7 @@ export const isolationBenchmark: Benchmark = {
             if (get?.status === 200) getMs.push(get.ms);
             else errors++;
           }
-          await Promise.all(attackers);
+          await attackers;
           const execP99 = percentile(execMs, 99);
           const getP99 = percentile(getMs, 99);
           if (attack.name === 'quiet') {

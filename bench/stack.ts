@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLocalRuntime } from '../shared/runtime/local/index.ts';
+import { parseConfig } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { createRuntime } from '../shared/runtime/index.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import { freePort } from '../scripts/services.ts';
 import { logFile, startLoggingProcess, type NodeProcess } from './processes.ts';
@@ -56,8 +58,14 @@ export function sandboxDataDir(prefix: string): string {
   return dir;
 }
 
+/**
+ * The local runtime as the stack's processes run it (the configuration's defaults, on this data
+ * directory: a disk of its own per sandbox, its limits, its agent), for the raw side of a comparison.
+ */
 export function localRuntimeOn(dataDir: string): SandboxRuntime {
-  return createLocalRuntime({ dataDir, network: false, memoryMb: 1024, pidsMax: 512 });
+  // The runtime reaches neither: they are required of every role, so named and never used.
+  const env = { PADDOCK_RUNTIME: 'local', PADDOCK_DATA_DIR: dataDir, DATABASE_URL: 'postgres://unused', REDIS_URL: 'redis://unused' };
+  return createRuntime(parseConfig(env, 'worker'), createLogger('warn', 'bench'));
 }
 
 /**

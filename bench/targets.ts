@@ -63,6 +63,9 @@ export async function startPaddock(
       PADDOCK_LOG_LEVEL: logLevel,
       // Every run signs up a fresh account; the production limit (10 a minute) would refuse reruns.
       PADDOCK_RATE_AUTH_PER_MIN: '100000',
+      // The floor has no rate limit to answer 429 from: every request here must be served in full
+      // (the bucket's round trip is still taken on every one).
+      PADDOCK_RATE_ACCOUNT_PER_MIN: '100000000',
       ...options.env,
     },
     port,
