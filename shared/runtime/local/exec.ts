@@ -3,6 +3,7 @@ import { posix } from 'node:path';
 import type { Writable } from 'node:stream';
 import { isStdinStream, type ExecRequest, type ExecResult, type ExecStdin } from '../types.ts';
 import { killGroup, type GroupKill } from './cgroups.ts';
+import { armDeadline } from './deadline.ts';
 import { runningAsRoot, SANDBOX_ENV, SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
 import { encodeFrame, READER, type Frame } from '../exec-frame.ts';
 import { killQuietly, killSession } from './processes.ts';
@@ -109,7 +110,6 @@ export function runCommand(commandLine: string[], request: RunOptions, onStart?:
       return;
     }
     if (child.pid !== undefined) onStart?.(child.pid);
-    let timedOut = false;
     let exited = false;
     let settled = false;
     let outputSeen = 0;
@@ -130,27 +130,18 @@ export function runCommand(commandLine: string[], request: RunOptions, onStart?:
       if (request.killer) stopping ??= killGroup(request.killer);
       else if (!exited && child.pid !== undefined) stopping ??= killSession(child.pid).catch(() => undefined);
     };
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        stop();
-      },
-      // Past 2^31 - 1 ms, setTimeout would fire at once.
-      Math.min(request.timeoutMs, 2 ** 31 - 1),
-    );
-    request.signal?.addEventListener('abort', stop, { once: true });
+    const deadline = armDeadline(request, stop);
 
     const settle = (finish: () => void): void => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
-      request.signal?.removeEventListener('abort', stop);
+      deadline.disarm();
       for (const stream of child.stdio) stream?.destroy();
       finish();
     };
     const succeed = (exitCode: number | null, signal: NodeJS.Signals | null): void =>
       settle(() => {
-        const result = { exitCode, signal, timedOut, durationMs: performance.now() - started };
+        const result = { exitCode, signal, timedOut: deadline.timedOut, durationMs: performance.now() - started };
         const answer = () => (stdinFailure ? reject(stdinFailure) : resolve(result));
         if (stopping) void stopping.then(answer);
         else answer();
@@ -192,7 +183,7 @@ export function runCommand(commandLine: string[], request: RunOptions, onStart?:
     child.once('close', succeed);
     child.once('exit', (exitCode, signal) => {
       exited = true;
-      clearTimeout(timer);
+      deadline.exited();
       // A background process (`sleep 100 &`) keeps the pipes open, so 'close' may never come.
       // The timer alone could fire before the loop has read what the command wrote; the
       // setImmediate after it runs once the loop has polled the pipes. A stream held by its

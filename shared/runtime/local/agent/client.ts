@@ -5,6 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { constants } from 'node:os';
 import { isStdinStream, type ExecRequest, type ExecResult } from '../../types.ts';
 import { killGroup, type GroupKill } from '../cgroups.ts';
+import { armDeadline } from '../deadline.ts';
 import { CHUNK_BYTES, frame, frameHeader, FrameReader, requestFrame } from './protocol.ts';
 import type { Frame } from '../../exec-frame.ts';
 
@@ -45,7 +46,6 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
     // Started in its group by the agent (target.group), a command runs at once; otherwise the agent
     // says 'P' and holds it until it is moved there and let go.
     let letGo = target.group !== undefined;
-    let timedOut = false;
     let stopping: Promise<void> | undefined;
     let settled = false;
     let holding = false;
@@ -58,13 +58,12 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
     const settle = (finish: () => void): void => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      deadline.disarm();
       clearTimeout(exitTimer);
-      request.signal?.removeEventListener('abort', stop);
       socket.destroy();
       finish();
     };
-    const killed = (): ExecResult => ({ exitCode: null, signal: 'SIGKILL', timedOut, durationMs: performance.now() - started });
+    const killed = (): ExecResult => ({ exitCode: null, signal: 'SIGKILL', timedOut: deadline.timedOut, durationMs: performance.now() - started });
     const answer = (result: ExecResult): void => {
       const give = () => settle(() => (stdinFailure ? reject(stdinFailure) : resolve(result)));
       // Stopped: what the command left in its group is ended before the answer, however late it came.
@@ -94,14 +93,7 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
       void stopping.then(again);
     }
 
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        stop();
-      },
-      Math.min(request.timeoutMs, 2 ** 31 - 1),
-    );
-    request.signal?.addEventListener('abort', stop, { once: true });
+    const deadline = armDeadline(request, stop);
 
     const output = (consume: ExecRequest['onStdout'], data: Buffer): void => {
       if (discarding) return;
@@ -204,7 +196,7 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
             answer({
               exitCode: code < 0 ? null : code,
               signal: signal ? (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`) : null,
-              timedOut,
+              timedOut: deadline.timedOut,
               durationMs: performance.now() - started,
             });
             return;
@@ -213,7 +205,7 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
             // It could not start (no process left under the sandbox's limit, say): told as a shell
             // tells a failed fork, on stderr with 126.
             if (!discarding) void request.onStderr?.(Buffer.from(`paddock: could not start the command: ${payload.toString('utf8')}\n`));
-            return answer({ exitCode: 126, signal: null, timedOut, durationMs: performance.now() - started });
+            return answer({ exitCode: 126, signal: null, timedOut: deadline.timedOut, durationMs: performance.now() - started });
           }
           default:
             return fail(new Error(`the sandbox agent sent an unknown frame (${JSON.stringify(type)})`));
