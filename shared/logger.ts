@@ -29,5 +29,9 @@ export function createLogger(level: string, name: string, destination?: Destinat
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return destination ? pino(settings, destination) : pino(settings);
+  // Written synchronously, as Node writes stdout to a pipe or file on Linux: lines go out in the
+  // order they were logged, and none is still in flight when the process exits (pino's default
+  // writes asynchronously, and its flush does not wait for a write under way: a shutdown's
+  // "stopped" could overtake its "shutting down", or be lost).
+  return pino(settings, destination ?? pino.destination({ dest: 1, sync: true }));
 }

@@ -33,16 +33,11 @@ export function onShutdownSignal(log: Logger, timeoutSeconds: number, stop: () =
   process.on('SIGINT', handler);
 }
 
-/**
- * Exits once the log lines written so far are out: pino writes stdout asynchronously, and an exit
- * with a write still in flight loses lines or lets a later one overtake it.
- */
+/** Exits; the log lines are out already (the logger writes synchronously: shared/logger.ts). */
 function exitFlushed(log: Logger, code: number): void {
-  const exit = () => process.exit(code);
-  setTimeout(exit, 2000).unref();
   try {
-    log.flush(exit);
-  } catch {
-    exit();
+    log.flush();
+  } finally {
+    process.exit(code);
   }
 }
