@@ -7,7 +7,7 @@ import { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
-import { recordEvent } from '../../shared/events/record.ts';
+import { recordEvents } from '../../shared/events/record.ts';
 import { presentSandbox } from '../presenters/sandbox.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimWarm, isPooled } from '../../shared/pool/warm-pool.ts';
@@ -76,7 +76,7 @@ export async function createSandbox(
     const now = new Date();
     const expiresAt = new Date(now.getTime() + deps.config.PADDOCK_SESSION_CAP_SECONDS * 1000);
     const warningSeconds = deps.config.PADDOCK_EXPIRY_WARNING_SECONDS;
-    const sandbox = tx.create(Sandbox, {
+    const sandbox: Sandbox = {
       id: warm ?? newId('sbx'),
       accountId,
       state: 'active',
@@ -88,22 +88,22 @@ export async function createSandbox(
       createdAt: now,
       expiresAt,
       expiryWarningAt: warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null,
-    });
-    await tx.flush();
-    const created = [
-      await recordEvent(tx, {
+      destroyedAt: null,
+      destroyReason: null,
+      failureMessage: null,
+    };
+    await sandboxes.insertSandbox(tx, sandbox);
+    // A claimed sandbox runs already: both its events, in one statement.
+    const created = await recordEvents(tx, [
+      {
         accountId,
         sandboxId: sandbox.id,
         type: 'sandbox.created',
         data: { sandbox: presentSandbox({ ...sandbox, status: 'pending', readyAt: null }) },
         dedupeKey: `sandbox.created:${sandbox.id}`,
-      }),
-    ];
-    if (warm) {
-      created.push(
-        await recordEvent(tx, { accountId, sandboxId: sandbox.id, type: 'sandbox.running', data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` }),
-      );
-    }
+      },
+      ...(warm ? [{ accountId, sandboxId: sandbox.id, type: 'sandbox.running' as const, data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` }] : []),
+    ]);
     if (idempotencyKey) {
       await tx.execute('insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', [
         accountId,

@@ -38,24 +38,39 @@ interface EventRow {
  * when the dedupe key was already used.
  */
 export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<RecordedEvent | undefined> {
-  await tx.execute('select 1 from accounts where id = ? for no key update', [event.accountId]);
+  return (await recordEvents(tx, [event]))[0];
+}
+
+/**
+ * Several events of one account, as recordEvent each, in one lock and one statement (their seq in
+ * the order given); each answer is undefined where its dedupe key was already used.
+ */
+export async function recordEvents(tx: EntityManager, events: readonly NewEvent[]): Promise<(RecordedEvent | undefined)[]> {
+  const accountId = events[0]?.accountId;
+  if (accountId === undefined) return [];
+  if (events.some((e) => e.accountId !== accountId)) throw new Error('recordEvents takes the events of one account');
+  await tx.execute('select 1 from accounts where id = ? for no key update', [accountId]);
+  const ids = events.map(() => newId('evt'));
   const rows = await tx.execute<EventRow[]>(
     `insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
-     values (?, ?, ?, ?, ?::jsonb, ?, ?)
+     values ${events.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?)').join(', ')}
      on conflict do nothing
      returning seq, id, account_id, sandbox_id, type, data, created_at`,
-    [
-      newId('evt'),
+    events.flatMap((event, i) => [
+      ids[i],
       event.accountId,
       event.sandboxId ?? null,
       event.type,
       JSON.stringify(event.data),
       event.dedupeKey ?? null,
       event.targetEndpointId ?? null,
-    ],
+    ]),
   );
-  const row = rows[0];
-  return row ? toRecorded(row) : undefined;
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => {
+    const row = byId.get(id);
+    return row ? toRecorded(row) : undefined;
+  });
 }
 
 export function toRecorded(row: EventRow): RecordedEvent {

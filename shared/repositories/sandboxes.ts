@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import type { Sandbox } from '../db/entities.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
@@ -5,7 +6,8 @@ import { allowlistOf, storedSecretsOf, type Allowlist, type StoredSecret } from 
 
 // The reads of the sandbox aggregate, as named statements on the driver's pool: every sandbox
 // route reads its sandbox first, and the rows are only presented or inspected, never flushed back
-// through the ORM. (Its state changes are transactions with their events: sandboxes/transitions.ts.)
+// through the ORM. Its birth is one statement in the create's transaction (insertSandbox); its
+// state changes are transactions with their events (sandboxes/transitions.ts).
 
 interface SandboxRow extends SnapshotRow {
   env: Record<string, string>;
@@ -26,6 +28,30 @@ const OWN_SANDBOX_WITH_POLICY = {
               from secrets x where x.account_id = $2 and (x.sandbox_id is null or x.sandbox_id = $1)) as secrets
       from sandboxes where id = $1 and account_id = $2`,
 };
+
+/**
+ * Records a new sandbox in `tx`'s transaction (the create's, which holds its account's lock and
+ * records its events): one statement, with no unit of work to compute.
+ */
+export async function insertSandbox(tx: EntityManager, sandbox: Sandbox): Promise<void> {
+  await tx.execute(
+    `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at)
+     values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?)`,
+    [
+      sandbox.id,
+      sandbox.accountId,
+      sandbox.state,
+      sandbox.status,
+      sandbox.image,
+      JSON.stringify(sandbox.metadata),
+      JSON.stringify(sandbox.env),
+      sandbox.createdAt,
+      sandbox.readyAt ?? null,
+      sandbox.expiresAt,
+      sandbox.expiryWarningAt ?? null,
+    ],
+  );
+}
 
 /** The account's sandbox, or undefined (another account's is not told apart from none). */
 export async function findOwnSandbox(pool: Pool, accountId: string, id: string): Promise<Sandbox | undefined> {
