@@ -50,7 +50,11 @@ export class ApiKeyStore {
     return `${this.prefix}:apikey:${keyHash}`;
   }
 
-  async authenticate(em: EntityManager, keyHash: string): Promise<KeyIdentity | undefined> {
+  /**
+   * `unitOfWork` is asked for only when the database is reached (a cache miss, or this minute's
+   * lastUsedAt): a request served from the cache forks no unit of work.
+   */
+  async authenticate(unitOfWork: () => EntityManager, keyHash: string): Promise<KeyIdentity | undefined> {
     const touchKey = `${this.prefix}:apikey-touch:${keyHash}`;
     // One round trip reads the cache and, for a cached valid key only, claims this minute's
     // "record lastUsedAt" slot: an unknown key leaves nothing behind in Redis.
@@ -62,7 +66,7 @@ export class ApiKeyStore {
       const entry = JSON.parse(cached) as Omit<KeyIdentity, 'scopes'> & { scopes?: string[] | null };
       identity = { ...entry, scopes: effectiveScopes(entry.scopes) };
     } else {
-      const row = await em.findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt', 'scopes'] });
+      const row = await unitOfWork().findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt', 'scopes'] });
       if (!row || row.revokedAt) return undefined;
       identity = { keyId: row.id, accountId: row.accountId, scopes: effectiveScopes(row.scopes) };
       const fill = this.redis.pipeline();
@@ -71,7 +75,7 @@ export class ApiKeyStore {
       const replies = await fill.exec();
       touch = replies?.at(-1)?.[1] === 'OK';
     }
-    if (touch) this.recordUse(em, identity.keyId);
+    if (touch) this.recordUse(unitOfWork(), identity.keyId);
     return identity;
   }
 

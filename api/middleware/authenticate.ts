@@ -22,7 +22,7 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps) {
       if (looksLikeApiKey(token)) {
         if (!isWellFormedApiKey(token)) throw invalid();
         const keyHash = hashApiKey(token);
-        const identity = await deps.apiKeys.authenticate(ctx.state.em, keyHash);
+        const identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash);
         if (!identity) throw invalid();
         ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash };
       } else if (looksLikeJwt(token) && deps.tokens.verify(token)) {
@@ -61,7 +61,7 @@ export function authenticateWebSocket(deps: AppDeps) {
     if (ctx.get('authorization')) throw new ApiError('invalid_request', 'Send either the Authorization header or a ticket, not both.');
     const grant = typeof ticket === 'string' ? await deps.terminalTickets.redeem(ticket) : undefined;
     if (!grant) throw new ApiError('invalid_credential', 'The ticket is malformed, unknown, used or expired; tickets are single use and last 60 s.');
-    const identity = await deps.apiKeys.authenticate(ctx.state.em, grant.keyHash);
+    const identity = await deps.apiKeys.authenticate(() => ctx.state.em, grant.keyHash);
     if (!identity || identity.keyId !== grant.keyId) throw invalid();
     if (grant.sandboxId !== ctx.params.id) throw new ApiError('invalid_credential', 'The ticket was issued for another sandbox.');
     ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes };
