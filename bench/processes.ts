@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { memoryCgroup } from './memory-limit.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const live = new Set<ChildProcess>();
@@ -24,17 +25,27 @@ export interface NodeProcessOptions {
   logFile: string;
   /** Folder for a `--cpu-prof` profile, when profiling. */
   profileDir?: string;
+  /** Runs the process in a memory cgroup of this many MiB, as its deployment does (bench/memory-limit.ts). */
+  memoryLimitMb?: number;
 }
 
 /** Runs a script with the bench's own Node, as its own process, and waits until it is ready. */
 export async function startNodeProcess(options: NodeProcessOptions): Promise<NodeProcess> {
   const flags = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, options.name)}`] : [];
+  const group = options.memoryLimitMb !== undefined ? memoryCgroup(options.name, options.memoryLimitMb) : undefined;
+  const command = [process.execPath, ...flags, options.script];
   const out = openSync(options.logFile, 'w');
-  const child = spawn(process.execPath, [...flags, options.script], { cwd: root, env: options.env, stdio: ['ignore', out, out] });
+  // In its group before Node starts: Node reads its limit once, at start, to size its heap.
+  const child = group
+    ? spawn('/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', group.procs, ...command], { cwd: root, env: options.env, stdio: ['ignore', out, out] })
+    : spawn(command[0]!, command.slice(1), { cwd: root, env: options.env, stdio: ['ignore', out, out] });
   closeSync(out);
   live.add(child);
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  void exited.then(() => live.delete(child));
+  void exited.then(() => {
+    live.delete(child);
+    group?.remove();
+  });
 
   const url = `http://127.0.0.1:${options.port}`;
   try {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { freePort } from '../scripts/services.ts';
 import type { BenchContext } from './types.ts';
+import { deployedMemoryLimitMb } from './memory-limit.ts';
 import { logFile, startNodeProcess, type NodeProcess } from './processes.ts';
 
 const POOL_MAX = process.env.PADDOCK_DB_POOL_MAX ?? '10';
@@ -38,10 +39,18 @@ export async function startFloor(ctx: BenchContext): Promise<NodeProcess> {
     readyPath: '/',
     logFile: logFile(ctx.dir, 'floor'),
     profileDir: profileDir(ctx),
+    // On the same footing as the web it is compared with.
+    memoryLimitMb: WEB_MEMORY_LIMIT_MB,
   });
 }
 
-/** The `web` role exactly as production runs it (Procfile: `node api/main.ts`). */
+/** The web's memory limit in its Kubernetes deployment, under which the bench runs it too. */
+export const WEB_MEMORY_LIMIT_MB = deployedMemoryLimitMb('api-deployment.yaml');
+
+/**
+ * The `web` role exactly as production runs it (Procfile: `node api/main.ts`), under its
+ * deployment's memory limit (Node sizes its heap from it).
+ */
 export async function startPaddock(
   ctx: BenchContext,
   logLevel: string,
@@ -72,6 +81,7 @@ export async function startPaddock(
     readyPath: '/readyz',
     logFile: logFile(ctx.dir, name),
     profileDir: profileDir(ctx),
+    memoryLimitMb: WEB_MEMORY_LIMIT_MB,
   });
 }
 
