@@ -5,9 +5,9 @@ import { ApiError } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
-import { enqueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
+import { enqueue, enqueueAll, jobCatalogue, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
-import { recordEvents } from '../../shared/events/record.ts';
+import { recordEvents, type NewEvent } from '../../shared/events/record.ts';
 import { presentSandbox } from '../presenters/sandbox.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimWarm, isPooled } from '../../shared/pool/warm-pool.ts';
@@ -93,8 +93,7 @@ export async function createSandbox(
       failureMessage: null,
     };
     await sandboxes.insertSandbox(tx, sandbox);
-    // A claimed sandbox runs already: both its events, in one statement.
-    const created = await recordEvents(tx, [
+    const events: NewEvent[] = [
       {
         accountId,
         sandboxId: sandbox.id,
@@ -102,8 +101,11 @@ export async function createSandbox(
         data: { sandbox: presentSandbox({ ...sandbox, status: 'pending', readyAt: null }) },
         dedupeKey: `sandbox.created:${sandbox.id}`,
       },
-      ...(warm ? [{ accountId, sandboxId: sandbox.id, type: 'sandbox.running' as const, data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` }] : []),
-    ]);
+    ];
+    // A claimed sandbox runs already: both its events, in one statement.
+    if (warm) events.push({ accountId, sandboxId: sandbox.id, type: 'sandbox.running', data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` });
+    // The account's row is held FOR UPDATE since lockAccount, at the top of this transaction.
+    const created = await recordEvents(tx, events, { accountLocked: true });
     if (idempotencyKey) {
       await tx.execute('insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', [
         accountId,
@@ -153,16 +155,15 @@ async function findReplay(tx: EntityManager, accountId: string, key: string, req
 
 async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox, warm: boolean): Promise<void> {
   try {
-    // A claimed pooled sandbox runs already: its pool is refilled instead.
-    await Promise.all([
+    // A claimed pooled sandbox runs already: its pool is refilled instead. One round trip for all.
+    const jobs: JobRequest[] = [
       warm
-        ? enqueue(deps.queue, 'refill', { image: sandbox.image })
-        : enqueue(deps.queue, 'create', { sandboxId: sandbox.id, image: sandbox.image, expiresAt: sandbox.expiresAt.toISOString() }),
-      enqueue(deps.queue, 'expire', { sandboxId: sandbox.id }, { delayMs: sandbox.expiresAt.getTime() - Date.now() }),
-      sandbox.expiryWarningAt
-        ? enqueue(deps.queue, 'expiring', { sandboxId: sandbox.id }, { delayMs: sandbox.expiryWarningAt.getTime() - Date.now() })
-        : undefined,
-    ]);
+        ? { name: 'refill', payload: { image: sandbox.image } }
+        : { name: 'create', payload: { sandboxId: sandbox.id, image: sandbox.image, expiresAt: sandbox.expiresAt.toISOString() } },
+      { name: 'expire', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiresAt.getTime() - Date.now() },
+    ];
+    if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - Date.now() });
+    await enqueueAll(deps.queue, jobs);
   } catch (err) {
     // Without its jobs the sandbox would never start: release its quota at once and say so.
     await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.', deps.events);

@@ -45,11 +45,16 @@ export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<R
  * Several events of one account, as recordEvent each, in one lock and one statement (their seq in
  * the order given); each answer is undefined where its dedupe key was already used.
  */
-export async function recordEvents(tx: EntityManager, events: readonly NewEvent[]): Promise<(RecordedEvent | undefined)[]> {
+export async function recordEvents(
+  tx: EntityManager,
+  events: readonly NewEvent[],
+  /** accountLocked: `tx` holds the account's row locked already (FOR UPDATE or FOR NO KEY UPDATE). */
+  options: { accountLocked?: boolean } = {},
+): Promise<(RecordedEvent | undefined)[]> {
   const accountId = events[0]?.accountId;
   if (accountId === undefined) return [];
   if (events.some((e) => e.accountId !== accountId)) throw new Error('recordEvents takes the events of one account');
-  await tx.execute('select 1 from accounts where id = ? for no key update', [accountId]);
+  if (!options.accountLocked) await tx.execute('select 1 from accounts where id = ? for no key update', [accountId]);
   const ids = events.map(() => newId('evt'));
   const rows = await tx.execute<EventRow[]>(
     `insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)

@@ -61,6 +61,27 @@ export function createSandboxQueue(connection: Redis, prefix: string): Queue {
   return new Queue(SANDBOX_QUEUE, { connection, prefix: `${prefix}:bull` });
 }
 
+/** A job of the catalogue: its name, its payload (of that name), and a delay when it is due later. */
+export type JobRequest = { [N in JobName]: { name: N; payload: JobPayload<N>; delayMs?: number } }[JobName];
+
+/** The payload validated once, here, and the options the catalogue gives the job (its deterministic id among them). */
+function prepared<N extends JobName>({ name, payload, delayMs }: { name: N; payload: JobPayload<N>; delayMs?: number }): { name: N; data: JobPayload<N>; opts: JobsOptions } {
+  const def = jobCatalogue[name];
+  const data = def.payload.parse(payload) as JobPayload<N>;
+  return {
+    name,
+    data,
+    opts: {
+      ...('keep' in def && def.keep === false ? { removeOnComplete: true, removeOnFail: true } : RETENTION),
+      // Each definition's jobId takes its own payload, which `data` is (parsed by its schema above).
+      jobId: (def.jobId as (p: JobPayload<N>) => string)(data),
+      attempts: def.attempts,
+      backoff: def.backoff,
+      ...(delayMs !== undefined ? { delay: Math.max(0, delayMs) } : {}),
+    },
+  };
+}
+
 /** Validates the payload and enqueues the job under its deterministic id. */
 export async function enqueue<N extends JobName>(
   queue: Queue,
@@ -68,16 +89,14 @@ export async function enqueue<N extends JobName>(
   payload: JobPayload<N>,
   options: { delayMs?: number } = {},
 ): Promise<Job> {
-  const def = jobCatalogue[name];
-  const data = def.payload.parse(payload);
-  return queue.add(name, data, {
-    ...('keep' in def && def.keep === false ? { removeOnComplete: true, removeOnFail: true } : RETENTION),
-    // Each definition's jobId takes its own payload, which `data` is (parsed by its schema above).
-    jobId: (def.jobId as (p: JobPayload<N>) => string)(data as JobPayload<N>),
-    attempts: def.attempts,
-    backoff: def.backoff,
-    ...(options.delayMs !== undefined ? { delay: Math.max(0, options.delayMs) } : {}),
-  });
+  const job = prepared({ name, payload, delayMs: options.delayMs });
+  return queue.add(job.name, job.data, job.opts);
+}
+
+/** Several jobs at once, in one round trip to Redis (each as `enqueue` would add it). */
+export async function enqueueAll(queue: Queue, jobs: readonly JobRequest[]): Promise<Job[]> {
+  if (jobs.length === 0) return [];
+  return queue.addBulk(jobs.map((job) => prepared<JobName>(job)));
 }
 
 export function parsePayload<N extends JobName>(name: N, data: unknown): JobPayload<N> {
