@@ -81,6 +81,17 @@ function suite(name: string, setup: () => Promise<{ runtime: SandboxRuntime; san
       assert.equal((await t.session.exit).exitCode, 0);
     });
 
+    test('what is typed before the command has started is echoed and read as typed', async () => {
+      const t = await open(runtime, id, ['sh']);
+      // At once: on Kubernetes the wrapper has not even said it is there yet. (Not Ctrl-C: typed
+      // ahead, it discards what was typed before it, as on any terminal.)
+      await typed(t, "echo ab''cd\n");
+      await until(() => assert.match(t.output(), /^(\$ )?abcd\r?$/m));
+      assert.match(t.output(), /echo ab''cd/, 'the terminal echoes what was typed');
+      await typed(t, 'exit\n');
+      assert.equal((await t.session.exit).exitCode, 0);
+    });
+
     test('an abort kills the whole command, background processes too', async () => {
       const marker = `m${Date.now()}`;
       const t = await open(runtime, id, ['sh']);

@@ -58,11 +58,17 @@ stty raw -echo 2>/dev/null
 printf '%s p%s\\n' "$__PADDOCK_T" "$$"
 ${frameReader('0')}
 [ -z "$__PADDOCK_G" ] || stty "$__PADDOCK_G" 2>/dev/null
+printf '%s r\n' "$__PADDOCK_T"
 export __PADDOCK_EXEC="$__PADDOCK_T"
 unset __PADDOCK_T __PADDOCK_G
 exec "$@"`;
 
-/** A terminal's argv (fixed text and the token) and the frame to send once its marker has come. */
+/**
+ * A terminal's argv (fixed text and the token) and the frame to send once its first marker has
+ * come ("<token> p<pid>": the terminal is raw and silent, so the frame is neither echoed nor
+ * edited). The second ("<token> r") says the terminal is itself again: what was typed before it
+ * goes out only then, or, sent while raw, it would sit in the terminal as no line at all.
+ */
 export function terminalWrapperArgv(input: Omit<WrapperInput, 'watchdogSeconds'>): { argv: string[]; frame: Buffer } {
   return {
     argv: ['/bin/sh', '-c', TERMINAL_WRAPPER, 'paddock-terminal', input.token],

@@ -48,18 +48,29 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
     pause();
     void taken.then(resume, resume);
   };
-  /** Until the marker: the wrapper's line, then the frame and what was typed meanwhile go out. */
-  const beforeMarker = (chunk: Buffer) => {
+  /**
+   * Until the wrapper's two lines: at the first the frame goes out, at the second what was typed
+   * meanwhile (exec-script.ts, terminalWrapperArgv). Any other line is the command's output (a
+   * wrapper that failed): it is shown, and nothing more is held.
+   */
+  const beforeMarker = (chunk: Buffer): void => {
     const buf = Buffer.concat([head!, chunk]);
     const newline = buf.indexOf(10);
     if (newline === -1 && buf.length < MARKER_MAX_BYTES) return void (head = buf);
+    const line = newline === -1 ? '' : buf.subarray(0, newline).toString('latin1');
+    const rest = buf.subarray(newline + 1);
+    const started = pid === undefined ? new RegExp(`^${token} p([0-9]+)\\r?$`).exec(line) : null;
+    if (started) {
+      pid = started[1];
+      send(STDIN, frame);
+      head = Buffer.alloc(0);
+      return rest.length > 0 ? beforeMarker(rest) : undefined;
+    }
     head = undefined;
-    const match = newline === -1 ? null : new RegExp(`^${token} p([0-9]+)\\r?$`).exec(buf.subarray(0, newline).toString('latin1'));
-    if (!match) return output(buf);
-    pid = match[1];
-    send(STDIN, frame);
+    const ready = pid !== undefined && new RegExp(`^${token} r\\r?$`).test(line);
     for (const data of held.splice(0)) send(STDIN, data);
-    if (newline + 1 < buf.length) output(buf.subarray(newline + 1));
+    if (!ready) return output(buf);
+    if (rest.length > 0) output(rest);
   };
   const send = (channel: number, data: Uint8Array, done?: () => void) => {
     if (!socket || socket.readyState !== socket.OPEN) return done?.();
