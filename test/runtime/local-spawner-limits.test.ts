@@ -22,7 +22,12 @@ test('a spawner out of descriptors fails the commands it cannot start and goes o
     const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512, agent: false });
     const id = 'sbx_emfile' + process.pid;
     await runtime.create({ id, accountId: 'acct_t', capSeconds: 120 });
-    const first = runtime.exec(id, { argv: ['sleep', '3'], timeoutMs: 10_000 });
+    // Running before the flood begins (on a loaded host the spawner may start it late, and then
+    // it is one of the commands that find no descriptors).
+    let up;
+    const running = new Promise((resolve) => (up = resolve));
+    const first = runtime.exec(id, { argv: ['sh', '-c', 'echo up; exec sleep 3'], timeoutMs: 10_000, onStdout: () => up() });
+    await running;
     const outcomes = await Promise.allSettled(Array.from({ length: 80 }, () => runtime.exec(id, { argv: ['sleep', '1'], timeoutMs: 10_000 })));
     const failed = outcomes.filter((o) => o.status === 'rejected').length;
     const survivor = await first;
