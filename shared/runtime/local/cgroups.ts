@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
-import { basename } from 'node:path';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from '../../logger.ts';
 import { runningAsRoot } from './identity.ts';
