@@ -228,7 +228,8 @@ async function feed(source: AsyncIterable<Uint8Array>, pipe: Writable, done: () 
   await chunks.return?.();
 }
 
-function drained(pipe: Writable): Promise<void> {
+/** Settles once `pipe` takes more, or will take nothing more (closed, failed). */
+export function drained(pipe: Writable): Promise<void> {
   return new Promise((resolve) => {
     const go = () => {
       pipe.off('drain', go);

@@ -6,6 +6,7 @@ import { constants } from 'node:os';
 import { isStdinStream, type ExecRequest, type ExecResult } from '../../types.ts';
 import { killGroup, type GroupKill } from '../cgroups.ts';
 import { armDeadline } from '../deadline.ts';
+import { drained } from '../exec.ts';
 import { CHUNK_BYTES, frame, frameHeader, FrameReader, requestFrame } from './protocol.ts';
 import type { Frame } from '../../exec-frame.ts';
 
@@ -276,14 +277,3 @@ export function hostPidOf(initPid: number, nsPid: number): number | undefined {
   return undefined;
 }
 
-function drained(socket: Socket): Promise<void> {
-  return new Promise((resolve) => {
-    const go = () => {
-      socket.off('drain', go);
-      socket.off('close', go);
-      resolve();
-    };
-    socket.on('drain', go);
-    socket.on('close', go);
-  });
-}
