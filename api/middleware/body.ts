@@ -2,6 +2,7 @@ import type { Next } from 'koa';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppContext } from '../context.ts';
 import { JsonShapeGuard, type ShapeOptions } from './json-shape.ts';
+import { bytesMoved } from '../../shared/reclaim.ts';
 
 /**
  * Reads and parses a JSON body with a hard size limit. Written here rather than taken from a
@@ -64,6 +65,7 @@ export function streamedBody(mediaTypes: string[], limitBytes: number) {
           throw new ApiError('invalid_request', 'The request body ended before it was complete.');
         }
         if (next.done) return;
+        bytesMoved(next.value.length);
         received += next.value.length;
         if (received > limitBytes) throw tooLarge(limitBytes);
         yield next.value;
@@ -80,6 +82,7 @@ async function readLimited(ctx: AppContext, limitBytes: number, shapeOptions: Sh
   const shape = new JsonShapeGuard(shapeOptions);
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
     size += chunk.length;
+    bytesMoved(chunk.length);
     // Stop reading, and close the connection once answered: the rest of the body is unwanted.
     if (size > limitBytes) throw tooLarge(limitBytes);
     shape.push(chunk);

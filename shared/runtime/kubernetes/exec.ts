@@ -8,6 +8,7 @@ import { killArgv, MarkerFilter, wrapperArgv } from './exec-script.ts';
 import { WORKSPACE } from './manifest.ts';
 import { CONTAINER_NAME } from './names.ts';
 import type { PodClient } from './pods.ts';
+import { bytesMoved } from '../../reclaim.ts';
 
 type ExecSocket = Awaited<ReturnType<Exec['exec']>>;
 
@@ -66,6 +67,7 @@ export function execInPod(deps: ExecDeps, podName: string, request: ExecRequest)
       const stream = new Writable({
         highWaterMark: OUTPUT_WINDOW_BYTES,
         write(chunk: Buffer, _encoding, callback) {
+          bytesMoved(chunk.length);
           const taken = settled ? undefined : consume(chunk);
           if (taken instanceof Promise) taken.then(() => callback(), () => callback());
           else callback();

@@ -7,6 +7,7 @@ import { outcomeOf, runKill, type ExecDeps } from './exec.ts';
 import { terminalWrapperArgv } from './exec-script.ts';
 import { WORKSPACE } from './manifest.ts';
 import { CONTAINER_NAME } from './names.ts';
+import { bytesMoved } from '../../reclaim.ts';
 
 type Socket = WebSocket;
 
@@ -100,6 +101,7 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
   socket = await connect(deps.kubeConfig, path);
   socket.on('message', (raw: WebSocket.RawData, isBinary: boolean) => {
     const frame = Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw as Buffer);
+    bytesMoved(frame.length);
     if (ended || !isBinary || frame.length === 0) return;
     const data = frame.subarray(1);
     if (frame[0] === STATUS) onStatus(JSON.parse(data.toString('utf8')) as V1Status);

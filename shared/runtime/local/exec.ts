@@ -7,6 +7,7 @@ import { armDeadline } from './deadline.ts';
 import { runningAsRoot, SANDBOX_ENV, SANDBOX_GID, SANDBOX_UID, WORKSPACE } from './identity.ts';
 import { encodeFrame, READER, type Frame } from '../exec-frame.ts';
 import { killQuietly, killSession } from './processes.ts';
+import { bytesMoved } from '../../reclaim.ts';
 
 // One command in a running sandbox: nsenter joins the init's namespaces and becomes the sandbox
 // user; it forks once (a pid namespace is only entered by a child), and that child reads the
@@ -149,6 +150,7 @@ export function runCommand(commandLine: string[], request: RunOptions, onStart?:
 
     const forward = (stream: NodeJS.ReadableStream, to: RunOptions['onStdout']) => {
       stream.on('data', (chunk: Buffer) => {
+        bytesMoved(chunk.length);
         outputSeen++;
         if (settled) return;
         const wait = to?.(chunk);

@@ -5,6 +5,7 @@ import { killGroup, type GroupKill } from './cgroups.ts';
 import { killSession } from './processes.ts';
 import type { FromSpawner, OutputStreamName, ToSpawner } from './spawner-protocol.ts';
 import { StdinSender } from './stdin-sender.ts';
+import { bytesMoved } from '../../reclaim.ts';
 
 const MAIN = fileURLToPath(new URL('./spawner-main.ts', import.meta.url));
 const CLOSE_GRACE_MS = 2000;
@@ -231,6 +232,7 @@ export class CommandSpawner {
 
   /** Hands output to the consumer, and tells the spawner once the consumer has taken it. */
   private deliver(id: number, entry: Pending, stream: OutputStreamName, data: Uint8Array): void {
+    bytesMoved(data.byteLength);
     const consume = stream === 'stdout' ? entry.request.onStdout : entry.request.onStderr;
     const taken = consume?.(data);
     const ack = () => {

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { killGroup, type GroupKill } from './cgroups.ts';
 import { SANDBOX_ENV } from './identity.ts';
 import { killQuietly, killSession } from './processes.ts';
+import { bytesMoved } from '../../reclaim.ts';
 
 // A terminal in a running sandbox: exec's path in (nsenter, the sandbox user, a cgroup of its
 // own, the command framed on descriptor 3), and then socat, which opens a pseudo-terminal of the
@@ -107,6 +108,7 @@ export function runTerminal(commandLine: string[], options: TerminalRunOptions, 
   frame.end(options.frame);
   const forward = (stream: Readable) =>
     stream.on('data', (chunk: Buffer) => {
+      bytesMoved(chunk.length);
       const taken = options.onOutput(chunk);
       if (!(taken instanceof Promise)) return;
       stream.pause();

@@ -9,6 +9,7 @@ import { armDeadline } from '../deadline.ts';
 import { drained } from '../exec.ts';
 import { CHUNK_BYTES, frame, frameHeader, FrameReader, requestFrame } from './protocol.ts';
 import type { Frame } from '../../exec-frame.ts';
+import { bytesMoved } from '../../../reclaim.ts';
 
 // One command through a sandbox's agent (paddock-agent.c): a connection to its socket, the
 // request, then the command's pid, which is moved into the command's own cgroup before the agent
@@ -223,6 +224,7 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
       if (!holding && !settled) socket.resume();
     };
     socket.on('data', (chunk: Buffer) => {
+      bytesMoved(chunk.length);
       frames.push(chunk);
       take();
       if (holding || settled || yielding) return;
