@@ -1,13 +1,13 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
-import { startNdjsonAnswer } from '../../services/exec/ndjson.ts';
+import { outputLines, startNdjsonAnswer } from '../../services/exec/ndjson.ts';
 import { sendJsonAnswer } from '../../services/exec/json-answer.ts';
 import { abortOnDisconnect } from '../../services/streaming.ts';
 import { prepareExec } from '../../services/exec/prepare.ts';
 import { startProcess } from '../../services/processes/index.ts';
 import { presentStarted } from '../../presenters/process.ts';
 import { StartedProcess } from '../processes/schema.ts';
-import { runExec, runExecBytes, STREAM_IDLE_RELEASE_MS } from '../../services/exec/run.ts';
+import { runExecBytes, STREAM_IDLE_RELEASE_MS } from '../../services/exec/run.ts';
 import { accountIdOf, route } from '../route.ts';
 import { ExecBody, ExecParams, ExecResult, ExecStreamLine } from './schema.ts';
 
@@ -70,11 +70,14 @@ export const execRoute = route(
     }
     const prepared = prepareExec(deps, context, body);
     if (ctx.accepts('application/json', NDJSON) === NDJSON) {
-      const { stream, line, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
-      runExec(deps, sandbox.id, prepared, { stdout: (data) => line({ type: 'stdout', data }), stderr: (data) => line({ type: 'stderr', data }) }, abort.signal, {
-        idleReleaseMs: STREAM_IDLE_RELEASE_MS,
-      })
-        .then((outcome) => void line({ type: 'exit', ...outcome }))
+      const { stream, line, write, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
+      const [stdout, stderr] = [outputLines('stdout', write), outputLines('stderr', write)];
+      runExecBytes(deps, sandbox.id, prepared, { stdout: stdout.chunk, stderr: stderr.chunk }, abort.signal, { idleReleaseMs: STREAM_IDLE_RELEASE_MS })
+        .then(async (outcome) => {
+          await stdout.end();
+          await stderr.end();
+          void line({ type: 'exit', ...outcome });
+        })
         .catch((err: unknown) => {
           // Headers are gone: the failure travels as the stream's last line.
           const e = err instanceof ApiError ? err : new ApiError('internal_error', 'The command could not be run.');

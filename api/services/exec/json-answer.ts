@@ -1,11 +1,13 @@
 import { PassThrough } from 'node:stream';
 import type { AppContext } from '../../context.ts';
 import { drained } from '../streaming.ts';
+import { JsonStringBytes } from './json-string-bytes.ts';
+import { bytesMoved } from '../../../shared/reclaim.ts';
 
-// Bytes of output decoded and encoded at a time. A NUL is six characters as JSON (\u0000): built
-// whole, a 1 MiB answer was 6 MiB of string and as much again as bytes, encoded in one go on the
-// event loop (tens of milliseconds every neighbour waited) and held until the client took the
-// last byte. A slice's strings are small and short-lived; the output waits as bytes.
+// Bytes of output encoded at a time. A NUL is six bytes as JSON (\u0000): built whole, a 1 MiB
+// answer was 6 MiB of string and as much again as bytes, encoded in one go on the event loop (tens
+// of milliseconds every neighbour waited) and held until the client took the last byte. A slice
+// is encoded bytes to bytes (json-string-bytes.ts); the output waits as the bytes it came as.
 const SLICE_BYTES = 16 * 1024;
 
 /**
@@ -20,7 +22,7 @@ export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, o
   ctx.type = 'application/json';
   ctx.body = stream;
   let stalled = false;
-  const put = (text: string): void | Promise<void> => {
+  const put = (text: string | Buffer): void | Promise<void> => {
     if (stalled || stream.destroyed) return;
     if (stream.write(text)) return;
     return drained(stream, writeTimeoutMs, () => {
@@ -34,19 +36,20 @@ export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, o
     await put(JSON.stringify(head).slice(0, -1));
     for (const [name, parts] of Object.entries(outputs)) {
       await put(`,${JSON.stringify(name)}:"`);
-      const decoder = new TextDecoder('utf-8');
+      const encoder = new JsonStringBytes();
       for (const part of parts) {
         for (let at = 0; at < part.length; at += SLICE_BYTES) {
           // A socket that takes everything at once (loopback buffers megabytes) would otherwise
           // see the whole answer encoded in one turn.
           await new Promise(setImmediate);
           if (gone()) return;
-          const text = decoder.decode(part.subarray(at, at + SLICE_BYTES), { stream: true });
-          if (text) await put(JSON.stringify(text).slice(1, -1));
+          const json = encoder.encode(part.subarray(at, at + SLICE_BYTES));
+          bytesMoved(json.length);
+          if (json.length > 0) await put(json);
         }
       }
-      const rest = decoder.decode();
-      if (rest) await put(JSON.stringify(rest).slice(1, -1));
+      const rest = encoder.end();
+      if (rest.length > 0) await put(rest);
       await put('"');
     }
     await put('}');

@@ -1,6 +1,8 @@
 import { PassThrough } from 'node:stream';
 import type { AppContext } from '../../context.ts';
+import { bytesMoved } from '../../../shared/reclaim.ts';
 import { abortOnDisconnect, drained } from '../streaming.ts';
+import { JsonStringBytes } from './json-string-bytes.ts';
 
 const NDJSON = 'application/x-ndjson';
 
@@ -13,30 +15,50 @@ const NDJSON = 'application/x-ndjson';
 export function ndjsonBody(writeTimeoutMs: number, onStall: () => void) {
   const stream = new PassThrough();
   let stalled = false;
-  const line = (value: unknown): void | Promise<void> => {
+  /** One or more whole lines, as they go on the wire. */
+  const write = (lines: string | Buffer): void | Promise<void> => {
     if (stalled || stream.destroyed) return;
-    if (stream.write(`${JSON.stringify(value)}\n`)) return;
+    if (stream.write(lines)) return;
     return drained(stream, writeTimeoutMs, () => {
       stalled = true;
       onStall();
     });
   };
-  return { stream, line };
+  const line = (value: unknown): void | Promise<void> => write(`${JSON.stringify(value)}\n`);
+  return { stream, line, write };
+}
+
+const LINE_END = Buffer.from('"}\n');
+
+/**
+ * One output stream of a command as NDJSON lines, each chunk its line: what
+ * `line({ type, data })` writes for the chunk's text, encoded bytes to bytes (json-string-bytes.ts)
+ * instead of through strings. `end` writes what a character left unfinished at the end becomes.
+ */
+export function outputLines(type: 'stdout' | 'stderr', write: (lines: Buffer) => void | Promise<void>) {
+  const encoder = new JsonStringBytes();
+  const head = Buffer.from(`{"type":${JSON.stringify(type)},"data":"`);
+  const emit = (json: Buffer): void | Promise<void> => {
+    if (json.length === 0) return;
+    bytesMoved(json.length);
+    return write(Buffer.concat([head, json, LINE_END]));
+  };
+  return { chunk: (bytes: Buffer) => emit(encoder.encode(bytes)), end: () => emit(encoder.end()) };
 }
 
 /**
  * Starts a streamed NDJSON answer: 200, the body a paced stream (ndjsonBody), and `abort` fired
  * when the client goes before the end or stalls past PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS. The
- * caller feeds `line` and ends `stream`.
+ * caller feeds `line` (or `write`, whole lines as bytes) and ends `stream`.
  */
 export function startNdjsonAnswer(ctx: AppContext, writeTimeoutMs: number) {
   const abort = abortOnDisconnect(ctx);
-  const { stream, line } = ndjsonBody(writeTimeoutMs, () => {
+  const { stream, line, write } = ndjsonBody(writeTimeoutMs, () => {
     abort.abort();
     ctx.res.destroy();
   });
   ctx.status = 200;
   ctx.type = NDJSON;
   ctx.body = stream;
-  return { stream, line, abort };
+  return { stream, line, write, abort };
 }
