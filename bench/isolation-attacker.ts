@@ -8,5 +8,9 @@ if (!attack || !json) {
   process.stderr.write(`usage: isolation-attacker.ts <attack> <milliseconds> <world>; attacks: ${ISOLATION_ATTACKS.map((a) => a.name).join('; ')}\n`);
   process.exit(2);
 }
-await runAttack(attack, performance.now() + Number(milliseconds), JSON.parse(json) as { url: string; key: string; sandboxId: string });
+const got = await runAttack(attack, performance.now() + Number(milliseconds), JSON.parse(json) as { url: string; key: string; sandboxId: string });
+// What it got, and what its own client cost the shared cores (a remote attacker's would not).
+const cpu = process.cpuUsage();
+const statuses = Object.entries(got.statuses).map(([status, n]) => `${n}× ${status}`).join(', ');
+process.stderr.write(`    attacker: ${statuses || 'no answer'}, ${got.megabytes} MiB of answers read, ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s of CPU\n`);
 process.exit(0);

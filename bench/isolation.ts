@@ -14,10 +14,12 @@ import { call, createRunningSandbox, percentile, round, startStack } from './sta
 const PHASE_SECONDS = Number(process.env.BENCH_ISOLATION_SECONDS ?? 10);
 const GOAL_P99_RATIO = 2;
 const GOAL_GROWTH_MB = 64;
+/** BENCH_ISOLATION_ONLY=text runs the quiet phases and the attacks whose name holds the text. */
+const ONLY = process.env.BENCH_ISOLATION_ONLY;
 
 const ATTACKS: { name: string; loops: number }[] = [
   { name: 'quiet', loops: 0 },
-  ...ISOLATION_ATTACKS,
+  ...ISOLATION_ATTACKS.filter((attack) => !ONLY || attack.name.includes(ONLY)),
   { name: 'quiet again', loops: 0 },
 ];
 
