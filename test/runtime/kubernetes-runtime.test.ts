@@ -422,12 +422,13 @@ describe('the kubernetes runtime against the API stand-in', () => {
 
     test('aborting kills the command like a timeout does, without calling it one', async () => {
       const controller = new AbortController();
-      setTimeout(() => controller.abort(), 500);
       const started = Date.now();
       const script = 'sleep 300 & echo $! > /tmp/aborted.pid; echo started; wait';
+      // Aborted once the command has started its child (a fixed delay raced a loaded host).
       const { result, stdout } = await run(runtime, id, ['sh', '-c', script], {
         timeoutMs: 60_000,
         signal: controller.signal,
+        onStdout: () => void setTimeout(() => controller.abort(), 100),
       });
       assert.equal(result.timedOut, false);
       assert.equal(result.exitCode, null);
@@ -535,7 +536,10 @@ async function run(runtime: SandboxRuntime, id: string, argv: string[], extra: P
     argv,
     timeoutMs: 20_000,
     ...extra,
-    onStdout: (chunk) => void out.push(Buffer.from(chunk)),
+    onStdout: (chunk) => {
+      out.push(Buffer.from(chunk));
+      return extra.onStdout?.(chunk);
+    },
     onStderr: (chunk) => void err.push(Buffer.from(chunk)),
   });
   const stdoutBytes = Buffer.concat(out);

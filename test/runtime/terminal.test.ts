@@ -72,7 +72,11 @@ function suite(name: string, setup: () => Promise<{ runtime: SandboxRuntime; san
 
     test('echoes what is typed, and Ctrl-C interrupts the foreground command, not the shell', async () => {
       const t = await open(runtime, id, ['sh']);
-      await typed(t, 'sleep 30\n');
+      // Interrupted once the shell runs the line (the echo of the line typed is sl""eeping): a
+      // Ctrl-C at a fixed moment reached the shell before the sleep on a loaded host, and the
+      // sleep then ran its 30 s.
+      await typed(t, 'echo sl""eeping; sleep 30\n');
+      await until(() => assert.match(t.output(), /sleeping/));
       await new Promise((resolve) => setTimeout(resolve, 300));
       await typed(t, '\x03');
       await typed(t, 'echo after-$((6*7))\n');
