@@ -439,10 +439,10 @@ describe('the kubernetes runtime against the API stand-in', () => {
       assert.equal(check.stdout, 'gone\n');
     });
 
-    test('the in-pod watchdog ends the whole tree by itself should the runtime never kill it', async () => {
+    test('the in-pod watchdog ends the whole tree by itself should the runtime never kill it, what left the group too', async () => {
       // The wrapper alone, as a runtime that died mid-exec would have left it.
       const { argv, frame } = wrapperArgv({
-        argv: ['sh', '-c', 'sleep 300 & echo $! > /tmp/watchdog.pid; echo waiting; sleep 300'],
+        argv: ['sh', '-c', 'sleep 300 & echo $! > /tmp/watchdog.pid; setsid sh -c \'echo $$ > /tmp/watchdog-left.pid; exec sleep 301\' & echo waiting; sleep 300'],
         cwd: '/workspace',
         env: {},
         token: 'tok',
@@ -465,8 +465,10 @@ describe('the kubernetes runtime against the API stand-in', () => {
       assert.equal(stdout, 'waiting\n');
       assert.equal(status.reason, 'NonZeroExitCode');
       assert.deepEqual(status.details?.causes, [{ reason: 'ExitCode', message: '137' }]);
-      const check = await run(runtime, id, ['sh', '-c', GONE_CHECK, 'check', '/tmp/watchdog.pid']);
-      assert.equal(check.stdout, 'gone\n');
+      for (const pidFile of ['/tmp/watchdog.pid', '/tmp/watchdog-left.pid']) {
+        const check = await run(runtime, id, ['sh', '-c', GONE_CHECK, 'check', pidFile]);
+        assert.equal(check.stdout, 'gone\n', pidFile);
+      }
     });
 
     test('an already aborted request runs nothing', async () => {
