@@ -253,7 +253,7 @@ test('secrets reach the process and are masked in its output and its listed comm
 test('only the last PADDOCK_PROCESS_OUTPUT_KEEP_BYTES of each stream are kept, on disk too', async () => {
   const s = await session();
   const id = await started(s, { command: 'seq 1 20000; head -c 300000 /dev/zero | tr "\\0" e >&2' });
-  const ended = await eventually('the end', 20_000, async () => ((await find(s, id))?.status === 'exited' ? true : undefined));
+  const ended = await eventually('the end', 60_000, async () => ((await find(s, id))?.status === 'exited' ? true : undefined));
   assert.ok(ended);
   const o = await output(s, id);
   const all = Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join('');
