@@ -120,8 +120,14 @@ export async function createSandbox(
   // A replay answers the first request's sandbox as it is now; a new one is the row just written.
   const sandbox = outcome.sandbox ?? (await em.findOneOrFail(Sandbox, { id: outcome.sandboxId }, { disableIdentityMap: true }));
   if (!outcome.replayed) {
-    // Independent Redis work, side by side: the event fan-out and the sandbox's jobs.
-    await Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
+    // Independent Redis work, side by side: the event fan-out and the sandbox's jobs. A new
+    // sandbox waits for them (without its create job it would never start). A claimed one runs
+    // already and is answered at once: should this process die before its jobs are queued, the
+    // reaper's sweep still ends it at its cap, warns before, and refills the pool, and the events
+    // sweep still delivers its events.
+    const after = Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
+    if (outcome.warm) after.catch((err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, 'a claimed sandbox\'s jobs or events were not queued; the sweeps will see to them'));
+    else await after;
   }
   return { sandbox, replayed: outcome.replayed };
 }
@@ -165,8 +171,9 @@ async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox, 
     if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - Date.now() });
     await enqueueAll(deps.queue, jobs);
   } catch (err) {
-    // Without its jobs the sandbox would never start: release its quota at once and say so.
-    await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.', deps.events);
+    // Without its jobs a new sandbox would never start: release its quota at once and say so. A
+    // claimed one runs, and has been answered as running.
+    if (!warm) await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.', deps.events);
     throw err;
   }
 }

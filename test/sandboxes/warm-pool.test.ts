@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDeployment } from '../helpers/deployment.ts';
@@ -7,6 +7,8 @@ import { newAccount } from '../helpers/accounts.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
+import { Redis } from 'ioredis';
+import { createSandboxQueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 
 // The warm pool (issue 17): sandboxes started ahead of demand, of no account, claimed by creates.
 const POOL = 2;
@@ -24,6 +26,13 @@ interface WarmRow {
   id: string;
   status: string;
 }
+const queueRedis = new Redis(stack.config.REDIS_URL, { maxRetriesPerRequest: null });
+const queue = createSandboxQueue(queueRedis, stack.config.PADDOCK_REDIS_PREFIX);
+after(async () => {
+  await queue.close();
+  queueRedis.disconnect();
+});
+
 const warmRows = async () => (await stack.sql(`select id, status from warm_sandboxes where deployment = $1 order by id`, [stack.config.PADDOCK_REDIS_PREFIX])) as WarmRow[];
 
 /** The pool once it holds POOL ready sandboxes, each running in the runtime. */
@@ -66,6 +75,10 @@ test('a create claims a pooled sandbox: running at once, its cap from the claim,
   assert.equal(out.body.stdout, 'from-the-pool\n0\n', 'its env applied, its workspace empty');
   const account = await call(stack.url, 'GET', '/v1/account', { token: a.key });
   assert.equal(account.body.usage.concurrentSandboxes.active, 1);
+  // Answered before its jobs were queued (it runs already): they follow, its expiry at its cap.
+  const expiry = await eventually('the expiry job queued', 10_000, async () => (await queue.getJob(jobCatalogue.expire.jobId({ sandboxId: s.id }))) ?? undefined);
+  const dueAt = expiry.timestamp + (expiry.opts.delay ?? 0);
+  assert.ok(Math.abs(dueAt - Date.parse(s.expiresAt)) < 1000, `due at ${new Date(dueAt).toISOString()}, cap ${s.expiresAt}`);
   // Refilled with new sandboxes; the claimed one is the account's alone.
   const refilled = await eventually('the pool refilled', 60_000, async () => {
     const ids = await fullPool();
