@@ -125,9 +125,11 @@ export async function createSandbox(
     // already and is answered at once: should this process die before its jobs are queued, the
     // reaper's sweep still ends it at its cap, warns before, and refills the pool, and the events
     // sweep still delivers its events.
-    const after = Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
-    if (outcome.warm) after.catch((err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, 'a claimed sandbox\'s jobs or events were not queued; the sweeps will see to them'));
-    else await after;
+    const after = () => Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
+    // Once the answer is written: begun at once, their synchronous part (the jobs' scripts and
+    // payloads) ran ahead of the answer, in the microtasks before it.
+    if (outcome.warm) setImmediate(() => void after().catch((err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, 'a claimed sandbox\'s jobs or events were not queued; the sweeps will see to them')));
+    else await after();
   }
   return { sandbox, replayed: outcome.replayed };
 }
