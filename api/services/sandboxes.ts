@@ -92,7 +92,6 @@ export async function createSandbox(
       destroyReason: null,
       failureMessage: null,
     };
-    await sandboxes.insertSandbox(tx, sandbox);
     const events: NewEvent[] = [
       {
         accountId,
@@ -104,8 +103,9 @@ export async function createSandbox(
     ];
     // A claimed sandbox runs already: both its events, in one statement.
     if (warm) events.push({ accountId, sandboxId: sandbox.id, type: 'sandbox.running', data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` });
-    // The account's row is held FOR UPDATE since lockAccount, at the top of this transaction.
-    const created = await recordEvents(tx, events, { accountLocked: true });
+    // The account's row is held FOR UPDATE since lockAccount, at the top of this transaction. The
+    // sandbox's row and its events: one statement.
+    const created = await recordEvents(tx, events, { accountLocked: true, along: sandboxes.insertSandboxStatement(sandbox) });
     if (idempotencyKey) {
       await tx.execute('insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', [
         accountId,

@@ -41,6 +41,12 @@ export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<R
   return (await recordEvents(tx, [event]))[0];
 }
 
+/** A write that goes in the events' statement, ahead of them (a WITH clause): one round trip for both. */
+export interface AlongStatement {
+  sql: string;
+  params: unknown[];
+}
+
 /**
  * Several events of one account, as recordEvent each, in one lock and one statement (their seq in
  * the order given); each answer is undefined where its dedupe key was already used.
@@ -48,20 +54,25 @@ export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<R
 export async function recordEvents(
   tx: EntityManager,
   events: readonly NewEvent[],
-  /** accountLocked: `tx` holds the account's row locked already (FOR UPDATE or FOR NO KEY UPDATE). */
-  options: { accountLocked?: boolean } = {},
+  /**
+   * accountLocked: `tx` holds the account's row locked already (FOR UPDATE or FOR NO KEY UPDATE).
+   * along: the change the events report, written by the same statement (its foreign keys are
+   * checked at the statement's end, so an event may name the row it inserts).
+   */
+  options: { accountLocked?: boolean; along?: AlongStatement } = {},
 ): Promise<(RecordedEvent | undefined)[]> {
   const accountId = events[0]?.accountId;
   if (accountId === undefined) return [];
   if (events.some((e) => e.accountId !== accountId)) throw new Error('recordEvents takes the events of one account');
   if (!options.accountLocked) await tx.execute('select 1 from accounts where id = ? for no key update', [accountId]);
   const ids = events.map(() => newId('evt'));
+  const { along } = options;
   const rows = await tx.execute<EventRow[]>(
-    `insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
+    `${along ? `with along as (${along.sql}) ` : ''}insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
      values ${events.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?)').join(', ')}
      on conflict do nothing
      returning seq, id, account_id, sandbox_id, type, data, created_at`,
-    events.flatMap((event, i) => [
+    [...(along?.params ?? []), ...events.flatMap((event, i) => [
       ids[i],
       event.accountId,
       event.sandboxId ?? null,
@@ -69,7 +80,7 @@ export async function recordEvents(
       JSON.stringify(event.data),
       event.dedupeKey ?? null,
       event.targetEndpointId ?? null,
-    ]),
+    ])],
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {

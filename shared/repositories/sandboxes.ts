@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import type { Sandbox } from '../db/entities.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
@@ -6,8 +5,9 @@ import { allowlistOf, storedSecretsOf, type Allowlist, type StoredSecret } from 
 
 // The reads of the sandbox aggregate, as named statements on the driver's pool: every sandbox
 // route reads its sandbox first, and the rows are only presented or inspected, never flushed back
-// through the ORM. Its birth is one statement in the create's transaction (insertSandbox); its
-// state changes are transactions with their events (sandboxes/transitions.ts).
+// through the ORM. Its birth is one statement in the create's transaction, sent with its events
+// (insertSandboxStatement); its state changes are transactions with their events
+// (sandboxes/transitions.ts).
 
 interface SandboxRow extends SnapshotRow {
   env: Record<string, string>;
@@ -33,11 +33,12 @@ const OWN_SANDBOX_WITH_POLICY = {
  * Records a new sandbox in `tx`'s transaction (the create's, which holds its account's lock and
  * records its events): one statement, with no unit of work to compute.
  */
-export async function insertSandbox(tx: EntityManager, sandbox: Sandbox): Promise<void> {
-  await tx.execute(
-    `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at)
+/** The new sandbox's row as a statement, for a caller that sends it with others (its create's events). */
+export function insertSandboxStatement(sandbox: Sandbox): { sql: string; params: unknown[] } {
+  return {
+    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at)
      values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?)`,
-    [
+    params: [
       sandbox.id,
       sandbox.accountId,
       sandbox.state,
@@ -50,7 +51,7 @@ export async function insertSandbox(tx: EntityManager, sandbox: Sandbox): Promis
       sandbox.expiresAt,
       sandbox.expiryWarningAt ?? null,
     ],
-  );
+  };
 }
 
 /** The account's sandbox, or undefined (another account's is not told apart from none). */
