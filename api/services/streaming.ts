@@ -26,6 +26,25 @@ export function drained(stream: PassThrough, timeoutMs: number, onStall: () => v
   });
 }
 
+/**
+ * Writes onto `stream` at its client's pace: `write` answers a promise while the client is behind.
+ * A client that takes nothing for `timeoutMs` is given up on (drained's `onStall`), and `gone` is
+ * true from then on, or once the stream is destroyed: later writes are dropped.
+ */
+export function pacedWriter(stream: PassThrough, timeoutMs: number, onStall: () => void) {
+  let stalled = false;
+  const gone = (): boolean => stalled || stream.destroyed;
+  const write = (data: string | Buffer): void | Promise<void> => {
+    if (gone()) return;
+    if (stream.write(data)) return;
+    return drained(stream, timeoutMs, () => {
+      stalled = true;
+      onStall();
+    });
+  };
+  return { write, gone };
+}
+
 /** Fired when the client goes before its answer is whole: the work for it stops. */
 export function abortOnDisconnect(ctx: AppContext): AbortController {
   const controller = new AbortController();

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { AppContext } from '../../context.ts';
-import { drained } from '../streaming.ts';
+import { pacedWriter } from '../streaming.ts';
 import { JsonStringBytes } from './json-string-bytes.ts';
 import { bytesMoved } from '../../../shared/reclaim.ts';
 
@@ -21,17 +21,8 @@ export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, o
   ctx.status = 200;
   ctx.type = 'application/json';
   ctx.body = stream;
-  let stalled = false;
-  const put = (text: string | Buffer): void | Promise<void> => {
-    if (stalled || stream.destroyed) return;
-    if (stream.write(text)) return;
-    return drained(stream, writeTimeoutMs, () => {
-      stalled = true;
-      ctx.res.destroy();
-    });
-  };
-  // Nothing more is encoded once the client is gone or dropped: the rest of the answer is let go.
-  const gone = (): boolean => stalled || stream.destroyed;
+  // Nothing more is encoded once the client is gone or dropped (gone): the rest is let go.
+  const { write: put, gone } = pacedWriter(stream, writeTimeoutMs, () => ctx.res.destroy());
   void (async () => {
     await put(JSON.stringify(head).slice(0, -1));
     for (const [name, parts] of Object.entries(outputs)) {

@@ -24,8 +24,11 @@ export class JsonStringBytes {
   /** The first bytes while they are the start of a byte-order mark, which is dropped. */
   private head: number[] | undefined = [];
 
-  /** The JSON-escaped UTF-8 of `bytes`, continuing a character the previous call left open. */
-  encode(bytes: Uint8Array): Buffer {
+  /**
+   * The JSON-escaped UTF-8 of `bytes`, continuing a character the previous call left open;
+   * between `around`'s head and tail when given (in the one copy), and empty when nothing was.
+   */
+  encode(bytes: Uint8Array, around?: { head: Uint8Array; tail: Uint8Array }): Buffer {
     const out = scratchFor(bytes.length);
     let w = 0;
     if (this.head) {
@@ -41,7 +44,14 @@ export class JsonStringBytes {
     }
     // A copy the size of what was written: a slice of text must not hold six times its size
     // while it waits in a slow client's queue.
-    return Buffer.from(out.subarray(0, this.run(bytes, out, w)));
+    const n = this.run(bytes, out, w);
+    if (!around) return Buffer.from(out.subarray(0, n));
+    if (n === 0) return EMPTY;
+    const framed = Buffer.allocUnsafe(around.head.length + n + around.tail.length);
+    framed.set(around.head, 0);
+    out.copy(framed, around.head.length, 0, n);
+    framed.set(around.tail, around.head.length + n);
+    return framed;
   }
 
   /** The end of the output: a character left open is one U+FFFD. */

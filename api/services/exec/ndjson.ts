@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { AppContext } from '../../context.ts';
 import { bytesMoved } from '../../../shared/reclaim.ts';
-import { abortOnDisconnect, drained } from '../streaming.ts';
+import { abortOnDisconnect, pacedWriter } from '../streaming.ts';
 import { JsonStringBytes } from './json-string-bytes.ts';
 
 const NDJSON = 'application/x-ndjson';
@@ -14,16 +14,8 @@ const NDJSON = 'application/x-ndjson';
  */
 export function ndjsonBody(writeTimeoutMs: number, onStall: () => void) {
   const stream = new PassThrough();
-  let stalled = false;
   /** One or more whole lines, as they go on the wire. */
-  const write = (lines: string | Buffer): void | Promise<void> => {
-    if (stalled || stream.destroyed) return;
-    if (stream.write(lines)) return;
-    return drained(stream, writeTimeoutMs, () => {
-      stalled = true;
-      onStall();
-    });
-  };
+  const { write } = pacedWriter(stream, writeTimeoutMs, onStall);
   const line = (value: unknown): void | Promise<void> => write(`${JSON.stringify(value)}\n`);
   return { stream, line, write };
 }
@@ -37,13 +29,19 @@ const LINE_END = Buffer.from('"}\n');
  */
 export function outputLines(type: 'stdout' | 'stderr', write: (lines: Buffer) => void | Promise<void>) {
   const encoder = new JsonStringBytes();
-  const head = Buffer.from(`{"type":${JSON.stringify(type)},"data":"`);
-  const emit = (json: Buffer): void | Promise<void> => {
-    if (json.length === 0) return;
-    bytesMoved(json.length);
-    return write(Buffer.concat([head, json, LINE_END]));
+  const around = { head: Buffer.from(`{"type":${JSON.stringify(type)},"data":"`), tail: LINE_END };
+  const emit = (line: Buffer): void | Promise<void> => {
+    if (line.length === 0) return;
+    bytesMoved(line.length);
+    return write(line);
   };
-  return { chunk: (bytes: Buffer) => emit(encoder.encode(bytes)), end: () => emit(encoder.end()) };
+  return {
+    chunk: (bytes: Buffer) => emit(encoder.encode(bytes, around)),
+    end: () => {
+      const rest = encoder.end();
+      return rest.length === 0 ? undefined : emit(Buffer.concat([around.head, rest, around.tail]));
+    },
+  };
 }
 
 /**
