@@ -128,8 +128,11 @@ export async function createSandbox(
     const after = () => Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
     // Once the answer is written: begun at once, their synchronous part (the jobs' scripts and
     // payloads) ran ahead of the answer, in the microtasks before it.
-    if (outcome.warm) setImmediate(() => void after().catch((err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, 'a claimed sandbox\'s jobs or events were not queued; the sweeps will see to them')));
-    else await after();
+    if (!outcome.warm) await after();
+    else {
+      const unqueued = (err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, "a claimed sandbox's jobs or events were not queued; the sweeps will see to them");
+      setImmediate(() => void after().catch(unqueued));
+    }
   }
   return { sandbox, replayed: outcome.replayed };
 }

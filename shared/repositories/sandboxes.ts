@@ -30,10 +30,9 @@ const OWN_SANDBOX_WITH_POLICY = {
 };
 
 /**
- * Records a new sandbox in `tx`'s transaction (the create's, which holds its account's lock and
- * records its events): one statement, with no unit of work to compute.
+ * A new sandbox's row as one statement, with no unit of work to compute, for the create's
+ * transaction (which holds its account's lock) to send with the sandbox's events.
  */
-/** The new sandbox's row as a statement, for a caller that sends it with others (its create's events). */
 export function insertSandboxStatement(sandbox: Sandbox): { sql: string; params: unknown[] } {
   return {
     sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at)

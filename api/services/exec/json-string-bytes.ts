@@ -28,7 +28,7 @@ export class JsonStringBytes {
    * The JSON-escaped UTF-8 of `bytes`, continuing a character the previous call left open;
    * between `around`'s head and tail when given (in the one copy), and empty when nothing was.
    */
-  encode(bytes: Uint8Array, around?: { head: Uint8Array; tail: Uint8Array }): Buffer {
+  encode(bytes: Uint8Array, around?: Around): Buffer {
     const out = scratchFor(bytes.length);
     let w = 0;
     if (this.head) {
@@ -42,27 +42,18 @@ export class JsonStringBytes {
       else if (bytes.length === 0) return EMPTY;
       else w = this.letHeadGo(out);
     }
-    // A copy the size of what was written: a slice of text must not hold six times its size
-    // while it waits in a slow client's queue.
-    const n = this.run(bytes, out, w);
-    if (!around) return Buffer.from(out.subarray(0, n));
-    if (n === 0) return EMPTY;
-    const framed = Buffer.allocUnsafe(around.head.length + n + around.tail.length);
-    framed.set(around.head, 0);
-    out.copy(framed, around.head.length, 0, n);
-    framed.set(around.tail, around.head.length + n);
-    return framed;
+    return framed(out, this.run(bytes, out, w), around);
   }
 
-  /** The end of the output: a character left open is one U+FFFD. */
-  end(): Buffer {
+  /** The end of the output: a character left open is one U+FFFD (between `around` as encode's). */
+  end(around?: Around): Buffer {
     const out = Buffer.allocUnsafe(3 * 6 + 3);
     let w = this.head ? this.letHeadGo(out) : 0;
     if (this.needed !== 0) w = replacement(out, w);
     this.needed = 0;
     this.lower = 0x80;
     this.upper = 0xbf;
-    return out.subarray(0, w);
+    return framed(out, w, around);
   }
 
   private letHeadGo(out: Buffer): number {
@@ -157,7 +148,28 @@ export class JsonStringBytes {
   }
 }
 
+/** What an encoded piece goes between: an NDJSON line's start and end, say. */
+export interface Around {
+  head: Uint8Array;
+  tail: Uint8Array;
+}
+
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * The first `n` bytes of `out` in a buffer the size of what was written (a slice of text must not
+ * hold six times its size while it waits in a slow client's queue), between `around`'s head and
+ * tail when given; empty when nothing was written.
+ */
+function framed(out: Buffer, n: number, around: Around | undefined): Buffer {
+  if (n === 0) return EMPTY;
+  if (!around) return Buffer.from(out.subarray(0, n));
+  const piece = Buffer.allocUnsafe(around.head.length + n + around.tail.length);
+  piece.set(around.head, 0);
+  out.copy(piece, around.head.length, 0, n);
+  piece.set(around.tail, around.head.length + n);
+  return piece;
+}
 let scratch = Buffer.allocUnsafe(0);
 
 /** The process's one buffer to encode into (encoding is synchronous), large enough for `length` bytes. */

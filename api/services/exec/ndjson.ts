@@ -35,13 +35,7 @@ export function outputLines(type: 'stdout' | 'stderr', write: (lines: Buffer) =>
     bytesMoved(line.length);
     return write(line);
   };
-  return {
-    chunk: (bytes: Buffer) => emit(encoder.encode(bytes, around)),
-    end: () => {
-      const rest = encoder.end();
-      return rest.length === 0 ? undefined : emit(Buffer.concat([around.head, rest, around.tail]));
-    },
-  };
+  return { chunk: (bytes: Buffer) => emit(encoder.encode(bytes, around)), end: () => emit(encoder.end(around)) };
 }
 
 /**

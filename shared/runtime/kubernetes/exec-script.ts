@@ -23,42 +23,13 @@ import { encodeFrame, frameReader } from '../exec-frame.ts';
 // timeout should the runtime not get there (it crashed, or the connection broke). Being the
 // command's parent, it ends with it. Without a timeout program the command runs without that
 // backstop. A command that ends by SIGKILL (the watchdog's, the runtime's kill of its group, any
-// other) is then swept by its token by the wrapper itself, as the kill exec does: what left its
-// group is ended even when the runtime never sent that exec (it timed the command out before the
-// marker came, or the connection broke). setsid and timeout are found by absolute path before the command's own variables
-// (its PATH among them) are exported.
+// other) is then swept by its token by the wrapper itself, as the kill exec does (sweep, below):
+// what left its group is ended even when the runtime never sent that exec (it timed the command
+// out before the marker came, or the connection broke). setsid and timeout are found by absolute
+// path before the command's own variables (its PATH among them) are exported.
 //
 // A command that cannot be found ends with 127, as in any shell; a working directory that
 // cannot be entered with 125, as the local runtime's does.
-/**
- * Kills every process whose environment carries `token` (a shell word), round after round until a
- * round finds none (at most 20). Where grep reads NUL-separated lines (-z: GNU grep, as
- * Debian-based images have), one grep a round names every such process; otherwise two processes
- * per process on the pod's table, which a storm of timeouts (each with its own kill) made too slow
- * to finish. The shell running it must not carry the token itself: its own greps would match.
- */
-function sweep(token: string): string {
-  return `z=; printf 'a\\0' | grep -qz a 2>/dev/null && z=1
-i=0
-while [ $i -lt 20 ]; do
-  n=0
-  if [ -n "$z" ]; then
-    for e in $(grep -lzx "__PADDOCK_EXEC=${token}" /proc/[0-9]*/environ 2>/dev/null); do
-      p=\${e#/proc/}; p=\${p%/environ}
-      [ "$p" = $$ ] && continue
-      kill -9 "$p" 2>/dev/null && n=$((n + 1))
-    done
-  else
-    for e in /proc/[0-9]*/environ; do
-      p=\${e#/proc/}; p=\${p%/environ}
-      [ "$p" = $$ ] && continue
-      if tr '\\0' '\\n' < "$e" 2>/dev/null | grep -qx "__PADDOCK_EXEC=${token}"; then kill -9 "$p" 2>/dev/null && n=$((n + 1)); fi
-    done
-  fi
-  [ $n -eq 0 ] && break
-  i=$((i + 1))
-done`;
-}
 
 // The leader uses no variables: the command's exported ones would be overwritten.
 const LEADER = 'printf "%s %s%s\\n" "$1" "$2" "$$" >&2; shift 2; exec "$@"';
@@ -130,6 +101,36 @@ export function wrapperArgv(input: WrapperInput): { argv: string[]; frame: Buffe
     argv: ['/bin/sh', '-c', WRAPPER, 'paddock-exec', input.token, String(input.watchdogSeconds)],
     frame: encodeFrame({ argv: input.argv, cwd: input.cwd, env: input.env }),
   };
+}
+
+/**
+ * Kills every process whose environment carries `token` (a shell word), round after round until a
+ * round finds none (at most 20). Where grep reads NUL-separated lines (-z: GNU grep, as
+ * Debian-based images have), one grep a round names every such process; otherwise two processes
+ * per process on the pod's table, which a storm of timeouts (each with its own kill) made too slow
+ * to finish. The shell running it must not carry the token itself: its own greps would match.
+ */
+function sweep(token: string): string {
+  return `z=; printf 'a\\0' | grep -qz a 2>/dev/null && z=1
+i=0
+while [ $i -lt 20 ]; do
+  n=0
+  if [ -n "$z" ]; then
+    for e in $(grep -lzx "__PADDOCK_EXEC=${token}" /proc/[0-9]*/environ 2>/dev/null); do
+      p=\${e#/proc/}; p=\${p%/environ}
+      [ "$p" = $$ ] && continue
+      kill -9 "$p" 2>/dev/null && n=$((n + 1))
+    done
+  else
+    for e in /proc/[0-9]*/environ; do
+      p=\${e#/proc/}; p=\${p%/environ}
+      [ "$p" = $$ ] && continue
+      if tr '\\0' '\\n' < "$e" 2>/dev/null | grep -qx "__PADDOCK_EXEC=${token}"; then kill -9 "$p" 2>/dev/null && n=$((n + 1)); fi
+    done
+  fi
+  [ $n -eq 0 ] && break
+  i=$((i + 1))
+done`;
 }
 
 /**
