@@ -7,14 +7,15 @@ import { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, enqueueAll, jobCatalogue, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
-import { recordEvents, type NewEvent } from '../../shared/events/record.ts';
+import { eventsStatement, recordedFrom, type EventRow, type NewEvent } from '../../shared/events/record.ts';
 import { presentSandbox } from '../presenters/sandbox.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
-import { claimWarm, isPooled } from '../../shared/pool/warm-pool.ts';
+import { claimedFrom, claimWarmStatement, isPooled } from '../../shared/pool/warm-pool.ts';
+import { inBatchedTransaction, type Statement } from '../../shared/db/batch.ts';
 import type { AppDeps } from '../context.ts';
 import { checkEnvironment } from '../../shared/allowlist/index.ts';
 import { currentPeriod, limitsOf } from './account-usage.ts';
-import { lockAccount, usageOf } from '../../shared/repositories/accounts.ts';
+import { lockAccountStatement, overridesFrom, usageFrom, usageStatement, type Usage } from '../../shared/repositories/accounts.ts';
 import { getAllowlist } from '../../shared/repositories/policy.ts';
 import * as sandboxes from '../../shared/repositories/sandboxes.ts';
 import type { SandboxPage, SandboxWithPolicy } from '../../shared/repositories/sandboxes.ts';
@@ -48,50 +49,28 @@ export async function createSandbox(
   await refuseProtectedEnv(deps.pg, accountId, input.env);
   const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
 
-  const outcome = await em.transactional(async (tx) => {
-    const overrides = await lockAccount(tx, accountId);
+  // Two round trips: the lock with everything read under it, then the writes with the commit.
+  const outcome = await inBatchedTransaction(em, async (tx) => {
+    const pooled = isPooled(deps.config, deps.runtime, image);
+    const [locked, usage, ...rest] = await tx.send([
+      lockAccountStatement(accountId),
+      usageStatement(accountId, currentPeriod().start),
+      // From the warm pool when it has one ready: running now, its cap starting now. A refused
+      // create rolls back, which puts it back.
+      ...(pooled ? [claimWarmStatement(deps.config, image)] : []),
+      ...(idempotencyKey ? [replayStatement(accountId, idempotencyKey)] : []),
+    ]);
+    const claim = pooled ? rest.shift() : undefined;
+    const overrides = overridesFrom(locked ?? []);
     if (!overrides) throw new ApiError('invalid_credential');
-    if (idempotencyKey) {
-      const replay = await findReplay(tx, accountId, idempotencyKey, requestHash);
-      if (replay) return { sandboxId: replay, replayed: true, created: undefined, sandbox: undefined };
+    const replayed = idempotencyKey ? replayOf(rest.shift() ?? [], requestHash) : undefined;
+    if (replayed) {
+      await tx.rollback();
+      return { sandboxId: replayed, replayed: true, created: undefined, sandbox: undefined };
     }
-    const limit = limitsOf(overrides, deps.config);
-    const { active, hours: used } = await usageOf(tx, accountId, currentPeriod().start);
-    if (active >= limit.concurrentSandboxes) {
-      throw new ApiError(
-        'concurrent_sandbox_limit_reached',
-        `${active} of ${limit.concurrentSandboxes} concurrent sandboxes are active; destroy one first.`,
-        { extra: { active, limit: limit.concurrentSandboxes } },
-      );
-    }
-    if (used >= limit.monthlySandboxHours) {
-      throw new ApiError(
-        'monthly_usage_limit_reached',
-        `${used.toFixed(2)} of ${limit.monthlySandboxHours} sandbox-hours are used this month.`,
-        { extra: { used: Math.round(used * 10_000) / 10_000, limit: limit.monthlySandboxHours } },
-      );
-    }
-    // From the warm pool when it has one ready: running now, its cap starting now.
-    const warm = isPooled(deps.config, deps.runtime, image) ? await claimWarm(tx, deps.config, image) : undefined;
-    const now = new Date();
-    const expiresAt = new Date(now.getTime() + deps.config.PADDOCK_SESSION_CAP_SECONDS * 1000);
-    const warningSeconds = deps.config.PADDOCK_EXPIRY_WARNING_SECONDS;
-    const sandbox: Sandbox = {
-      id: warm ?? newId('sbx'),
-      accountId,
-      state: 'active',
-      status: warm ? 'running' : 'pending',
-      readyAt: warm ? now : null,
-      image,
-      metadata: input.metadata ?? {},
-      env: input.env ?? {},
-      createdAt: now,
-      expiresAt,
-      expiryWarningAt: warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null,
-      destroyedAt: null,
-      destroyReason: null,
-      failureMessage: null,
-    };
+    refuseOverQuota(limitsOf(overrides, deps.config), usageFrom(usage ?? []));
+    const warm = claim && claimedFrom(claim);
+    const sandbox = newSandboxRow(deps, accountId, image, input, warm);
     const events: NewEvent[] = [
       {
         accountId,
@@ -103,17 +82,16 @@ export async function createSandbox(
     ];
     // A claimed sandbox runs already: both its events, in one statement.
     if (warm) events.push({ accountId, sandboxId: sandbox.id, type: 'sandbox.running', data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` });
-    // The account's row is held FOR UPDATE since lockAccount, at the top of this transaction. The
-    // sandbox's row and its events: one statement.
-    const created = await recordEvents(tx, events, { accountLocked: true, along: sandboxes.insertSandboxStatement(sandbox) });
-    if (idempotencyKey) {
-      await tx.execute('insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', [
-        accountId,
-        idempotencyKey,
-        requestHash,
-        sandbox.id,
-      ]);
-    }
+    // The account's row is held FOR UPDATE since the first batch (the events' order needs it).
+    // The sandbox's row and its events: one statement.
+    const { statement, ids } = eventsStatement(events, sandboxes.insertSandboxStatement(sandbox));
+    const [eventRows] = await tx.commitWith([
+      statement,
+      ...(idempotencyKey
+        ? [{ sql: 'insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', params: [accountId, idempotencyKey, requestHash, sandbox.id] }]
+        : []),
+    ]);
+    const created = recordedFrom(ids, eventRows as unknown as EventRow[]);
     return { sandboxId: sandbox.id, replayed: false, created, warm: warm !== undefined, sandbox };
   });
 
@@ -147,11 +125,13 @@ function resolveImage(deps: AppDeps, requested: string | undefined): string {
   }
 }
 
-async function findReplay(tx: EntityManager, accountId: string, key: string, requestHash: string): Promise<string | undefined> {
-  const [row] = await tx.execute<{ request_hash: string; sandbox_id: string; completed_at: Date | null; created_at: Date }[]>(
-    'select request_hash, sandbox_id, completed_at, created_at from idempotency_keys where account_id = ? and key = ?',
-    [accountId, key],
-  );
+function replayStatement(accountId: string, key: string): Statement {
+  return { sql: 'select request_hash, sandbox_id, completed_at, created_at from idempotency_keys where account_id = ? and key = ?', params: [accountId, key] };
+}
+
+/** The sandbox a first request with this key made, to answer again; none for a key not seen yet. */
+function replayOf(rows: readonly Record<string, unknown>[], requestHash: string): string | undefined {
+  const row = rows[0] as { request_hash: string; sandbox_id: string; completed_at: Date | null; created_at: Date } | undefined;
   if (!row) return undefined;
   if (row.request_hash !== requestHash) {
     throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.');
@@ -162,6 +142,46 @@ async function findReplay(tx: EntityManager, accountId: string, key: string, req
     });
   }
   return row.sandbox_id;
+}
+
+function refuseOverQuota(limit: ReturnType<typeof limitsOf>, { active, hours: used }: Usage): void {
+  if (active >= limit.concurrentSandboxes) {
+    throw new ApiError(
+      'concurrent_sandbox_limit_reached',
+      `${active} of ${limit.concurrentSandboxes} concurrent sandboxes are active; destroy one first.`,
+      { extra: { active, limit: limit.concurrentSandboxes } },
+    );
+  }
+  if (used >= limit.monthlySandboxHours) {
+    throw new ApiError(
+      'monthly_usage_limit_reached',
+      `${used.toFixed(2)} of ${limit.monthlySandboxHours} sandbox-hours are used this month.`,
+      { extra: { used: Math.round(used * 10_000) / 10_000, limit: limit.monthlySandboxHours } },
+    );
+  }
+}
+
+/** The new sandbox's row: a claimed pooled one runs already, its cap starting now. */
+function newSandboxRow(deps: AppDeps, accountId: string, image: string, input: CreateSandboxInput, warm: string | undefined): Sandbox {
+  const now = new Date();
+  const expiresAt = new Date(now.getTime() + deps.config.PADDOCK_SESSION_CAP_SECONDS * 1000);
+  const warningSeconds = deps.config.PADDOCK_EXPIRY_WARNING_SECONDS;
+  return {
+    id: warm ?? newId('sbx'),
+    accountId,
+    state: 'active',
+    status: warm ? 'running' : 'pending',
+    readyAt: warm ? now : null,
+    image,
+    metadata: input.metadata ?? {},
+    env: input.env ?? {},
+    createdAt: now,
+    expiresAt,
+    expiryWarningAt: warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null,
+    destroyedAt: null,
+    destroyReason: null,
+    failureMessage: null,
+  };
 }
 
 async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox, warm: boolean): Promise<void> {
@@ -208,8 +228,7 @@ const WAIT_POLL_MS = 500;
  */
 export async function waitForJob(
   deps: AppDeps,
-  em: EntityManager,
-  sandboxId: string,
+  { id: sandboxId, accountId }: Pick<Sandbox, 'id' | 'accountId'>,
   jobId: string,
   timeoutMs: number,
   settled: (sandbox: Sandbox) => boolean,
@@ -229,7 +248,7 @@ export async function waitForJob(
       const jobFinished = finished;
       let sandbox: Sandbox | null | undefined;
       try {
-        sandbox = await em.findOne(Sandbox, { id: sandboxId }, { disableIdentityMap: true });
+        sandbox = (await sandboxes.findOwnSandbox(deps.pg, accountId, sandboxId)) ?? null;
       } catch (err) {
         // The database away for a moment: keep waiting; a read at the deadline answers for it.
         if (!isDependencyUnavailable(err) || Date.now() >= deadline) throw err;

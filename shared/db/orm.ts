@@ -1,4 +1,4 @@
-import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities.ts';
 import pg from 'pg';
@@ -40,6 +40,11 @@ export function openReadPool(databaseUrl: string, max = 10): pg.Pool {
     statement_timeout: 30_000,
     query_timeout: 35_000,
   });
+}
+
+/** The ORM's own pg pool: for statements the ORM cannot send (batches, named statements), on its connections. */
+export async function ormPool(em: EntityManager): Promise<pg.Pool> {
+  return (await em.getConnection().getNativeClient()) as pg.Pool;
 }
 
 export async function openOrm(databaseUrl: string, poolMax?: number): Promise<MikroORM> {

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../ids.ts';
+import type { Statement } from '../db/batch.ts';
 import type { EventType, RecordedEvent } from './types.ts';
 
 // The outbox. recordEvent is called inside the transaction that makes the change the event
@@ -38,50 +39,40 @@ interface EventRow {
  * when the dedupe key was already used.
  */
 export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<RecordedEvent | undefined> {
-  return (await recordEvents(tx, [event]))[0];
-}
-
-/** A write that goes in the events' statement, ahead of them (a WITH clause): one round trip for both. */
-export interface AlongStatement {
-  sql: string;
-  params: unknown[];
+  await tx.execute('select 1 from accounts where id = ? for no key update', [event.accountId]);
+  const { statement, ids } = eventsStatement([event]);
+  return recordedFrom(ids, await tx.execute<EventRow[]>(statement.sql, statement.params as unknown[]))[0];
 }
 
 /**
- * Several events of one account, as recordEvent each, in one lock and one statement (their seq in
- * the order given); each answer is undefined where its dedupe key was already used.
+ * Events of one account as one statement (their seq in the order given), for a transaction that
+ * holds their account's row locked already (FOR UPDATE or FOR NO KEY UPDATE, see recordEvent) and
+ * sends it itself; `recordedFrom` reads its rows. `along`: the change the events report, written by
+ * the same statement (its foreign keys are checked at the statement's end, so an event may name the
+ * row it inserts).
  */
-export async function recordEvents(
-  tx: EntityManager,
-  events: readonly NewEvent[],
-  /**
-   * accountLocked: `tx` holds the account's row locked already (FOR UPDATE or FOR NO KEY UPDATE).
-   * along: the change the events report, written by the same statement (its foreign keys are
-   * checked at the statement's end, so an event may name the row it inserts).
-   */
-  options: { accountLocked?: boolean; along?: AlongStatement } = {},
-): Promise<(RecordedEvent | undefined)[]> {
+export function eventsStatement(events: readonly NewEvent[], along?: Statement): { statement: Statement; ids: string[] } {
   const accountId = events[0]?.accountId;
-  if (accountId === undefined) return [];
-  if (events.some((e) => e.accountId !== accountId)) throw new Error('recordEvents takes the events of one account');
-  if (!options.accountLocked) await tx.execute('select 1 from accounts where id = ? for no key update', [accountId]);
+  if (events.some((e) => e.accountId !== accountId)) throw new Error('eventsStatement takes the events of one account');
   const ids = events.map(() => newId('evt'));
-  const { along } = options;
-  const rows = await tx.execute<EventRow[]>(
-    `${along ? `with along as (${along.sql}) ` : ''}insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
+  const sql = `${along ? `with along as (${along.sql}) ` : ''}insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
      values ${events.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?)').join(', ')}
      on conflict do nothing
-     returning seq, id, account_id, sandbox_id, type, data, created_at`,
-    [...(along?.params ?? []), ...events.flatMap((event, i) => [
-      ids[i],
-      event.accountId,
-      event.sandboxId ?? null,
-      event.type,
-      JSON.stringify(event.data),
-      event.dedupeKey ?? null,
-      event.targetEndpointId ?? null,
-    ])],
-  );
+     returning seq, id, account_id, sandbox_id, type, data, created_at`;
+  const params = [...(along?.params ?? []), ...events.flatMap((event, i) => [
+    ids[i],
+    event.accountId,
+    event.sandboxId ?? null,
+    event.type,
+    JSON.stringify(event.data),
+    event.dedupeKey ?? null,
+    event.targetEndpointId ?? null,
+  ])];
+  return { statement: { sql, params }, ids };
+}
+
+/** Each event of `ids` as recorded, or undefined where its dedupe key was already used. */
+export function recordedFrom(ids: readonly string[], rows: readonly EventRow[]): (RecordedEvent | undefined)[] {
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
     const row = byId.get(id);

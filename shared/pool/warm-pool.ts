@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Statement } from '../db/batch.ts';
 import type { Config } from '../config.ts';
 import type { SandboxRuntime } from '../runtime/types.ts';
 
@@ -50,15 +50,19 @@ export function imageKey(image: string): string {
 }
 
 /**
- * Takes a ready pooled sandbox of `image` out of the pool, or answers undefined when there is none.
- * SKIP LOCKED: concurrent creates each take a different one, and none waits on another's.
+ * Takes a ready pooled sandbox of `image` out of the pool (`claimedFrom` reads its id, none when
+ * the pool has none ready). SKIP LOCKED: concurrent creates each take a different one, and none
+ * waits on another's; a create that rolls back puts it back.
  */
-export async function claimWarm(tx: EntityManager, config: Config, image: string): Promise<string | undefined> {
-  const [row] = await tx.execute<{ id: string }[]>(
-    `delete from warm_sandboxes where id = (
+export function claimWarmStatement(config: Config, image: string): Statement {
+  return {
+    sql: `delete from warm_sandboxes where id = (
        select id from warm_sandboxes where deployment = ? and image = ? and status = 'ready' order by ready_at limit 1 for update skip locked)
      returning id`,
-    [poolDeployment(config), image],
-  );
-  return row?.id;
+    params: [poolDeployment(config), image],
+  };
+}
+
+export function claimedFrom(rows: readonly Record<string, unknown>[]): string | undefined {
+  return rows[0]?.id as string | undefined;
 }

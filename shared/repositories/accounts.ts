@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import { secondsUsedSql } from '../usage/billing.ts';
+import type { Statement } from '../db/batch.ts';
 
 // The account aggregate with its usage: its quota overrides, its active sandboxes and the month's
 // sandbox-seconds (rolled up at each destroy, plus the running ones). Every read of them is here.
@@ -51,25 +51,31 @@ export async function accountWithUsage(
 }
 
 /**
- * Locks the account's row for the rest of `tx` (concurrent creates through any replica take
- * turns) and answers its overrides; undefined when there is no such account. The usage is read
- * after, by usageOf in the same transaction: a statement that locked and counted at once would
- * count from a snapshot taken before it waited for the lock, blind to the create it waited for.
+ * Locks the account's row for the rest of its transaction (concurrent creates through any replica
+ * take turns); `overridesFrom` reads its row, none when there is no such account. The usage is read
+ * by a statement after it (usageStatement, in the same batch): a statement that locked and counted
+ * at once would count from a snapshot taken before it waited for the lock, blind to the create it
+ * waited for.
  */
-export async function lockAccount(tx: EntityManager, accountId: string): Promise<LimitOverrides | undefined> {
-  const [row] = await tx.execute<UsageColumns[]>('select concurrent_sandboxes_limit, monthly_sandbox_hours_limit from accounts where id = ? for update', [accountId]);
+export function lockAccountStatement(accountId: string): Statement {
+  return { sql: 'select concurrent_sandboxes_limit, monthly_sandbox_hours_limit from accounts where id = ? for update', params: [accountId] };
+}
+
+export function overridesFrom(rows: readonly Record<string, unknown>[]): LimitOverrides | undefined {
+  const row = rows[0] as UsageColumns | undefined;
   return row && overridesOf(row);
 }
 
 /** The account's active sandboxes and sandbox-hours in the month from `periodStart`, in one statement. */
-export async function usageOf(tx: EntityManager, accountId: string, periodStart: Date): Promise<Usage> {
+export function usageStatement(accountId: string, periodStart: Date): Statement {
   // secondsUsedSql names the account, the month, the month again, then the account.
-  const [row] = await tx.execute<UsageColumns[]>(`select (${activeCount('?')}) as active, (${secondsUsedSql('?', '?')}) as seconds`, [
-    accountId,
-    accountId,
-    periodStart,
-    periodStart,
-    accountId,
-  ]);
+  return {
+    sql: `select (${activeCount('?')}) as active, (${secondsUsedSql('?', '?')}) as seconds`,
+    params: [accountId, accountId, periodStart, periodStart, accountId],
+  };
+}
+
+export function usageFrom(rows: readonly Record<string, unknown>[]): Usage {
+  const row = rows[0] as UsageColumns | undefined;
   return { active: Number(row?.active ?? 0), hours: Math.max(0, Number(row?.seconds ?? 0)) / 3600 };
 }

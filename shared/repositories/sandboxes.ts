@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { Sandbox } from '../db/entities.ts';
+import type { Statement } from '../db/batch.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
 import { allowlistOf, storedSecretsOf, type Allowlist, type StoredSecret } from './policy.ts';
 
@@ -33,7 +34,7 @@ const OWN_SANDBOX_WITH_POLICY = {
  * A new sandbox's row as one statement, with no unit of work to compute, for the create's
  * transaction (which holds its account's lock) to send with the sandbox's events.
  */
-export function insertSandboxStatement(sandbox: Sandbox): { sql: string; params: unknown[] } {
+export function insertSandboxStatement(sandbox: Sandbox): Statement {
   return {
     sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at)
      values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?)`,
@@ -51,6 +52,17 @@ export function insertSandboxStatement(sandbox: Sandbox): { sql: string; params:
       sandbox.expiryWarningAt ?? null,
     ],
   };
+}
+
+const SANDBOX = {
+  name: 'paddock-sandbox',
+  text: `select ${SANDBOX_COLUMNS}, env from sandboxes where id = $1`,
+};
+
+/** The sandbox, whoever's it is: for the workers, which act for no account. */
+export async function findSandbox(pool: Pool, id: string): Promise<Sandbox | undefined> {
+  const row = (await pool.query<SandboxRow>({ ...SANDBOX, values: [id] })).rows[0];
+  return row && sandboxOf(row);
 }
 
 /** The account's sandbox, or undefined (another account's is not told apart from none). */
@@ -116,6 +128,12 @@ export async function listOwnSandboxes(
   return { sandboxes: page, next: rows.length > options.limit ? page.at(-1)?.id : undefined };
 }
 
+// The read pool's pg parses timestamps into Dates; the ORM's pool hands them over as text, which
+// the ORM converts itself. A row read through either is the same Sandbox.
+function dateOf<T extends Date | null>(value: T | string): T {
+  return (value === null || value instanceof Date ? value : new Date(value)) as T;
+}
+
 function sandboxOf(row: SandboxRow): Sandbox {
   const sandbox = {
     id: row.id,
@@ -125,10 +143,10 @@ function sandboxOf(row: SandboxRow): Sandbox {
     image: row.image,
     metadata: row.metadata,
     env: row.env,
-    createdAt: row.created_at,
-    readyAt: row.ready_at,
-    expiresAt: row.expires_at,
-    destroyedAt: row.destroyed_at,
+    createdAt: dateOf(row.created_at),
+    readyAt: dateOf(row.ready_at),
+    expiresAt: dateOf(row.expires_at),
+    destroyedAt: dateOf(row.destroyed_at),
     destroyReason: row.destroy_reason,
     failureMessage: row.failure_message,
   };

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Sandbox, type DestroyReason } from '../db/entities.ts';
 import type { EventAnnouncer } from '../events/announce.ts';
-import { recordEvent } from '../events/record.ts';
+import { eventsStatement, recordedFrom, recordEvent, type EventRow, type NewEvent } from '../events/record.ts';
+import { inBatchedTransaction } from '../db/batch.ts';
 import { ADD_DESTROYED_TO_ROLLUP } from '../usage/billing.ts';
 import type { RecordedEvent } from '../events/types.ts';
 import { SANDBOX_COLUMNS, sandboxSnapshot, type SandboxRow } from './snapshot.ts';
@@ -12,15 +13,22 @@ import { SANDBOX_COLUMNS, sandboxSnapshot, type SandboxRow } from './snapshot.ts
 // recorded in the same transaction (shared/events/record.ts): an event exists exactly when its
 // change does. `announcer` starts their delivery after the commit.
 
-/** pending → running. False when the sandbox was meanwhile destroyed or is being destroyed. */
+/**
+ * pending → running. False when the sandbox was meanwhile destroyed or is being destroyed. Two
+ * round trips: the update with its account's lock (the event's order, see recordEvent), then the
+ * event with the commit.
+ */
 export async function markRunning(em: EntityManager, id: string, announcer?: EventAnnouncer): Promise<boolean> {
-  const events = await em.transactional(async (tx) => {
-    const [row] = await tx.execute<SandboxRow[]>(
-      `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning ${SANDBOX_COLUMNS}`,
-      [new Date(), id],
-    );
+  const events = await inBatchedTransaction(em, async (tx) => {
+    const [updated] = await tx.send([
+      { sql: `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning ${SANDBOX_COLUMNS}`, params: [new Date(), id] },
+      { sql: 'select 1 from accounts where id = (select account_id from sandboxes where id = ?) for no key update', params: [id] },
+    ]);
+    const row = updated?.[0] as SandboxRow | undefined;
     if (!row) return undefined;
-    return [await sandboxEvent(tx, row, 'sandbox.running')];
+    const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')]);
+    const [rows] = await tx.commitWith([statement]);
+    return recordedFrom(ids, (rows ?? []) as unknown as EventRow[]);
   });
   if (!events) return false;
   await announcer?.announce(events);
@@ -94,12 +102,18 @@ export async function markExpiring(em: EntityManager, id: string, announcer?: Ev
   return true;
 }
 
-export function sandboxEvent(tx: EntityManager, row: SandboxRow, type: 'sandbox.running' | 'sandbox.failed' | 'sandbox.destroyed' | 'sandbox.expiring' | 'sandbox.created') {
-  return recordEvent(tx, {
+type SandboxEventType = 'sandbox.running' | 'sandbox.failed' | 'sandbox.destroyed' | 'sandbox.expiring' | 'sandbox.created';
+
+export function sandboxEvent(tx: EntityManager, row: SandboxRow, type: SandboxEventType) {
+  return recordEvent(tx, sandboxEventOf(row, type));
+}
+
+function sandboxEventOf(row: SandboxRow, type: SandboxEventType): NewEvent {
+  return {
     accountId: row.account_id,
     sandboxId: row.id,
     type,
     data: { sandbox: sandboxSnapshot(row) },
     dedupeKey: `${type}:${row.id}`,
-  });
+  };
 }

@@ -1,5 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
-import { Sandbox } from '../../shared/db/entities.ts';
+import { ormPool } from '../../shared/db/orm.ts';
+import { findSandbox } from '../../shared/repositories/sandboxes.ts';
 import { parsePayload } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markRunning } from '../../shared/sandboxes/transitions.ts';
 import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
@@ -12,7 +13,7 @@ import type { WorkerDeps } from '../context.ts';
 export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string> {
   const { sandboxId, image, expiresAt } = parsePayload('create', job.data);
   const em = deps.orm.em.fork();
-  const row = await em.findOne(Sandbox, { id: sandboxId });
+  const row = await findSandbox(await ormPool(em), sandboxId);
   if (!row || row.state === 'destroyed' || row.status === 'terminating') {
     // Destroyed before it was made; make sure nothing of it lingers in the runtime.
     await deps.runtime.destroy(sandboxId);

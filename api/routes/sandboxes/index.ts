@@ -68,7 +68,7 @@ export const createSandboxRoute = route(
     });
     if (query.wait && sandbox.status === 'pending') {
       const timeoutMs = (deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS + 5) * 1000;
-      sandbox = await waitForJob(deps, ctx.state.em, sandbox.id, createJobId(sandbox.id), timeoutMs, (s) => s.status !== 'pending');
+      sandbox = await waitForJob(deps, sandbox, createJobId(sandbox.id), timeoutMs, (s) => s.status !== 'pending');
     }
     if (key) await completeIdempotencyKey(ctx.state.em, accountId, key);
     ctx.status = 201;
@@ -134,7 +134,7 @@ export const destroySandboxRoute = route(
     let sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
     await requestDestroy(deps, em, sandbox);
     if (query.wait && sandbox.state === 'active') {
-      sandbox = await waitForJob(deps, em, sandbox.id, destroyJobId(sandbox.id), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
+      sandbox = await waitForJob(deps, sandbox, destroyJobId(sandbox.id), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
     } else {
       sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
     }
