@@ -10,7 +10,8 @@ import type { ApiKeyStore } from './auth/api-key-store.ts';
 import type { TerminalTickets } from './auth/terminal-tickets.ts';
 import type { PasswordHasher } from './auth/passwords.ts';
 import type { DashboardTokens } from './auth/jwt.ts';
-import type { TokenBuckets } from './ratelimit/token-bucket.ts';
+import type { BucketResult, TokenBuckets } from './ratelimit/token-bucket.ts';
+import type { BucketName } from './routes/route.ts';
 import type { InFlightLeases } from './ratelimit/in-flight.ts';
 import type { ApiMetrics } from './metrics.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';
@@ -60,6 +61,8 @@ export interface AppState {
   requestId: string;
   em: EntityManager;
   auth?: Credential;
+  /** The route's token, taken by the API key's lookup in the same round trip (authenticate). */
+  token?: { bucket: BucketName; result: BucketResult };
   /** The parsed JSON body, set by the body middleware on routes that take one. */
   rawBody?: unknown;
   /** A streamed body (an archive), set by the streamed-body middleware on routes that declare one. */

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey } from '../../shared/db/entities.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { effectiveScopes, type Scope } from '../../shared/scopes.ts';
+import { bucketResult, TAKE_TOKEN_LUA, type BucketResult } from '../ratelimit/token-bucket.ts';
 
 export interface KeyIdentity {
   keyId: string;
@@ -12,17 +13,46 @@ export interface KeyIdentity {
 
 const REVOKED = 'revoked';
 
-const READ_KEY_SCRIPT = `
+// KEYS: the key's cache entry, its "lastUsedAt recorded this minute" slot. ARGV: the slot's
+// seconds, then (for a route with an account bucket) the bucket's key prefix, capacity, refill per
+// ms and the scope the route needs. For a cached valid key only: claim the slot, and take the
+// route's token from the account's bucket when the key has the scope (a key without it is refused
+// before any token is spent). The bucket's key is built from the entry (its account), so it is not
+// among KEYS: fine on one Redis, as Paddock runs it; a Redis Cluster would need a hash tag.
+const READ_KEY_SCRIPT = `${TAKE_TOKEN_LUA}
 local v = redis.call('GET', KEYS[1])
-if v and v ~= 'revoked' then
-  local claimed = redis.call('SET', KEYS[2], '1', 'EX', ARGV[1], 'NX')
-  return {v, claimed and 1 or 0}
+if not v or v == 'revoked' then
+  return {v or '', 0}
 end
-return {v or '', 0}
+local claimed = redis.call('SET', KEYS[2], '1', 'EX', ARGV[1], 'NX') and 1 or 0
+if not ARGV[2] then
+  return {v, claimed}
+end
+local entry = cjson.decode(v)
+if type(entry.scopes) ~= 'table' or type(entry.accountId) ~= 'string' then
+  return {v, claimed}
+end
+local scoped = ARGV[5] == ''
+for _, scope in ipairs(entry.scopes) do
+  if scope == ARGV[5] then scoped = true end
+end
+if not scoped then
+  return {v, claimed}
+end
+local token = take_token(ARGV[2] .. entry.accountId, tonumber(ARGV[3]), tonumber(ARGV[4]))
+return {v, claimed, token[1], token[2], token[3]}
 `;
 
+/** The route's account bucket, for the lookup to take its token in the same round trip. */
+export interface BucketToTake {
+  keyPrefix: string;
+  perMinute: number;
+  /** The scope the route needs: a key without it spends no token. */
+  scope?: Scope;
+}
+
 type WithReadKey = Redis & {
-  paddockReadKey(cacheKey: string, touchKey: string, seconds: number): Promise<[string, number]>;
+  paddockReadKey(cacheKey: string, touchKey: string, ...args: (string | number)[]): Promise<[string, number, ...number[]]>;
 };
 const TOMBSTONE_SECONDS = 24 * 3600;
 const TOUCH_INTERVAL_SECONDS = 60;
@@ -54,17 +84,23 @@ export class ApiKeyStore {
    * `unitOfWork` is asked for only when the database is reached (a cache miss, or this minute's
    * lastUsedAt): a request served from the cache forks no unit of work.
    */
-  async authenticate(unitOfWork: () => EntityManager, keyHash: string): Promise<KeyIdentity | undefined> {
+  async authenticate(
+    unitOfWork: () => EntityManager,
+    keyHash: string,
+    bucket?: BucketToTake,
+  ): Promise<(KeyIdentity & { token?: BucketResult }) | undefined> {
     const touchKey = `${this.prefix}:apikey-touch:${keyHash}`;
     // One round trip reads the cache and, for a cached valid key only, claims this minute's
-    // "record lastUsedAt" slot: an unknown key leaves nothing behind in Redis.
-    const [cached, claimed] = await this.redis.paddockReadKey(this.cacheKey(keyHash), touchKey, TOUCH_INTERVAL_SECONDS);
+    // "record lastUsedAt" slot and takes the route's token: an unknown key leaves nothing behind.
+    const bucketArgs = bucket ? [bucket.keyPrefix, bucket.perMinute, bucket.perMinute / 60_000, bucket.scope ?? ''] : [];
+    const [cached, claimed, ...taken] = await this.redis.paddockReadKey(this.cacheKey(keyHash), touchKey, TOUCH_INTERVAL_SECONDS, ...bucketArgs);
     if (cached === REVOKED) return undefined;
-    let identity: KeyIdentity;
+    let identity: KeyIdentity & { token?: BucketResult };
     let touch = claimed === 1;
     if (cached) {
       const entry = JSON.parse(cached) as Omit<KeyIdentity, 'scopes'> & { scopes?: string[] | null };
       identity = { ...entry, scopes: effectiveScopes(entry.scopes) };
+      if (bucket && taken.length === 3) identity.token = bucketResult(bucket.perMinute, taken);
     } else {
       const row = await unitOfWork().findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt', 'scopes'] });
       if (!row || row.revokedAt) return undefined;

@@ -4,6 +4,9 @@ import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from '../auth/api-key
 import { looksLikeJwt } from '../auth/jwt.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { Scope } from '../../shared/scopes.ts';
+import type { BucketToTake } from '../auth/api-key-store.ts';
+import type { BucketName } from '../routes/route.ts';
+import { bucketLimit } from './rate-limit.ts';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
@@ -11,7 +14,13 @@ const BEARER = /^Bearer +([^\s]+) *$/i;
  * The two credentials are never interchangeable: each route takes exactly one kind, and a valid
  * credential of the other kind answers wrong_credential_type so the client knows what to send.
  */
-export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps) {
+export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route: { bucket?: BucketName; scope?: Scope } = {}) {
+  // An API key's lookup takes the route's account-bucket token in the same Redis round trip;
+  // rateLimit then only reads what it took. A key without the route's scope spends none.
+  const take: BucketToTake | undefined =
+    kind === 'apiKey' && route.bucket && route.bucket !== 'auth'
+      ? { keyPrefix: deps.buckets.accountKeyPrefix(route.bucket), perMinute: bucketLimit(route.bucket, deps), scope: route.scope }
+      : undefined;
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
     const header = ctx.get('authorization');
     if (!header) throw new ApiError('missing_credential', 'Send the credential as "Authorization: Bearer <credential>".');
@@ -22,9 +31,10 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps) {
       if (looksLikeApiKey(token)) {
         if (!isWellFormedApiKey(token)) throw invalid();
         const keyHash = hashApiKey(token);
-        const identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash);
+        const identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash, take);
         if (!identity) throw invalid();
         ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash };
+        if (identity.token && route.bucket) ctx.state.token = { bucket: route.bucket, result: identity.token };
       } else if (looksLikeJwt(token) && deps.tokens.verify(token)) {
         throw new ApiError('wrong_credential_type', 'This route takes an API key, not a dashboard session token.');
       } else {

@@ -26,9 +26,9 @@ export function rateLimit(bucket: BucketName, deps: AppDeps) {
   const perMinute = bucketLimit(bucket, deps);
   return async function limitRate(ctx: AppContext, next: Next): Promise<void> {
     const subject = bucket === 'auth' ? `ip:${ctx.ip}` : `acct:${ctx.state.auth?.accountId ?? 'none'}`;
-    let result;
+    let result = ctx.state.token?.bucket === bucket ? ctx.state.token.result : undefined;
     try {
-      result = await deps.buckets.take(bucket, subject, perMinute);
+      result ??= await deps.buckets.take(bucket, subject, perMinute);
     } catch (err) {
       // The account bucket guards cheap PostgreSQL-only routes (keys, secrets, allowlist): they
       // keep working through a Redis outage, as they did before they had a bucket. The

@@ -18,7 +18,7 @@ export function mountRoutes(router: Router<AppState>, routes: Route[], deps: App
   for (const { spec, handler } of routes) {
     const chain: RouterMiddleware<AppState>[] = [];
     if (spec.websocket) chain.push(authenticateWebSocket(deps));
-    else if (spec.auth !== 'none') chain.push(authenticate(spec.auth, deps));
+    else if (spec.auth !== 'none') chain.push(authenticate(spec.auth, deps, { bucket: spec.bucket, scope: spec.scope }));
     if (spec.scope) chain.push(requireScope(spec.scope));
     if (spec.bucket) chain.push(rateLimit(spec.bucket, deps));
     // A place in flight is taken once the request is whole: a client trickling its JSON body must

@@ -6,6 +6,7 @@ import { startTestApi } from '../helpers/stack.ts';
 import { call, type JsonResponse } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { uniqueEmail } from '../helpers/config.ts';
+import type { Scope } from '../../shared/scopes.ts';
 
 // Buckets refill at their per-minute rate: with 10 a minute one token comes back every 6 s, far
 // longer than these bursts take, so the counts below hold on a slow machine too.
@@ -13,7 +14,7 @@ import { uniqueEmail } from '../helpers/config.ts';
 /** Test-only routes behind the account-keyed buckets; each counts the requests it served. */
 function bucketRoutes() {
   const served = { sandbox_ops: 0, sandbox_lifecycle: 0, account: 0 };
-  const make = (bucket: Exclude<BucketName, 'auth'>, method: 'get' | 'post', path: string) =>
+  const make = (bucket: Exclude<BucketName, 'auth'>, method: 'get' | 'post', path: string, scope?: Scope) =>
     route(
       {
         method,
@@ -22,6 +23,7 @@ function bucketRoutes() {
         summary: `test route behind ${bucket}`,
         tag: 'test',
         auth: 'apiKey',
+        scope,
         bucket,
         responses: { 200: { description: 'served' } },
         errors: ['rate_limited'],
@@ -33,7 +35,7 @@ function bucketRoutes() {
     );
   return {
     served,
-    routes: [make('sandbox_ops', 'get', '/v1/test/ops'), make('sandbox_lifecycle', 'post', '/v1/test/lifecycle')],
+    routes: [make('sandbox_ops', 'get', '/v1/test/ops'), make('sandbox_lifecycle', 'post', '/v1/test/lifecycle', 'sandboxes:write')],
   };
 }
 
@@ -239,4 +241,22 @@ test('the account bucket covers the routes the others do not: account, allowlist
   const refused = await call(api.url, 'PUT', '/v1/allowlist', { token: a.key, body: { commands: [] } });
   assertRateLimited(refused, 'account');
   assert.equal((await call(api.url, 'GET', '/v1/account', { token: b.key })).status, 200, 'another account has its own bucket');
+});
+
+test('a key refused for its scope spends none of its account’s bucket, whether its lookup was cached or not', async () => {
+  // A cached key's lookup takes the route's token in the same Redis script, and only once the key
+  // is known to hold the route's scope. 10 a minute: no token comes back during the test.
+  const { api, served } = await stack({ PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: '10' });
+  const account = await newAccount(api.url, 'scope-bucket');
+  const minted = await call(api.url, 'POST', '/v1/api-keys', { token: account.token, body: { name: 'reader', scopes: ['sandboxes:read'] } });
+  assert.equal(minted.status, 201, JSON.stringify(minted.body));
+  const reader = (minted.body as { key: string }).key;
+  // The first refusal looks the key up in PostgreSQL, the rest in the cache.
+  for (let i = 0; i < 12; i++) assertProblem(await lifecycle(api.url, reader), 403, 'insufficient_scope');
+  const results = [];
+  for (let i = 0; i < 11; i++) results.push(await lifecycle(api.url, account.key));
+  assert.deepEqual(results.slice(0, 10).map((r) => r.status), Array(10).fill(200), 'the whole bucket is left for a key with the scope');
+  assert.equal(results[0]!.headers.get('x-ratelimit-remaining'), '9');
+  assertRateLimited(results[10]!, 'sandbox_lifecycle');
+  assert.equal(served.sandbox_lifecycle, 10);
 });
