@@ -150,7 +150,9 @@ for d in ${PROCS_DIR}/\${1:-proc_*}; do
   i=$((i + 1)); [ $i -gt ${LIST_MAX} ] && break
   s=$(head -c 24 "$d/started") c=$(head -c 8192 "$d/command" 2>/dev/null)
   if [ -f "$d/exit" ]; then x=$(head -c 48 "$d/exit")
-  elif r=$(head -c 24 "$d/runner" 2>/dev/null) && case $r in ''|*[!0-9]*) false ;; esac && ! kill -0 "$r" 2>/dev/null; then x='lost -'
+  elif r=$(head -c 24 "$d/runner" 2>/dev/null) && case $r in ''|*[!0-9]*) false ;; esac && ! kill -0 "$r" 2>/dev/null; then
+    # The runner records the exit before it ends: gone, it recorded one since the look above, or never will.
+    if [ -f "$d/exit" ]; then x=$(head -c 48 "$d/exit"); else x='lost -'; fi
   else x='running -'; fi
   printf '%s %s %s %s\\n' "\${d##*/}" "$s" "$x" "\${c:--}"
 done`;
