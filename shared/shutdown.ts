@@ -4,7 +4,7 @@ import type { Logger } from './logger.ts';
  * Runs `stop` once on SIGTERM or SIGINT, then exits 0; a second signal, or a stop that outlasts
  * the timeout, exits at once with 1 so an orchestrator is never left waiting.
  */
-export function onShutdownSignal(log: Logger, timeoutSeconds: number, stop: () => Promise<void>): void {
+export function onShutdownSignal(log: Logger, timeoutSeconds: number, stop: () => Promise<void>, steps?: ShutdownSteps): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -14,7 +14,7 @@ export function onShutdownSignal(log: Logger, timeoutSeconds: number, stop: () =
     stopping = true;
     log.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
-      log.error('shutdown timed out');
+      log.error(steps ? { waitingFor: steps.pending() } : {}, 'shutdown timed out');
       process.exit(1);
     }, (timeoutSeconds + 5) * 1000);
     timer.unref();
@@ -31,6 +31,24 @@ export function onShutdownSignal(log: Logger, timeoutSeconds: number, stop: () =
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+}
+
+/** The steps of a shutdown under way: what one that timed out was still waiting for, for its log line. */
+export class ShutdownSteps {
+  readonly #pending = new Set<string>();
+
+  async run<T>(name: string, step: Promise<T>): Promise<T> {
+    this.#pending.add(name);
+    try {
+      return await step;
+    } finally {
+      this.#pending.delete(name);
+    }
+  }
+
+  pending(): string[] {
+    return [...this.#pending];
+  }
 }
 
 /** Exits; the log lines are out already (the logger writes synchronously: shared/logger.ts). */

@@ -11,4 +11,4 @@ const workers = await startWorkers(config, log).catch((err: unknown) => {
   process.exit(1);
 });
 log.info('worker started');
-onShutdownSignal(log, config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS, workers.close);
+onShutdownSignal(log, config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS, workers.close, workers.shutdownSteps);

@@ -13,6 +13,7 @@ import { InFlightLeases } from '../shared/leases.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
 import { webhookCipher } from '../shared/webhooks/secrets.ts';
 import { systemTransport, type WebhookTransport } from '../shared/webhooks/transport.ts';
+import { ShutdownSteps } from '../shared/shutdown.ts';
 import type { WorkerDeps } from './context.ts';
 import { refillPoolJob } from './processors/refill-pool.ts';
 import { createWorkerMetrics } from './metrics.ts';
@@ -41,6 +42,8 @@ const WEBHOOK_PROCESSORS: Record<WebhookJobName, Processor> = {
 export interface RunningWorkers {
   deps: WorkerDeps;
   metricsPort: number;
+  /** What close is still waiting for. */
+  shutdownSteps: ShutdownSteps;
   close(): Promise<void>;
 }
 
@@ -98,18 +101,23 @@ export async function startWorkers(
   const reaper = options.reaper === false ? undefined : startReaper(deps);
 
   let closing: Promise<void> | undefined;
+  const shutdownSteps = new ShutdownSteps();
   return {
     deps,
     metricsPort: metricsServer.port,
+    shutdownSteps,
     close: () =>
       (closing ??= (async () => {
         // Taking no new job comes first: a worker told to stop finishes what it holds, nothing more.
-        await Promise.all([worker.close(), webhookWorker.close(), reaper?.stop()]); // waits for the jobs in progress to finish
-        await new Promise((resolve) => metricsServer.server.close(resolve));
-        await deps.queue.close();
-        await webhookQueue.close();
-        await runtime.close();
-        await orm.close(true);
+        await Promise.all([
+          shutdownSteps.run('sandbox jobs in progress', worker.close()),
+          shutdownSteps.run('webhook jobs in progress', webhookWorker.close()),
+          shutdownSteps.run('the reaper sweep in progress', reaper?.stop() ?? Promise.resolve()),
+        ]);
+        await shutdownSteps.run('the metrics server', new Promise((resolve) => metricsServer.server.close(resolve)));
+        await shutdownSteps.run('the queues', Promise.all([deps.queue.close(), webhookQueue.close()]));
+        await shutdownSteps.run('the runtime', runtime.close());
+        await shutdownSteps.run('the database pool', orm.close(true));
         queueRedis.disconnect();
         workerRedis.disconnect();
         webhookRedis.disconnect();
