@@ -8,7 +8,8 @@ import type { Benchmark, BenchRow } from '../types.ts';
 import { runAgent, type AgentAccount, type Fleet, type Sample } from './agent.ts';
 import { census, jobMeans, serverRefusals, settle, type Census } from './afterwards.ts';
 import { machineBusySeconds } from './machine-cpu.ts';
-import { errorRows, refusalRows, trafficRows } from './tally.ts';
+import { errorRows, familyOf, refusalRows, trafficRows } from './tally.ts';
+import { startWatcher } from './watcher.ts';
 
 // `npm run bench:load`: a fleet of accounts (200) working for a minute, each at its own rate
 // limits and quotas (the product's defaults), through two `web` and two `worker` processes on one
@@ -19,6 +20,8 @@ const ACCOUNTS = Number(process.env.BENCH_LOAD_ACCOUNTS ?? 200);
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 60);
 const REQUEST_TIMEOUT_MS = 120_000;
 const SETTLE_TIMEOUT_MS = 120_000;
+/** Busy loops in sandboxes beside the fleet (one sandbox each): by default one per core. */
+const SPINNERS = Number(process.env.BENCH_LOAD_SPINNERS ?? cpus().length);
 
 /** The limits the fleet works under: the product's defaults unless the environment sets them. */
 const LIMIT_VARIABLES = [
@@ -49,6 +52,8 @@ export const fleetBenchmark: Benchmark = {
       const accountIds = accounts.map((a) => a.id);
       ctx.log(`  ${accounts.length} accounts signed up, each with an API key`);
 
+      const watcher = SPINNERS > 0 ? await startWatcher(stack.urls, SPINNERS, SECONDS) : undefined;
+      if (watcher) ctx.log(`  ${SPINNERS} busy loops in sandboxes, and a reader of GET /v1/sandboxes/{id} beside the fleet`);
       const refusalsBefore = await serverRefusals(stack.urls);
       const pids = { web: stack.webPids, worker: stack.workerPids };
       const cpuBefore = processCpu(pids);
@@ -77,11 +82,13 @@ export const fleetBenchmark: Benchmark = {
       clearTimeout(timer);
       clearInterval(progress);
       const drainedMs = Date.now() - startedAt - SECONDS * 1000;
+      const windowOnly = samples.filter((s) => s.startedAt < startedAt + SECONDS * 1000);
+      const responsiveness = (await watcher?.finish(windowOnly.filter((s) => familyOf(s.route) === 'sandbox lifecycle'))) ?? [];
 
       const cpuAfter = processCpu(pids);
       const busy = machineBusySeconds() - busyBefore;
       const client = process.cpuUsage(clientBefore);
-      const windowSamples = samples.filter((s) => s.startedAt < startedAt + SECONDS * 1000);
+      const windowSamples = windowOnly;
 
       const settled = await settle(db, accountIds, SETTLE_TIMEOUT_MS);
       const left = await census(db, runtime, accountIds, stack.workerMetricsUrls[0]!);
@@ -96,6 +103,7 @@ export const fleetBenchmark: Benchmark = {
       const cleared = await census(db, runtime, accountIds, stack.workerMetricsUrls[0]!);
 
       const rows: BenchRow[] = [
+        ...responsiveness,
         ...trafficRows(windowSamples, SECONDS),
         ...refusalRows(windowSamples, serverSide),
         ...errorRows(samples),

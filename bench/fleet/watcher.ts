@@ -1,0 +1,105 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { call, percentile } from '../stack.ts';
+import { signUp } from '../targets.ts';
+import type { BenchRow } from '../types.ts';
+import type { Sample } from './agent.ts';
+
+// Issue 17's responsiveness goal: while sandboxes keep every core busy, the control plane still
+// answers. Beside the fleet, accounts spin a busy loop in a sandbox per core (each sandbox
+// gets at most PADDOCK_LOCAL_CPUS of CPU; an account each), and another reads its own sandbox with
+// GET /v1/sandboxes/{id} ten times a second, alternating webs. BENCH_LOAD_SANDBOX_WEIGHT=equal
+// gives the sandboxes' parent group the weight of any other process group for the run (the
+// "before"): the product's default is a quarter of it (shared/runtime/local/cgroups.ts).
+
+const GET_GOAL_P99_MS = 50;
+const LIFECYCLE_GOAL_P99_MS = 1000;
+const READ_EVERY_MS = 100;
+
+// Where the local runtime keeps its sandboxes' parent group, and the default weight of a group.
+const WEIGHT_FILES: [string, string][] = [
+  ['/sys/fs/cgroup/cpu/paddock/cpu.shares', '1024'],
+  ['/sys/fs/cgroup/cpu,cpuacct/paddock/cpu.shares', '1024'],
+  ['/sys/fs/cgroup/paddock/cpu.weight', '100'],
+];
+
+export interface Watcher {
+  /** Stops reading, ends the spinners, destroys both accounts' sandboxes; the rows. */
+  finish(lifecycle: Sample[]): Promise<BenchRow[]>;
+}
+
+async function sandboxOf(url: string, key: string): Promise<string> {
+  const created = await call(url, key, 'POST', '/v1/sandboxes', {});
+  const body = created.body as { id: string; status: string };
+  if (created.status !== 201 || body.status !== 'running') throw new Error(`the watcher's sandbox: ${created.status} ${JSON.stringify(created.body)}`);
+  return body.id;
+}
+
+/** Sets the sandboxes' parent group to the default weight when asked; answers how to put it back. */
+async function equalWeight(): Promise<(() => Promise<void>) | undefined> {
+  if (process.env.BENCH_LOAD_SANDBOX_WEIGHT !== 'equal') return undefined;
+  for (const [file, equal] of WEIGHT_FILES) {
+    const was = await readFile(file, 'utf8').catch(() => undefined);
+    if (was === undefined) continue;
+    await writeFile(file, equal);
+    return () => writeFile(file, was.trim());
+  }
+  throw new Error('BENCH_LOAD_SANDBOX_WEIGHT=equal: no cgroup of the local runtime to set');
+}
+
+/** Starts the spinners and the reader; `seconds` is the fleet's window. */
+export async function startWatcher(urls: string[], spinners: number, seconds: number): Promise<Watcher> {
+  const url = urls[0]!;
+  const reader = await signUp(url);
+  const readBox = await sandboxOf(url, reader.key);
+  // An account each: a spinner is one sandbox, whatever the concurrent quota.
+  const spinBoxes: { key: string; id: string }[] = [];
+  for (let i = 0; i < spinners; i++) {
+    const { key } = await signUp(url);
+    spinBoxes.push({ key, id: await sandboxOf(url, key) });
+  }
+  // Set after the first sandbox: the runtime lowers the weight once, at its first sandbox.
+  const restore = await equalWeight();
+  const spins = spinBoxes.map(({ key, id }) =>
+    call(url, key, 'POST', `/v1/sandboxes/${id}/exec`, { command: `timeout ${seconds + 5} sh -c 'while :; do :; done'; true`, timeoutSeconds: seconds + 30 }),
+  );
+  const reads: number[] = [];
+  const failures: string[] = [];
+  let reading = true;
+  const readLoop = (async () => {
+    for (let i = 0; reading; i++) {
+      const next = performance.now() + READ_EVERY_MS;
+      const res = await call(urls[i % urls.length]!, reader.key, 'GET', `/v1/sandboxes/${readBox}`);
+      if (res.status === 200 && (res.body as { id?: string }).id === readBox) reads.push(res.ms);
+      else failures.push(`${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      await sleep(Math.max(0, next - performance.now()));
+    }
+  })();
+
+  return {
+    async finish(lifecycle) {
+      reading = false;
+      await readLoop;
+      const spun = await Promise.all(spins);
+      await restore?.();
+      for (const { key, id } of [{ key: reader.key, id: readBox }, ...spinBoxes]) await call(url, key, 'DELETE', `/v1/sandboxes/${id}`);
+      const table = `responsiveness with every core busy in sandboxes (${spinners} busy loops; sandboxes at ${restore ? 'the weight of any process group' : "a quarter of the control plane's CPU weight"})`;
+      const served = lifecycle.filter((s) => s.status !== 429 && s.status !== 0).map((s) => s.ms);
+      return [
+        {
+          table,
+          subject: 'GET /v1/sandboxes/{id}, 10 a second, another account',
+          figures: { n: reads.length, 'p50 ms': percentile(reads, 50), 'p99 ms': percentile(reads, 99), 'max ms': percentile(reads, 100), failed: failures.length },
+          goal: { text: `p99 < ${GET_GOAL_P99_MS} ms`, met: failures.length === 0 && percentile(reads, 99) < GET_GOAL_P99_MS },
+          detail: { failures: failures.slice(0, 10), spinners: spun.map((s) => s.status) },
+        },
+        {
+          table,
+          subject: 'the fleet\'s lifecycle routes (create until running, destroy)',
+          figures: { n: served.length, 'p50 ms': percentile(served, 50), 'p99 ms': percentile(served, 99), 'max ms': percentile(served, 100), failed: 0 },
+          goal: { text: `p99 < ${LIFECYCLE_GOAL_P99_MS} ms`, met: percentile(served, 99) < LIFECYCLE_GOAL_P99_MS },
+        },
+      ];
+    },
+  };
+}
