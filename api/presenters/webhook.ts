@@ -1,6 +1,5 @@
 import type { WebhookRow, AttemptRow } from '../services/webhooks.ts';
-
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+import { isoOf } from '../../shared/db/timestamps.ts';
 
 /** Never the secret: only the create and rotate answers carry it, once. */
 export function presentWebhook(row: WebhookRow) {
@@ -9,8 +8,8 @@ export function presentWebhook(row: WebhookRow) {
     url: row.url,
     events: row.event_types ?? ['*'],
     description: row.description,
-    createdAt: iso(row.created_at)!,
-    disabledAt: iso(row.disabled_at),
+    createdAt: isoOf(row.created_at)!,
+    disabledAt: isoOf(row.disabled_at),
     disabledReason: row.disabled_reason,
   };
 }
@@ -23,7 +22,7 @@ export function presentAttempt(row: AttemptRow) {
     statusCode: row.status_code,
     error: row.error,
     durationMs: row.duration_ms,
-    createdAt: iso(row.created_at)!,
-    nextRetryAt: iso(row.next_retry_at),
+    createdAt: isoOf(row.created_at)!,
+    nextRetryAt: isoOf(row.next_retry_at),
   };
 }

@@ -7,7 +7,7 @@ import { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, enqueueAll, jobCatalogue, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
-import { eventsStatement, recordedFrom, type EventRow, type NewEvent } from '../../shared/events/record.ts';
+import { eventsStatement, recordedFrom, type NewEvent } from '../../shared/events/record.ts';
 import { presentSandbox } from '../presenters/sandbox.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimedFrom, claimWarmStatement, isPooled } from '../../shared/pool/warm-pool.ts';
@@ -91,7 +91,7 @@ export async function createSandbox(
         ? [{ sql: 'insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', params: [accountId, idempotencyKey, requestHash, sandbox.id] }]
         : []),
     ]);
-    const created = recordedFrom(ids, eventRows as unknown as EventRow[]);
+    const created = recordedFrom(ids, eventRows);
     return { sandboxId: sandbox.id, replayed: false, created, warm: warm !== undefined, sandbox };
   });
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../ids.ts';
-import type { Statement } from '../db/batch.ts';
+import type { Rows, Statement } from '../db/batch.ts';
 import type { EventType, RecordedEvent } from './types.ts';
 
 // The outbox. recordEvent is called inside the transaction that makes the change the event
@@ -39,9 +39,17 @@ interface EventRow {
  * when the dedupe key was already used.
  */
 export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<RecordedEvent | undefined> {
-  await tx.execute('select 1 from accounts where id = ? for no key update', [event.accountId]);
+  const lock = eventsLockStatement({ accountId: event.accountId });
+  await tx.execute(lock.sql, lock.params as unknown[]);
   const { statement, ids } = eventsStatement([event]);
-  return recordedFrom(ids, await tx.execute<EventRow[]>(statement.sql, statement.params as unknown[]))[0];
+  return recordedFrom(ids, await tx.execute<Rows>(statement.sql, statement.params as unknown[]))[0];
+}
+
+/** The lock an account's events are inserted under (see recordEvent): the account's, or the account's of the sandbox. */
+export function eventsLockStatement(of: { accountId: string } | { sandboxId: string }): Statement {
+  return 'accountId' in of
+    ? { sql: 'select 1 from accounts where id = ? for no key update', params: [of.accountId] }
+    : { sql: 'select 1 from accounts where id = (select account_id from sandboxes where id = ?) for no key update', params: [of.sandboxId] };
 }
 
 /**
@@ -71,16 +79,16 @@ export function eventsStatement(events: readonly NewEvent[], along?: Statement):
   return { statement: { sql, params }, ids };
 }
 
-/** Each event of `ids` as recorded, or undefined where its dedupe key was already used. */
-export function recordedFrom(ids: readonly string[], rows: readonly EventRow[]): (RecordedEvent | undefined)[] {
-  const byId = new Map(rows.map((row) => [row.id, row]));
+/** Each event of `ids` as recorded from the rows `eventsStatement` returned, or undefined where its dedupe key was already used. */
+export function recordedFrom(ids: readonly string[], rows: Rows = []): (RecordedEvent | undefined)[] {
+  const byId = new Map((rows as unknown as EventRow[]).map((row) => [row.id, row]));
   return ids.map((id) => {
     const row = byId.get(id);
     return row ? toRecorded(row) : undefined;
   });
 }
 
-export function toRecorded(row: EventRow): RecordedEvent {
+function toRecorded(row: EventRow): RecordedEvent {
   return {
     seq: String(row.seq),
     id: row.id,
@@ -92,4 +100,3 @@ export function toRecorded(row: EventRow): RecordedEvent {
   };
 }
 
-export type { EventRow };

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { Sandbox } from '../db/entities.ts';
 import type { Statement } from '../db/batch.ts';
+import { dateOf } from '../db/timestamps.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
 import { allowlistOf, storedSecretsOf, type Allowlist, type StoredSecret } from './policy.ts';
 
@@ -126,12 +127,6 @@ export async function listOwnSandboxes(
   if (rows.length === 0 && options.after !== undefined && !(await findOwnSandbox(pool, accountId, options.after))) return undefined;
   const page = rows.slice(0, options.limit).map(sandboxOf);
   return { sandboxes: page, next: rows.length > options.limit ? page.at(-1)?.id : undefined };
-}
-
-// The read pool's pg parses timestamps into Dates; the ORM's pool hands them over as text, which
-// the ORM converts itself. A row read through either is the same Sandbox.
-function dateOf<T extends Date | null>(value: T | string): T {
-  return (value === null || value instanceof Date ? value : new Date(value)) as T;
 }
 
 function sandboxOf(row: SandboxRow): Sandbox {

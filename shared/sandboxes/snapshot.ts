@@ -1,4 +1,5 @@
 import type { Sandbox } from '../db/entities.ts';
+import { isoOf } from '../db/timestamps.ts';
 
 // A sandbox as the API presents it, from a row read with SANDBOX_COLUMNS: what an event about it
 // carries (data.sandbox), taken inside the transaction that changed it.
@@ -20,18 +21,16 @@ export interface SandboxRow {
   failure_message: string | null;
 }
 
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
-
 export function sandboxSnapshot(row: SandboxRow) {
   return {
     id: row.id,
     state: row.state,
     status: row.status,
     image: row.image,
-    createdAt: iso(row.created_at),
-    readyAt: iso(row.ready_at),
-    expiresAt: iso(row.expires_at),
-    destroyedAt: iso(row.destroyed_at),
+    createdAt: isoOf(row.created_at),
+    readyAt: isoOf(row.ready_at),
+    expiresAt: isoOf(row.expires_at),
+    destroyedAt: isoOf(row.destroyed_at),
     destroyReason: row.destroy_reason ?? null,
     failureMessage: row.failure_message ?? null,
     metadata: row.metadata,

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Sandbox, type DestroyReason } from '../db/entities.ts';
 import type { EventAnnouncer } from '../events/announce.ts';
-import { eventsStatement, recordedFrom, recordEvent, type EventRow, type NewEvent } from '../events/record.ts';
+import { eventsLockStatement, eventsStatement, recordedFrom, recordEvent, type NewEvent } from '../events/record.ts';
 import { inBatchedTransaction } from '../db/batch.ts';
 import { ADD_DESTROYED_TO_ROLLUP } from '../usage/billing.ts';
 import type { RecordedEvent } from '../events/types.ts';
@@ -22,13 +22,13 @@ export async function markRunning(em: EntityManager, id: string, announcer?: Eve
   const events = await inBatchedTransaction(em, async (tx) => {
     const [updated] = await tx.send([
       { sql: `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning ${SANDBOX_COLUMNS}`, params: [new Date(), id] },
-      { sql: 'select 1 from accounts where id = (select account_id from sandboxes where id = ?) for no key update', params: [id] },
+      eventsLockStatement({ sandboxId: id }),
     ]);
     const row = updated?.[0] as SandboxRow | undefined;
     if (!row) return undefined;
     const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')]);
     const [rows] = await tx.commitWith([statement]);
-    return recordedFrom(ids, (rows ?? []) as unknown as EventRow[]);
+    return recordedFrom(ids, rows);
   });
   if (!events) return false;
   await announcer?.announce(events);

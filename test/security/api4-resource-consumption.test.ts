@@ -198,8 +198,11 @@ test('exec output is capped, a timeout above the maximum is refused, a command p
   const defaulted = await exec({ command: 'sleep 5', timeoutSeconds: undefined });
   assert.equal(defaulted.status, 200, JSON.stringify(defaulted.body));
   assert.equal(defaulted.body.timedOut, true, 'killed at the 2 s maximum');
-  // The bucket (4) is used up by now: a bound of its own.
-  assertProblem(await exec({ command: 'true' }), 429, 'rate_limited');
+  // The bucket (4) is used up by now: a bound of its own. It gains a token every 15 s, which a
+  // loaded host may take for the calls above: that buys one call more, never two.
+  let refused = await exec({ command: 'true' });
+  if (refused.status === 200) refused = await exec({ command: 'true' });
+  assertProblem(refused, 429, 'rate_limited');
 
   const files = new Workspace(stack.url, await fresh('filecap'));
   const fid = await files.sandboxId();
