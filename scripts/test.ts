@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { startServices } from './services.ts';
 import { migrateDatabase } from '../shared/db/orm.ts';
+import { TEST_SANDBOXES_CPU_WEIGHT } from '../test/helpers/config.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}` };
@@ -45,7 +46,12 @@ process.on('SIGTERM', () => void stop().then(() => process.exit(143)));
 
 try {
   await migrateDatabase(services.databaseUrl);
-  const testEnv: NodeJS.ProcessEnv = { DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl };
+  // The sandboxes' CPU weight as every runtime of the tests sets it, for the processes they start.
+  const testEnv: NodeJS.ProcessEnv = {
+    DATABASE_URL: services.databaseUrl,
+    REDIS_URL: services.redisUrl,
+    PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: String(TEST_SANDBOXES_CPU_WEIGHT),
+  };
   // The CLI tests run the CLI as users install it: the packed @paddock/cli, installed into a
   // temporary prefix (test/cli/cli-helpers.ts reads PADDOCK_TEST_CLI).
   if (files.length === 0 || files.some((f) => f.includes('test/cli/'))) {

@@ -122,6 +122,8 @@ export const configSchema = z.object({
   PADDOCK_LOCAL_PIDS_MAX: int(8).default(512),
   /** CPU cores one local sandbox may use: a busy loop in one must not starve the host. */
   PADDOCK_LOCAL_CPUS: positiveNumber.default(1),
+  /** All local sandboxes together, in percent of one ordinary process group's CPU weight: the control plane beside them stays ahead. */
+  PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: int(1, 100).default(25),
   PADDOCK_LOCAL_ALLOW_UNLIMITED: bool.default(false),
   PADDOCK_LOCAL_DISK_MB: int(0).default(2048),
   PADDOCK_LOCAL_DISK_INODES: int(1024).default(131_072),

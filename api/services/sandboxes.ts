@@ -221,10 +221,11 @@ export async function requestDestroy(deps: AppDeps, em: EntityManager, sandbox: 
 const WAIT_POLL_MS = 500;
 
 /**
- * Waits (bounded) until the sandbox is `settled`, then answers it as it now is. The job's events
- * say when to look; the row, read again every half second as well, is the truth, so an event
- * lost with Redis (restarted, or its events connection down) costs half a second, not the whole
- * timeout. A failed job or a timeout still ends in answering the row: it says what happened.
+ * Waits (bounded) until the sandbox is `settled`, then answers it as it now is. The account's
+ * events (rung right after the worker's commit) and the job's end say when to look; the row, read
+ * again every half second as well, is the truth, so a message lost with Redis (restarted, or its
+ * connection down) costs half a second, not the whole timeout. A failed job or a timeout still
+ * ends in answering the row: it says what happened.
  */
 export async function waitForJob(
   deps: AppDeps,
@@ -243,6 +244,7 @@ export async function waitForJob(
   };
   deps.queueEvents.on('completed', onFinished);
   deps.queueEvents.on('failed', onFinished);
+  const rung = deps.eventHub.watch(accountId);
   try {
     for (;;) {
       const jobFinished = finished;
@@ -256,17 +258,13 @@ export async function waitForJob(
       if (sandbox === null) throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
       if (sandbox && (jobFinished || settled(sandbox) || Date.now() >= deadline)) return sandbox;
       if (!finished || sandbox === undefined) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.max(0, Math.min(WAIT_POLL_MS, deadline - Date.now())));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
+        const ms = Math.max(0, Math.min(WAIT_POLL_MS, deadline - Date.now()));
+        await Promise.race([rung.changed(ms), new Promise<void>((resolve) => (wake = resolve))]);
         wake = undefined;
       }
     }
   } finally {
+    rung.release();
     deps.queueEvents.off('completed', onFinished);
     deps.queueEvents.off('failed', onFinished);
   }

@@ -24,6 +24,7 @@ export function createRuntime(config: Config, log: Logger, options: { kubeConfig
     memoryMb: config.PADDOCK_LOCAL_MEMORY_MB,
     pidsMax: config.PADDOCK_LOCAL_PIDS_MAX,
     cpus: config.PADDOCK_LOCAL_CPUS,
+    sandboxesCpuWeight: config.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT,
     allowUnlimited: config.PADDOCK_LOCAL_ALLOW_UNLIMITED,
     diskMb: config.PADDOCK_LOCAL_DISK_MB,
     diskInodes: config.PADDOCK_LOCAL_DISK_INODES,

@@ -2,6 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { parseConfig, type Config } from '../../shared/config.ts';
 
 /**
+ * Sandboxes weigh as much as any process group in the tests (the product's default is a quarter of
+ * one: shared/runtime/local/cgroups.ts). The suites run several whole stacks at once on two cores,
+ * and their own load must not starve the sandboxes they test. The group is the host's: every
+ * runtime a test makes sets the same (scripts/test.ts passes it to the processes it starts).
+ */
+export const TEST_SANDBOXES_CPU_WEIGHT = 100;
+
+/**
  * A config for one test's own stack: the shared PostgreSQL and Redis the test runner started,
  * and a Redis prefix of its own, so rate-limit buckets and caches never leak between tests.
  */
@@ -25,6 +33,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     PADDOCK_RATE_AUTH_PER_MIN: '1000',
     PADDOCK_LOG_LEVEL: process.env.PADDOCK_TEST_LOG_LEVEL ?? 'silent',
     PADDOCK_WORKER_METRICS_PORT: '0',
+    PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: String(TEST_SANDBOXES_CPU_WEIGHT),
     ...overrides,
   });
 }

@@ -5,6 +5,7 @@ import type { TestContext } from 'node:test';
 import { newId } from '../../shared/ids.ts';
 import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
 import type { ExecRequest, SandboxRuntime } from '../../shared/runtime/types.ts';
+import { TEST_SANDBOXES_CPU_WEIGHT } from './config.ts';
 
 // The local runtime straight, with no API in front: for the tests that try it against real
 // bubblewrap.
@@ -19,7 +20,7 @@ export interface LocalRuntimeSetup {
 /** A local runtime on a dataDir of the test's own; whatever it still holds goes when the test ends. */
 export async function setupLocalRuntime(t: TestContext, overrides: Partial<LocalRuntimeOptions> = {}): Promise<LocalRuntimeSetup> {
   const dataDir = await mkdtemp(join(tmpdir(), 'paddock-local-'));
-  const options: LocalRuntimeOptions = { dataDir, network: false, memoryMb: 256, pidsMax: 128, ...overrides };
+  const options: LocalRuntimeOptions = { dataDir, network: false, memoryMb: 256, pidsMax: 128, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT, ...overrides };
   const runtime = createLocalRuntime(options);
   t.after(async () => {
     for (const sandbox of await runtime.list()) await runtime.destroy(sandbox.id);

@@ -10,7 +10,7 @@ import { startWorkers, type RunningWorkers } from '../../workers/workers.ts';
 import { startApi, type RunningApi } from '../../api/server.ts';
 import type { SandboxRuntime } from '../../shared/runtime/types.ts';
 import { startKubeStandin, type KubeStandin } from '../k8s-standin/index.ts';
-import { testConfig } from './config.ts';
+import { TEST_SANDBOXES_CPU_WEIGHT, testConfig } from './config.ts';
 import type { WebhookTransport } from '../../shared/webhooks/transport.ts';
 import { offlineTransport } from './webhooks.ts';
 
@@ -53,7 +53,7 @@ export interface StandinCluster {
  */
 export async function startStandinCluster(dir: string, diskMb = 2048, pidsMax = 128): Promise<StandinCluster | undefined> {
   if (testRuntime() !== 'kubernetes') return undefined;
-  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax, diskMb });
+  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax, diskMb, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
   const standin = await startKubeStandin({ backend }).catch(async (err: unknown) => {
     await backend.close();
     throw err;
@@ -135,5 +135,6 @@ function localRuntimeOf(config: Config): SandboxRuntime {
     network: false,
     memoryMb: config.PADDOCK_LOCAL_MEMORY_MB,
     pidsMax: config.PADDOCK_LOCAL_PIDS_MAX,
+    sandboxesCpuWeight: config.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT,
   });
 }

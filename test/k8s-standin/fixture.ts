@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import type { SandboxRuntime, SandboxSpec } from '../../shared/runtime/types.ts';
 import { startKubeStandin, type KubeStandin } from './index.ts';
+import { TEST_SANDBOXES_CPU_WEIGHT } from '../helpers/config.ts';
 
 /** The local runtime behind the stand-in, with the calls the stand-in made counted. */
 export interface ObservedBackend extends SandboxRuntime {
@@ -26,7 +27,7 @@ export interface StandinFixture {
  */
 export async function startStandinFixture(options: { pullBackOffMs?: number; eventWindow?: number } = {}): Promise<StandinFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'paddock-k8s-standin-'));
-  const local = createLocalRuntime({ dataDir, network: false, memoryMb: 512, pidsMax: 256 });
+  const local = createLocalRuntime({ dataDir, network: false, memoryMb: 512, pidsMax: 256, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
   const backend = observe(local);
   const standin = await startKubeStandin({ backend, ...options });
   return {

@@ -86,6 +86,16 @@ test('hybrid hosts: limits through the v1 controllers, exec groups in the contro
   assert.ok(group.killer && 'kill' in group.killer);
 });
 
+test('the sandboxes’ CPU weight is set in percent of one ordinary group: cpu.weight on v2, cpu.shares on v1', async (t) => {
+  const v2 = layout(t, { '.': ['cgroup.controllers=cpu memory pids', 'cgroup.subtree_control', 'cgroup.procs'] });
+  await openCgroups({ root: v2, privileged: true, sandboxesCpuWeight: 10 });
+  assert.equal(read(v2, 'paddock/cpu.weight'), '10');
+  const v1 = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'], cpu: ['cgroup.procs'], 'cpu/paddock': ['cpu.shares=1024'] });
+  const cgroups = await openCgroups({ root: v1, privileged: true, sandboxesCpuWeight: 50 });
+  await cgroups!.create('sbx_w', LIMITS);
+  assert.equal(read(v1, 'cpu/paddock/cpu.shares'), '512');
+});
+
 test('cgroup v1 alone: exec groups nest in the pids hierarchy and are killed member by member', async (t) => {
   const root = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'] });
   const cgroups = await openCgroups({ root, privileged: true });

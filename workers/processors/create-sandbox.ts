@@ -13,7 +13,8 @@ import type { WorkerDeps } from '../context.ts';
 export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string> {
   const { sandboxId, image, expiresAt } = parsePayload('create', job.data);
   const em = deps.orm.em.fork();
-  const row = await findSandbox(await ormPool(em), sandboxId);
+  const pool = await ormPool(em);
+  const row = await findSandbox(pool, sandboxId);
   if (!row || row.state === 'destroyed' || row.status === 'terminating') {
     // Destroyed before it was made; make sure nothing of it lingers in the runtime.
     await deps.runtime.destroy(sandboxId);
@@ -32,7 +33,7 @@ export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string>
     await deps.runtime.create(
       // The cap runs from the create, as the API set it: a runtime that ends sandboxes by itself
       // (Kubernetes' activeDeadlineSeconds) gets what is left of it, not a whole cap afresh.
-      { id: row.id, accountId: row.accountId, image, capSeconds: Math.max(1, Math.ceil((Date.parse(expiresAt) - Date.now()) / 1000)) },
+      { id: sandboxId, accountId: row.accountId, image, capSeconds: Math.max(1, Math.ceil((Date.parse(expiresAt) - Date.now()) / 1000)) },
       { timeoutMs },
     );
   } catch (err) {
@@ -43,12 +44,13 @@ export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string>
     }
     throw err;
   }
-  if (!(await markRunning(em, sandboxId, deps.events))) {
-    // A destroy won the race while the runtime was creating: undo our half.
-    await deps.runtime.destroy(sandboxId);
-    return 'destroyed-meanwhile';
-  }
-  return 'running';
+  if (await markRunning(em, sandboxId, deps.events)) return 'running';
+  // Running already (the same job, taken for stalled, ran twice at once), or a destroy won the
+  // race while the runtime was creating: only the latter is undone.
+  const now = await findSandbox(pool, sandboxId);
+  if (now?.state === 'active' && now.status === 'running') return 'running';
+  await deps.runtime.destroy(sandboxId);
+  return 'destroyed-meanwhile';
 }
 
 /** The sandbox can never run: free its quota at once and clean up whatever the runtime made. */

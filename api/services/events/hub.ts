@@ -16,6 +16,8 @@ interface Listener {
   wake: () => void;
   end: () => void;
   dirty: boolean;
+  /** An event stream (counted against the cap), not a wait of the API's own. */
+  stream: boolean;
 }
 
 /**
@@ -41,13 +43,26 @@ export class EventHub {
     if (this.closed) throw new ApiError('service_unavailable', 'The server is shutting down; reconnect with Last-Event-ID.');
     const set = this.listeners.get(accountId) ?? new Set<Listener>();
     const cap = this.config.PADDOCK_EVENT_STREAMS_PER_ACCOUNT;
-    if (set.size >= cap) {
+    if ([...set].filter((l) => l.stream).length >= cap) {
       throw new ApiError('too_many_in_flight', `At most ${cap} event streams per account may be open at once on one server.`, {
         headers: { 'Retry-After': '5' },
       });
     }
-    this.subscribe();
-    const listener: Listener = { wake: () => undefined, end, dirty: false };
+    return this.register(accountId, set, { end, stream: true });
+  }
+
+  /**
+   * Wakes one of the API's own waits (a create or destroy with ?wait) on the account's events,
+   * which the worker announces before its job's completion reaches the API. Not a stream: not
+   * counted against the cap, and not ended at shutdown (the wait has its deadline).
+   */
+  watch(accountId: string): StreamHandle {
+    return this.register(accountId, this.listeners.get(accountId) ?? new Set<Listener>(), { end: () => undefined, stream: false });
+  }
+
+  private register(accountId: string, set: Set<Listener>, kind: Pick<Listener, 'end' | 'stream'>): StreamHandle {
+    if (!this.closed) this.subscribe();
+    const listener: Listener = { wake: () => undefined, dirty: false, ...kind };
     set.add(listener);
     this.listeners.set(accountId, set);
     return {

@@ -23,10 +23,10 @@ import { killQuietly } from './processes.ts';
 export const CGROUP_ROOT = '/sys/fs/cgroup';
 /** The CFS period: a sandbox gets `cpus` × this much CPU time in each. */
 const CFS_PERIOD_US = 100_000;
-// All sandboxes together weigh a quarter of one ordinary process group (the default is 1024 on v1,
-// 100 on v2): when sandboxes saturate the host, the API and the workers still get the CPU.
-const SANDBOXES_CPU_SHARES = 256;
-const SANDBOXES_CPU_WEIGHT = 25;
+// All sandboxes together weigh a quarter of one ordinary process group by default (1024 shares on
+// v1, a weight of 100 on v2): when sandboxes saturate the host, the API and the workers still get
+// the CPU. PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT sets it, in percent of such a group.
+export const DEFAULT_SANDBOXES_CPU_WEIGHT = 25;
 const SANDBOXES_IO_WEIGHT = 25;
 const GROUP = 'paddock';
 /** How long a v1 exec group's kill keeps at it: past this, the sandbox's destroy ends the rest. */
@@ -103,6 +103,8 @@ export interface CgroupOptions {
   log?: Logger;
   /** Whether this process may manage cgroups (it must be root on a real host). */
   privileged?: boolean;
+  /** The CPU weight of all sandboxes together, in percent of one ordinary process group (default 25). */
+  sandboxesCpuWeight?: number;
 }
 
 interface Hierarchies {
@@ -116,7 +118,8 @@ interface Hierarchies {
 export async function openCgroups(options: CgroupOptions = {}): Promise<Cgroups | undefined> {
   const root = options.root ?? CGROUP_ROOT;
   if (!(options.privileged ?? runningAsRoot)) return undefined;
-  const found = await discover(root, options.log);
+  const weight = options.sandboxesCpuWeight ?? DEFAULT_SANDBOXES_CPU_WEIGHT;
+  const found = await discover(root, weight, options.log);
   const limited: Partial<Record<Resource, 'v1' | 'v2'>> = {};
   for (const resource of LIMITED) {
     if (found.v2?.controllers.has(resource)) limited[resource] = 'v2';
@@ -127,14 +130,14 @@ export async function openCgroups(options: CgroupOptions = {}): Promise<Cgroups 
   if (!killHierarchy && Object.keys(limited).length === 0) return undefined;
   const missing = LIMITED.filter((r) => !limited[r]);
   if (missing.length > 0) options.log?.warn({ missing, limited }, 'cgroup controllers unavailable: sandboxes run without those limits');
-  return cgroupsOf(found, limited, missing, killHierarchy);
+  return cgroupsOf(found, limited, missing, killHierarchy, weight);
 }
 
-async function discover(root: string, log: Logger | undefined): Promise<Hierarchies> {
+async function discover(root: string, cpuWeight: number, log: Logger | undefined): Promise<Hierarchies> {
   const found: Hierarchies = { v1: new Map() };
   for (const mount of [root, join(root, 'unified')]) {
     if (!(await exists(join(mount, 'cgroup.controllers')))) continue;
-    found.v2 = { mount, controllers: await enableV2(mount, log) };
+    found.v2 = { mount, controllers: await enableV2(mount, cpuWeight, log) };
     break;
   }
   if (found.v2?.mount !== root) {
@@ -157,7 +160,7 @@ async function discover(root: string, log: Logger | undefined): Promise<Hierarch
  * in Paddock's group's cgroup.subtree_control. A controller the kernel or the delegation refuses
  * (a root with processes of its own answers EBUSY) is left to v1, or missing.
  */
-async function enableV2(mount: string, log: Logger | undefined): Promise<Set<string>> {
+async function enableV2(mount: string, cpuWeight: number, log: Logger | undefined): Promise<Set<string>> {
   await mkdir(join(mount, GROUP), { recursive: true });
   const offered = (await readFile(join(mount, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/);
   const enabled = new Set<string>();
@@ -172,7 +175,7 @@ async function enableV2(mount: string, log: Logger | undefined): Promise<Set<str
     }
   }
   const group = join(mount, GROUP);
-  if (enabled.has('cpu')) await writeFile(join(group, 'cpu.weight'), String(SANDBOXES_CPU_WEIGHT)).catch(() => undefined);
+  if (enabled.has('cpu')) await writeFile(join(group, 'cpu.weight'), String(cpuWeight)).catch(() => undefined);
   if (enabled.has('io')) await writeFile(join(group, 'io.weight'), `default ${SANDBOXES_IO_WEIGHT}`).catch(() => undefined);
   return enabled;
 }
@@ -182,6 +185,7 @@ function cgroupsOf(
   limited: Partial<Record<Resource, 'v1' | 'v2'>>,
   missing: Resource[],
   killHierarchy: 'v2' | 'pids' | 'freezer' | undefined,
+  cpuWeight: number,
 ): Cgroups {
   const v2 = found.v2;
   const v2Dir = (id: string): string | undefined => (v2 ? join(v2.mount, GROUP, id) : undefined);
@@ -215,7 +219,7 @@ function cgroupsOf(
   let sharesSet = false;
   async function lowerV1Shares(): Promise<void> {
     if (sharesSet || limited.cpu !== 'v1') return;
-    await writeOptional(join(found.v1.get('cpu')!, GROUP, 'cpu.shares'), String(SANDBOXES_CPU_SHARES));
+    await writeOptional(join(found.v1.get('cpu')!, GROUP, 'cpu.shares'), String(Math.max(2, Math.round((1024 * cpuWeight) / 100))));
     sharesSet = true;
   }
 

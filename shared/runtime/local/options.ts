@@ -38,6 +38,8 @@ export interface LocalRuntimeOptions {
   diskMbps?: number;
   /** Run each sandbox's init as the agent that starts its commands (default true); false: every command through nsenter. */
   agent?: boolean;
+  /** The CPU weight of all sandboxes together, in percent of one ordinary process group; default 25. */
+  sandboxesCpuWeight?: number;
   /** Where the cgroup file systems are mounted (tests); default /sys/fs/cgroup. */
   cgroupRoot?: string;
   log?: Logger;

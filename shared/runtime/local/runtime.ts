@@ -83,7 +83,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   async function openHost(): Promise<Host> {
     const [layout, cgroups, programs, systemDirs, agent] = await Promise.all([
       prepareLayout(settings.dataDir),
-      openCgroups({ log, root: settings.cgroupRoot }),
+      openCgroups({ log, root: settings.cgroupRoot, sandboxesCpuWeight: settings.sandboxesCpuWeight }),
       findPrograms(),
       systemDirArgs(),
       settings.agent === false ? undefined : agentBinary(log),
