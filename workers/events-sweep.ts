@@ -5,6 +5,7 @@ import { settleWithin } from '../shared/settle-within.ts';
 import { secondsUsedSql } from '../shared/usage/billing.ts';
 import { markExpiring } from '../shared/sandboxes/transitions.ts';
 import type { RecordedEvent } from '../shared/events/types.ts';
+import { deploymentOf } from '../shared/deployment.ts';
 import type { WorkerDeps } from './context.ts';
 
 const BATCH = 1000;
@@ -35,8 +36,8 @@ export async function sweepEvents(deps: WorkerDeps, inParallel: (ids: string[], 
   // The warning time was decided at creation (as expiresAt), so every worker's sweep agrees on it.
   const due = await em.execute<{ id: string }[]>(
     `select id from sandboxes where state = 'active' and expiry_warned_at is null
-        and expiry_warning_at <= now() and expires_at > now() limit ?`,
-    [BATCH],
+        and expiry_warning_at <= now() and expires_at > now() and (deployment = ? or deployment is null) limit ?`,
+    [deploymentOf(deps.config), BATCH],
   );
   await inParallel(due.map((r) => r.id), async (id) => {
     if (await markExpiring(deps.orm.em.fork(), id, deps.events)) expiring++;

@@ -1,12 +1,14 @@
 import pg from 'pg';
 import { Sandbox } from '../shared/db/entities.ts';
+import { deploymentOf } from '../shared/deployment.ts';
 import type { WorkerDeps } from './context.ts';
 import { destroySandbox } from './processors/destroy-sandbox.ts';
 import { failSandbox, notReadyMessage } from './processors/create-sandbox.ts';
 import { sweepEvents, type EventSweepReport } from './events-sweep.ts';
 import { tendWarmPool } from './warm-pool-sweep.ts';
 
-const REAPER_LOCK_ID = 7_361_002;
+// One sweep at a time per deployment (its sandboxes are its own: shared/deployment.ts).
+const REAPER_LOCK_CLASS = 7_361_002;
 const BATCH = 1000;
 const PARALLEL_DESTROYS = 16;
 const IDEMPOTENCY_RETENTION_HOURS = 24;
@@ -23,7 +25,7 @@ export interface SweepReport {
 /**
  * The safety net under the delayed expiry jobs: driven by PostgreSQL alone, so a lost Redis, a
  * missed delayed job or a dead worker never leaves a sandbox alive past its cap plus one sweep.
- * Every worker runs it; an advisory lock lets one sweep at a time do the work.
+ * Every worker runs it; an advisory lock lets one sweep at a time do a deployment's work.
  */
 export function startReaper(deps: WorkerDeps): { stop(): Promise<void> } {
   let running: Promise<unknown> | undefined;
@@ -56,7 +58,7 @@ export async function sweepOnce(deps: WorkerDeps): Promise<SweepReport | undefin
   lock.on('error', (err: Error) => deps.log.warn({ err: err.message }, 'reaper lock connection lost'));
   await lock.connect();
   try {
-    const { rows } = await lock.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [REAPER_LOCK_ID]);
+    const { rows } = await lock.query<{ ok: boolean }>('select pg_try_advisory_lock($1, hashtext($2)) as ok', [REAPER_LOCK_CLASS, deploymentOf(deps.config)]);
     if (!rows[0]?.ok) return undefined;
     return await sweep(deps);
   } finally {
@@ -67,16 +69,18 @@ export async function sweepOnce(deps: WorkerDeps): Promise<SweepReport | undefin
 async function sweep(deps: WorkerDeps): Promise<SweepReport> {
   const em = deps.orm.em.fork();
   const now = new Date();
-  const overdue = await em.find(Sandbox, { state: 'active', expiresAt: { $lte: now } }, { fields: ['id'], limit: BATCH, orderBy: { expiresAt: 'asc' } });
+  // This deployment's sandboxes only (and those from before deployments were recorded).
+  const ours = { $or: [{ deployment: deploymentOf(deps.config) }, { deployment: null }] };
+  const overdue = await em.find(Sandbox, { state: 'active', expiresAt: { $lte: now }, ...ours }, { fields: ['id'], limit: BATCH, orderBy: { expiresAt: 'asc' } });
   await inParallel(overdue.map((s) => s.id), (id) => destroySandbox(deps, id, 'expired', 'sweep'), deps);
 
   const readyCutoff = new Date(now.getTime() - deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000);
-  const stuckPending = await em.find(Sandbox, { state: 'active', status: 'pending', createdAt: { $lte: readyCutoff } }, { fields: ['id'], limit: BATCH });
+  const stuckPending = await em.find(Sandbox, { state: 'active', status: 'pending', createdAt: { $lte: readyCutoff }, ...ours }, { fields: ['id'], limit: BATCH });
   const message = notReadyMessage(deps);
   await inParallel(stuckPending.map((s) => s.id), (id) => failSandbox(deps, id, message), deps);
 
   // A destroy whose job was lost (Redis flushed) would otherwise stay "terminating" forever.
-  const terminating = await em.find(Sandbox, { state: 'active', status: 'terminating' }, { fields: ['id', 'destroyReason'], limit: BATCH });
+  const terminating = await em.find(Sandbox, { state: 'active', status: 'terminating', ...ours }, { fields: ['id', 'destroyReason'], limit: BATCH });
   await inParallel(terminating.map((s) => s.id), async (id) => {
     const reason = terminating.find((s) => s.id === id)?.destroyReason ?? 'user';
     await destroySandbox(deps, id, reason, 'sweep');

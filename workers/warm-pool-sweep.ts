@@ -1,5 +1,6 @@
 import { enqueue } from '../shared/jobs/catalogue.ts';
-import { poolDeployment, pooledImages } from '../shared/pool/warm-pool.ts';
+import { pooledImages } from '../shared/pool/warm-pool.ts';
+import { deploymentOf } from '../shared/deployment.ts';
 import { settleWithin } from '../shared/settle-within.ts';
 import type { WorkerDeps } from './context.ts';
 
@@ -13,7 +14,7 @@ const QUEUE_WITHIN_MS = 2000;
  */
 export async function tendWarmPool(deps: WorkerDeps, inParallel: (ids: string[], work: (id: string) => Promise<unknown>) => Promise<void>): Promise<void> {
   const images = pooledImages(deps.config, deps.runtime);
-  const deployment = poolDeployment(deps.config);
+  const deployment = deploymentOf(deps.config);
   const removed = await deps.orm.em.fork().execute<{ id: string }[]>(
     `delete from warm_sandboxes w
       where w.deployment = ? and (

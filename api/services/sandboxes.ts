@@ -12,6 +12,7 @@ import { presentSandbox } from '../presenters/sandbox.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimedFrom, claimWarmStatement, isPooled } from '../../shared/pool/warm-pool.ts';
 import { inBatchedTransaction, type Statement } from '../../shared/db/batch.ts';
+import { deploymentOf } from '../../shared/deployment.ts';
 import type { AppDeps } from '../context.ts';
 import { checkEnvironment } from '../../shared/allowlist/index.ts';
 import { currentPeriod, limitsOf } from './account-usage.ts';
@@ -178,6 +179,7 @@ function newSandboxRow(deps: AppDeps, accountId: string, image: string, input: C
     createdAt: now,
     expiresAt,
     expiryWarningAt: warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null,
+    deployment: deploymentOf(deps.config),
     destroyedAt: null,
     destroyReason: null,
     failureMessage: null,

@@ -60,6 +60,8 @@ export const Sandbox = defineEntity({
     failureMessage: p.string().nullable(),
     /** When sandbox.expiring is due (PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt); null: none. */
     expiryWarningAt: p.datetime().nullable(),
+    /** The deployment whose runtime holds it (shared/deployment.ts); null: made before deployments were recorded. */
+    deployment: p.string().nullable(),
   },
 });
 export type Sandbox = InferEntity<typeof Sandbox>;

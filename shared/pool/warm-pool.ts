@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Statement } from '../db/batch.ts';
 import type { Config } from '../config.ts';
+import { deploymentOf } from '../deployment.ts';
 import type { SandboxRuntime } from '../runtime/types.ts';
 
 // The warm pool: sandboxes started ahead of demand, per image, belonging to no account. A create
@@ -32,14 +33,6 @@ function runs(runtime: Pick<SandboxRuntime, 'resolveImage'>, image: string): boo
   }
 }
 
-/**
- * The deployment a pool belongs to: its runtime holds the pooled sandboxes. Deployments that share
- * a database (and tell their Redis keys apart by prefix) keep their pools apart by the same name.
- */
-export function poolDeployment(config: Config): string {
-  return config.PADDOCK_REDIS_PREFIX;
-}
-
 export function isPooled(config: Config, runtime: Pick<SandboxRuntime, 'defaultImage' | 'resolveImage'>, image: string): boolean {
   return pooledImages(config, runtime).includes(image);
 }
@@ -59,7 +52,7 @@ export function claimWarmStatement(config: Config, image: string): Statement {
     sql: `delete from warm_sandboxes where id = (
        select id from warm_sandboxes where deployment = ? and image = ? and status = 'ready' order by ready_at limit 1 for update skip locked)
      returning id`,
-    params: [poolDeployment(config), image],
+    params: [deploymentOf(config), image],
   };
 }
 

@@ -37,8 +37,8 @@ const OWN_SANDBOX_WITH_POLICY = {
  */
 export function insertSandboxStatement(sandbox: Sandbox): Statement {
   return {
-    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at)
-     values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?)`,
+    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment)
+     values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?)`,
     params: [
       sandbox.id,
       sandbox.accountId,
@@ -51,6 +51,7 @@ export function insertSandboxStatement(sandbox: Sandbox): Statement {
       sandbox.readyAt ?? null,
       sandbox.expiresAt,
       sandbox.expiryWarningAt ?? null,
+      sandbox.deployment ?? null,
     ],
   };
 }

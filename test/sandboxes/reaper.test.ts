@@ -8,6 +8,7 @@ import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
 import { newId } from '../../shared/ids.ts';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
+import { sweepOnce } from '../../workers/reaper.ts';
 
 // A cap of a few seconds and a one-second sweep, so expiry is observable in a test.
 const stack = await startSandboxStack({
@@ -84,4 +85,25 @@ test('a sandbox whose create is picked up after the ready timeout is failed, not
   const account = await call(quiet.url, 'GET', '/v1/account', { token: a.key });
   assert.equal(account.body.usage.concurrentSandboxes.active, 0);
   await assertEventsMatchTransitions(quiet.apis[0]!.deps.pg, { accountId: a.id });
+});
+
+test('a deployment sweeps its own sandboxes only: another one on the same database leaves them to it', async () => {
+  // A deployment of its own (another Redis prefix and runtime) whose workers do not sweep; this
+  // file's stack sweeps every second.
+  const held = await startSandboxStack({ reaper: false });
+  const a = await newAccount(held.url);
+  const { body: s } = await createSandbox(held.url, a.key);
+  assert.equal(s.status, 'running');
+  // Overdue and asked to end, its jobs never run: what every sweep takes up, but only its own.
+  const pg = held.apis[0]!.deps.pg;
+  await pg.query(`update sandboxes set status = 'terminating', destroy_reason = 'user', expires_at = now() - interval '1 minute' where id = $1`, [s.id]);
+  await sleep(3000);
+  const untouched = (await pg.query('select state from sandboxes where id = $1', [s.id])).rows[0];
+  assert.equal(untouched.state, 'active', "another deployment's sweep took it up");
+  assert.equal((await held.workers[0]!.deps.runtime.get(s.id))?.status, 'running');
+  // Its own deployment's sweep ends it, in its own runtime.
+  assert.ok(await sweepOnce(held.workers[0]!.deps), 'the sweep ran');
+  const gone = await waitForSandbox(held.url, a.key, s.id, (x) => x.state === 'destroyed', 10_000);
+  assert.equal(gone.destroyReason, 'user');
+  assert.equal((await held.workers[0]!.deps.runtime.get(s.id))?.status ?? 'gone', 'gone');
 });

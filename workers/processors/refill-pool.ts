@@ -1,7 +1,8 @@
 import type { Job } from 'bullmq';
 import { parsePayload } from '../../shared/jobs/catalogue.ts';
 import { newId } from '../../shared/ids.ts';
-import { POOL_ACCOUNT, poolDeployment } from '../../shared/pool/warm-pool.ts';
+import { POOL_ACCOUNT } from '../../shared/pool/warm-pool.ts';
+import { deploymentOf } from '../../shared/deployment.ts';
 import type { WorkerDeps } from '../context.ts';
 
 /**
@@ -11,7 +12,7 @@ import type { WorkerDeps } from '../context.ts';
  */
 export async function refillPoolJob(job: Job, deps: WorkerDeps): Promise<string> {
   const { image } = parsePayload('refill', job.data);
-  const deployment = poolDeployment(deps.config);
+  const deployment = deploymentOf(deps.config);
   let started = 0;
   for (;;) {
     const em = deps.orm.em.fork();
