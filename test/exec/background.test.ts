@@ -293,11 +293,14 @@ test('at most PADDOCK_PROCESS_MAX_PER_SANDBOX run at once (429 process_limit_rea
   assert.equal(running.length, MAX);
   await stop(s, running[0].id, 'KILL');
   assert.equal((await start(s, { command: 'sleep 60' })).status, 202, 'a place freed by an end is taken');
-  // Ended ones are kept for their output, the most recent MAX of them.
+  // Ended ones are kept for their output, the most recent MAX of them: each start prunes those
+  // that ended before it (each is waited out here: its end is recorded a moment after it ends).
+  const ended = async (id: string) => eventually(`${id} ended`, 10_000, async () => ((await find(s, id))?.status === 'running' ? undefined : true));
   for (const p of (await list(s)).body.data) await stop(s, p.id, 'KILL');
-  for (let i = 0; i < MAX + 2; i++) await started(s, { command: ['true'] });
-  await sleep(1500);
-  assert.ok((await list(s)).body.data.length <= MAX + 1, 'ended processes are pruned');
+  for (const p of (await list(s)).body.data) await ended(p.id);
+  for (let i = 0; i < MAX + 2; i++) await ended(await started(s, { command: ['true'] }));
+  const kept = (await list(s)).body.data;
+  assert.ok(kept.length <= MAX + 1, `ended processes are pruned: ${kept.length} kept`);
 });
 
 test('background refuses stdin and timeoutSeconds, and a working directory that cannot be entered', async () => {
