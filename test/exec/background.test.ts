@@ -303,6 +303,22 @@ test('at most PADDOCK_PROCESS_MAX_PER_SANDBOX run at once (429 process_limit_rea
   assert.ok(kept.length <= MAX + 1, `ended processes are pruned: ${kept.length} kept`);
 });
 
+test('a start that cannot take its turn at counting within 10 s is refused as busy (429 too_many_in_flight), not counted without it', async () => {
+  const s = await session();
+  // The tenant's own process holds the starts' lock on the processes' directory.
+  const holder = await started(s, { command: 'exec flock /tmp/.paddock-procs sleep 30' });
+  await eventually('the lock held', 10_000, async () => {
+    const probe = await call(s.url, 'POST', `/v1/sandboxes/${s.id}/exec`, { token: s.account.key, body: { command: 'flock -n /tmp/.paddock-procs true || echo held' } });
+    return probe.body.stdout === 'held\n' ? true : undefined;
+  });
+  const refused = await start(s, { command: 'sleep 60' });
+  assertProblem(refused, 429, 'too_many_in_flight');
+  assert.equal(refused.headers.get('retry-after'), '1');
+  assert.deepEqual((await list(s)).body.data.map((p: any) => p.id), [holder], 'nothing of the refused start is left');
+  await stop(s, holder, 'KILL');
+  assert.equal((await start(s, { command: 'true' })).status, 202, 'the turn is free again');
+});
+
 test('background refuses stdin and timeoutSeconds, and a working directory that cannot be entered', async () => {
   const s = await session();
   assertProblem(await start(s, { command: 'cat', stdin: 'x' }), 400, 'invalid_request');

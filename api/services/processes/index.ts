@@ -59,6 +59,9 @@ export async function startProcess(deps: AppDeps, context: SandboxWithPolicy, in
     const message = 'the working directory cannot be entered';
     throw new ApiError('invalid_request', `body.cwd: ${message}`, { extra: { errors: [{ location: 'body', field: 'cwd', message }] } });
   }
+  if (result.exitCode === EXIT.busy) {
+    throw new ApiError('too_many_in_flight', 'Too many background processes are starting in this sandbox at once; retry shortly.', { headers: { 'Retry-After': '1' } });
+  }
   if (result.timedOut) throw new ApiError('operation_timed_out', 'The process did not start in time.');
   const nanos = /^([0-9]{1,20})\n?$/.exec(started)?.[1];
   if (result.exitCode !== 0 || !nanos) throw new Error(`starting a background process failed: exit ${String(result.exitCode)}`);

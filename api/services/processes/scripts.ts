@@ -29,7 +29,7 @@
 
 export const PROCS_DIR = '/tmp/.paddock-procs';
 
-export const EXIT = { running: 2, ended: 3, notFound: 4, limit: 10, taken: 11, unusable: 12, badCwd: 125 } as const;
+export const EXIT = { running: 2, ended: 3, notFound: 4, limit: 10, taken: 11, unusable: 12, busy: 13, badCwd: 125 } as const;
 
 // Shared by the readers: `ended` says whether the process has ended (its exit recorded, or its
 // runner gone without recording one, killed by the tenant, say).
@@ -105,8 +105,9 @@ if [ ! -d "$__PADDOCK_B" ]; then rm -f "$__PADDOCK_B" 2>/dev/null; mkdir -p -m 7
 # Starts take turns at counting (a lock on the directory, let go before the runner starts, so
 # nothing long-lived holds it): all at once, each would count every other and all be refused.
 # Where the image has no flock, counting after this one's directory exists still never passes
-# the limit, it only may refuse too many.
-if command -v flock >/dev/null 2>&1; then exec 9<"$__PADDOCK_B" && flock -w 10 9; fi
+# the limit, it only may refuse too many. A turn not come within 10 s is refused as busy: counting
+# without it could pass the limit.
+if command -v flock >/dev/null 2>&1; then exec 9<"$__PADDOCK_B" && flock -w 10 9 || exit ${EXIT.busy}; fi
 mkdir -m 700 "$__PADDOCK_D" 2>/dev/null || exit ${EXIT.taken}
 # A start in progress (no runner yet) counts as running.
 __PADDOCK_N=0
