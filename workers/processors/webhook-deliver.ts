@@ -146,10 +146,12 @@ async function record(deps: WorkerDeps, em: EntityManager, job: Job, token: stri
   deps.metrics.webhookDeliveries.inc({ outcome });
   if (o.result.ok) deps.metrics.webhookLatency.observe((now - new Date(o.row.event_created_at).getTime()) / 1000);
   const disabled = await em.transactional(async (tx) => {
+    // Logged at the instant its next retry is counted from, not at the commit: on a busy host the
+    // transaction may begin later than the retry is due.
     await tx.execute(
-      `insert into webhook_attempts (endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, next_retry_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?)`,
-      [o.endpointId, o.eventId, o.row.event_type, attempt, o.result.statusCode, o.result.error, o.result.durationMs, nextAt],
+      `insert into webhook_attempts (endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, next_retry_at, created_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [o.endpointId, o.eventId, o.row.event_type, attempt, o.result.statusCode, o.result.error, o.result.durationMs, nextAt, new Date(now)],
     );
     const state = o.result.ok ? 'delivered' : nextAt ? 'pending' : 'failed';
     await tx.execute(
