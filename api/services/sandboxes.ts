@@ -11,7 +11,7 @@ import { eventsStatement, recordedFrom, type NewEvent } from '../../shared/event
 import { presentSandbox } from '../presenters/sandbox.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimedFrom, claimWarmStatement, isPooled } from '../../shared/pool/warm-pool.ts';
-import { inBatchedTransaction, type Statement } from '../../shared/db/batch.ts';
+import { inBatchedTransaction, type Rows, type Statement } from '../../shared/db/batch.ts';
 import { deploymentOf } from '../../shared/deployment.ts';
 import type { AppDeps } from '../context.ts';
 import { checkEnvironment } from '../../shared/allowlist/index.ts';
@@ -131,7 +131,7 @@ function replayStatement(accountId: string, key: string): Statement {
 }
 
 /** The sandbox a first request with this key made, to answer again; none for a key not seen yet. */
-function replayOf(rows: readonly Record<string, unknown>[], requestHash: string): string | undefined {
+function replayOf(rows: Rows, requestHash: string): string | undefined {
   const row = rows[0] as { request_hash: string; sandbox_id: string; completed_at: Date | null; created_at: Date } | undefined;
   if (!row) return undefined;
   if (row.request_hash !== requestHash) {

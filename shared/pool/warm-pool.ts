@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Statement } from '../db/batch.ts';
+import type { Rows, Statement } from '../db/batch.ts';
 import type { Config } from '../config.ts';
 import { deploymentOf } from '../deployment.ts';
 import type { SandboxRuntime } from '../runtime/types.ts';
@@ -56,6 +56,6 @@ export function claimWarmStatement(config: Config, image: string): Statement {
   };
 }
 
-export function claimedFrom(rows: readonly Record<string, unknown>[]): string | undefined {
+export function claimedFrom(rows: Rows): string | undefined {
   return rows[0]?.id as string | undefined;
 }

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { secondsUsedSql } from '../usage/billing.ts';
-import type { Statement } from '../db/batch.ts';
+import type { Rows, Statement } from '../db/batch.ts';
 
 // The account aggregate with its usage: its quota overrides, its active sandboxes and the month's
 // sandbox-seconds (rolled up at each destroy, plus the running ones). Every read of them is here.
@@ -61,7 +61,7 @@ export function lockAccountStatement(accountId: string): Statement {
   return { sql: 'select concurrent_sandboxes_limit, monthly_sandbox_hours_limit from accounts where id = ? for update', params: [accountId] };
 }
 
-export function overridesFrom(rows: readonly Record<string, unknown>[]): LimitOverrides | undefined {
+export function overridesFrom(rows: Rows): LimitOverrides | undefined {
   const row = rows[0] as UsageColumns | undefined;
   return row && overridesOf(row);
 }
@@ -75,7 +75,7 @@ export function usageStatement(accountId: string, periodStart: Date): Statement 
   };
 }
 
-export function usageFrom(rows: readonly Record<string, unknown>[]): Usage {
+export function usageFrom(rows: Rows): Usage {
   const row = rows[0] as UsageColumns | undefined;
   return { active: Number(row?.active ?? 0), hours: Math.max(0, Number(row?.seconds ?? 0)) / 3600 };
 }

@@ -26,7 +26,7 @@ const CFS_PERIOD_US = 100_000;
 // All sandboxes together weigh a quarter of one ordinary process group by default (1024 shares on
 // v1, a weight of 100 on v2): when sandboxes saturate the host, the API and the workers still get
 // the CPU. PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT sets it, in percent of such a group.
-export const DEFAULT_SANDBOXES_CPU_WEIGHT = 25;
+const DEFAULT_SANDBOXES_CPU_WEIGHT = 25;
 const SANDBOXES_IO_WEIGHT = 25;
 const GROUP = 'paddock';
 /** How long a v1 exec group's kill keeps at it: past this, the sandbox's destroy ends the rest. */
