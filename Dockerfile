@@ -52,13 +52,15 @@ COPY scripts/reencrypt-secrets.ts ./scripts/reencrypt-secrets.ts
 USER 10001:10001
 
 # 3000: the web role's HTTP API (PORT). 9091: the worker role's /metrics and /healthz
-# (PADDOCK_WORKER_METRICS_PORT).
+# (PADDOCK_WORKER_METRICS_PORT). A bare worker picks any free port; a container has its own
+# network, so here the port is fixed for probes and scrapers to find.
+ENV PADDOCK_WORKER_METRICS_PORT=9091
 EXPOSE 3000 9091
 
 # Healthy when this container's role answers /healthz: the API on PORT, or a worker on
-# PADDOCK_WORKER_METRICS_PORT (curl is not in the image; Node's fetch is). Kubernetes ignores
+# PADDOCK_WORKER_METRICS_PORT, set above (curl is not in the image; Node's fetch is). Kubernetes ignores
 # HEALTHCHECK and uses the probes in deploy/kubernetes; this is for Docker and Compose.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "const get = (p) => fetch(`http://127.0.0.1:${p}/healthz`, { signal: AbortSignal.timeout(4000) }).then((r) => { if (!r.ok) throw new Error(String(r.status)); }); Promise.any([get(process.env.PORT || 3000), get(process.env.PADDOCK_WORKER_METRICS_PORT || 9091)]).then(() => process.exit(0), () => process.exit(1));"]
+  CMD ["node", "-e", "const get = (p) => fetch(`http://127.0.0.1:${p}/healthz`, { signal: AbortSignal.timeout(4000) }).then((r) => { if (!r.ok) throw new Error(String(r.status)); }); Promise.any([get(process.env.PORT || 3000), get(process.env.PADDOCK_WORKER_METRICS_PORT)]).then(() => process.exit(0), () => process.exit(1));"]
 
 CMD ["node", "api/main.ts"]

@@ -86,7 +86,7 @@ export const configSchema = z.object({
   PADDOCK_WARM_POOL_MAX_AGE_SECONDS: int(60).default(3600),
   PADDOCK_WORKER_CONCURRENCY: int(1, 1000).default(20),
   /** Port of the worker's /metrics and /healthz; 0 picks a free one. */
-  PADDOCK_WORKER_METRICS_PORT: int(0, 65535).default(9091),
+  PADDOCK_WORKER_METRICS_PORT: int(0, 65535).default(0),
   /** How long a worker holds a job before others may take it over (a dead worker's jobs wait this long). */
   PADDOCK_JOB_LOCK_SECONDS: int(1, 600).default(30),
   PADDOCK_RUNTIME: z.enum(['local', 'kubernetes']).default('local'),
@@ -122,8 +122,8 @@ export const configSchema = z.object({
   PADDOCK_LOCAL_PIDS_MAX: int(8).default(512),
   /** CPU cores one local sandbox may use: a busy loop in one must not starve the host. */
   PADDOCK_LOCAL_CPUS: positiveNumber.default(1),
-  /** All local sandboxes together, in percent of one ordinary process group's CPU weight: the control plane beside them stays ahead. */
-  PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: int(1, 100).default(25),
+  /** All local sandboxes together: a weight in percent of one ordinary process group's, or `idle`, the CPU time the control plane beside them leaves. */
+  PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: z.union([z.literal('idle'), int(1, 100)], { error: 'expected idle or a whole number from 1 to 100' }).default(25),
   PADDOCK_LOCAL_ALLOW_UNLIMITED: bool.default(false),
   PADDOCK_LOCAL_DISK_MB: int(0).default(2048),
   PADDOCK_LOCAL_DISK_INODES: int(1024).default(131_072),

@@ -10,5 +10,6 @@ const workers = await startWorkers(config, log).catch((err: unknown) => {
   log.fatal({ err: err instanceof Error ? err.message : String(err) }, 'worker could not start');
   process.exit(1);
 });
-log.info('worker started');
+// With the default port (0, any free one) the log is where a bare process's port is read.
+log.info({ metricsPort: workers.metricsPort }, 'worker started');
 onShutdownSignal(log, config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS, workers.close, workers.shutdownSteps);

@@ -12,11 +12,17 @@ import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 test('a worker killed with SIGKILL while creating: the job is retried, one sandbox runs, none orphaned', async () => {
   // No in-process worker at first: the create job can only go to the real worker process.
   const stack = await startSandboxStack({ workers: 0, overrides: { PADDOCK_JOB_LOCK_SECONDS: '2' } });
-  const proc = startRole('workers/main.ts', { ...envOf(stack.config, stack.kubeConfig), PADDOCK_LOG_LEVEL: 'info' });
+  // The metrics port left at its default: any free one, named in the log (two stacks share this host).
+  const { PADDOCK_WORKER_METRICS_PORT: _unset, ...env } = envOf(stack.config, stack.kubeConfig);
+  const proc = startRole('workers/main.ts', { ...env, PADDOCK_LOG_LEVEL: 'info' });
   try {
     // A cold start on a busy host (type stripping the whole import graph) can take seconds.
     for (let i = 0; i < 1200 && !proc.output().includes('worker started'); i++) await sleep(25);
     assert.match(proc.output(), /worker started/);
+    const started = proc.output().split('\n').find((l) => l.includes('worker started'))!;
+    const metricsPort = (JSON.parse(started) as { metricsPort: number }).metricsPort;
+    assert.ok(metricsPort > 0 && metricsPort !== 9091, `metricsPort ${metricsPort}`);
+    assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status, 200);
     const a = await newAccount(stack.url);
     const { body: s } = await createSandbox(stack.url, a.key, '?wait=false');
     const jobId = jobCatalogue.create.jobId({ sandboxId: s.id });
