@@ -1,5 +1,4 @@
 import Koa from 'koa';
-import Router from '@koa/router';
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';
@@ -23,6 +22,7 @@ import { accessLog } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { writeDeadline } from './middleware/write-deadline.ts';
 import { mountRoutes } from './routes/mount.ts';
+import { ShapedRouter } from './routes/shaped-router.ts';
 import { RequestState } from './request-state.ts';
 import { allRoutes } from './routes/index.ts';
 import type { Route } from './routes/route.ts';
@@ -90,10 +90,9 @@ export function createApp(deps: AppDeps, extraRoutes: Route[] = []): Koa<AppStat
   app.use(writeDeadline(deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000));
   app.use(errorHandler(deps.log));
 
-  const router = new Router<AppState>();
+  const router = new ShapedRouter();
   mountOperationalRoutes(router, deps);
   mountRoutes(router, [...allRoutes, ...extraRoutes], deps);
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  app.use(router.middleware());
   return app;
 }

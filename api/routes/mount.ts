@@ -1,4 +1,3 @@
-import type Router from '@koa/router';
 import type { RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
@@ -9,12 +8,13 @@ import { admitInFlight } from '../middleware/in-flight.ts';
 import { jsonBody, streamedBody } from '../middleware/body.ts';
 import { parseInput } from '../middleware/validate.ts';
 import type { Route, RouteInput, RouteSpec } from './route.ts';
+import type { ShapedRouter } from './shaped-router.ts';
 
 const NO_QUERY = z.strictObject({});
 const WITH_BODY = new Set(['post', 'put', 'patch']);
 
 /** Builds each route's chain from its spec: auth, rate limit, body, validation, handler. */
-export function mountRoutes(router: Router<AppState>, routes: Route[], deps: AppDeps): void {
+export function mountRoutes(router: ShapedRouter, routes: Route[], deps: AppDeps): void {
   for (const { spec, handler } of routes) {
     const chain: RouterMiddleware<AppState>[] = [];
     if (spec.websocket) chain.push(authenticateWebSocket(deps));
@@ -37,7 +37,7 @@ export function mountRoutes(router: Router<AppState>, routes: Route[], deps: App
     chain.push(async (ctx: AppContext) => {
       await handler(ctx, readInput(ctx, spec), deps);
     });
-    router[spec.method](spec.path, ...chain);
+    router.add(spec.method, spec.path, ...chain);
   }
 }
 

@@ -1,14 +1,14 @@
-import type Router from '@koa/router';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { ApiError } from '../../../shared/errors.ts';
-import type { AppContext, AppDeps, AppState } from '../../context.ts';
+import type { AppContext, AppDeps } from '../../context.ts';
 import { buildOpenApi } from '../../openapi.ts';
 import { allRoutes } from '../index.ts';
+import type { ShapedRouter } from '../shaped-router.ts';
 
 const CHECK_TIMEOUT_MS = 2000;
 
 /** Probes, metrics and the OpenAPI document: unauthenticated, not rate limited, not /v1 resources. */
-export function mountOperationalRoutes(router: Router<AppState>, deps: AppDeps): void {
+export function mountOperationalRoutes(router: ShapedRouter, deps: AppDeps): void {
   let openApi: string | undefined;
 
   router.get('/healthz', (ctx: AppContext) => {
