@@ -99,12 +99,13 @@ export async function createSandbox(
   // A replay answers the first request's sandbox as it is now; a new one is the row just written.
   const sandbox = outcome.sandbox ?? (await em.findOneOrFail(Sandbox, { id: outcome.sandboxId }, { disableIdentityMap: true }));
   if (!outcome.replayed) {
-    // Independent Redis work, side by side: the event fan-out and the sandbox's jobs. A new
+    // Independent Redis work, side by side: the sandbox's jobs (first: a worker starts on the create
+    // job as soon as it lands, behind the synchronous work of the fan-out), and the events. A new
     // sandbox waits for them (without its create job it would never start). A claimed one runs
     // already and is answered at once: should this process die before its jobs are queued, the
     // reaper's sweep still ends it at its cap, warns before, and refills the pool, and the events
     // sweep still delivers its events.
-    const after = () => Promise.all([deps.events.announce(outcome.created ?? []), scheduleJobs(deps, em, sandbox, outcome.warm === true)]);
+    const after = () => Promise.all([scheduleJobs(deps, em, sandbox, outcome.warm === true), deps.events.announce(outcome.created ?? [])]);
     // Once the answer is written: begun at once, their synchronous part (the jobs' scripts and
     // payloads) ran ahead of the answer, in the microtasks before it.
     if (!outcome.warm) await after();
