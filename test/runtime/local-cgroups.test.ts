@@ -7,6 +7,7 @@ import { killGroup, openCgroups } from '../../shared/runtime/local/cgroups.ts';
 import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import { deviceOf } from '../../shared/runtime/local/runtime.ts';
 import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
+import type { Logger } from '../../shared/logger.ts';
 
 // The cgroup layouts a host may have, laid out in a temporary directory as the kernel would show
 // them: this machine mounts v1 controllers plus a controller-less v2 hierarchy, so what is written
@@ -30,13 +31,18 @@ function layout(t: { after(fn: () => void): void }, dirs: Record<string, string[
 const read = (root: string, path: string) => readFileSync(join(root, path), 'utf8').trim();
 
 test('cgroup v2 alone: memory, pids, cpu and io are limited through v2, and every exec gets a group cgroup.kill ends', async (t) => {
-  const root = layout(t, { '.': ['cgroup.controllers=cpuset cpu io memory pids', 'cgroup.subtree_control', 'cgroup.procs'] });
+  const root = layout(t, { '.': ['cgroup.controllers=cpuset cpu io memory pids', 'cgroup.subtree_control', 'cgroup.procs'], paddock: ['cpu.idle=0', 'cpu.weight=100'] });
   const cgroups = await openCgroups({ root, privileged: true });
   assert.ok(cgroups);
   assert.deepEqual(cgroups.limited, { memory: 'v2', pids: 'v2', cpu: 'v2', io: 'v2' });
   assert.deepEqual(cgroups.missing, []);
   // All sandboxes together weigh less than the control plane beside them.
   assert.equal(read(root, 'paddock/cpu.weight'), '25');
+  assert.equal(read(root, 'paddock/cpu.idle'), '0');
+  // On v2 the CPU controller is the sandbox's one group: the init joins it with the others, at once.
+  await cgroups.create('sbx_v2', LIMITS);
+  await cgroups.admitInit('sbx_v2', 4243, { cpuOnceReady: true });
+  assert.equal(read(root, 'paddock/sbx_v2/cgroup.procs'), '4243');
   assert.equal(read(root, 'paddock/io.weight'), 'default 25');
 
   await cgroups.create('sbx_v2', LIMITS);
@@ -84,16 +90,56 @@ test('hybrid hosts: limits through the v1 controllers, exec groups in the contro
     ['/memory/paddock/sbx_hy/cgroup.procs', '/pids/paddock/sbx_hy/cgroup.procs', '/cpu/paddock/sbx_hy/cgroup.procs', '/unified/paddock/sbx_hy/X/cgroup.procs'],
   );
   assert.ok(group.killer && 'kill' in group.killer);
+  // A helper process joins every group at once.
+  await cgroups.admitInit('sbx_hy', 4241);
+  for (const hierarchy of ['memory', 'pids', 'cpu', 'unified']) assert.equal(read(root, `${hierarchy}/paddock/sbx_hy/cgroup.procs`), '4241', hierarchy);
+  // The init joins every group before it starts, but the v1 CPU group, which it joins once ready.
+  const hybrid = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'], cpu: ['cgroup.procs'], unified: ['cgroup.controllers', 'cgroup.subtree_control', 'cgroup.procs'] });
+  const init = (await openCgroups({ root: hybrid, privileged: true }))!;
+  await init.create('sbx_hy', LIMITS);
+  await init.admitInit('sbx_hy', 4242, { cpuOnceReady: true });
+  for (const hierarchy of ['memory', 'pids', 'unified']) assert.equal(read(hybrid, `${hierarchy}/paddock/sbx_hy/cgroup.procs`), '4242', hierarchy);
+  assert.equal(existsSync(join(hybrid, 'cpu/paddock/sbx_hy/cgroup.procs')), false);
+  await init.admitInitToCpu('sbx_hy', 4242);
+  assert.equal(read(hybrid, 'cpu/paddock/sbx_hy/cgroup.procs'), '4242');
 });
 
-test('the sandboxes’ CPU weight is set in percent of one ordinary group: cpu.weight on v2, cpu.shares on v1', async (t) => {
-  const v2 = layout(t, { '.': ['cgroup.controllers=cpu memory pids', 'cgroup.subtree_control', 'cgroup.procs'] });
+test('the sandboxes’ CPU weight is set in percent of one ordinary group: cpu.weight on v2, cpu.shares on v1, the idle mark lifted first', async (t) => {
+  // Another Paddock on the host left the group idle, which refuses a weight until unmarked.
+  const v2 = layout(t, { '.': ['cgroup.controllers=cpu memory pids', 'cgroup.subtree_control', 'cgroup.procs'], paddock: ['cpu.idle=1', 'cpu.weight=100'] });
   await openCgroups({ root: v2, privileged: true, sandboxesCpuWeight: 10 });
+  assert.equal(read(v2, 'paddock/cpu.idle'), '0');
   assert.equal(read(v2, 'paddock/cpu.weight'), '10');
-  const v1 = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'], cpu: ['cgroup.procs'], 'cpu/paddock': ['cpu.shares=1024'] });
+  const v1 = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'], cpu: ['cgroup.procs'], 'cpu/paddock': ['cpu.shares=1024', 'cpu.idle=1'] });
   const cgroups = await openCgroups({ root: v1, privileged: true, sandboxesCpuWeight: 50 });
   await cgroups!.create('sbx_w', LIMITS);
+  assert.equal(read(v1, 'cpu/paddock/cpu.idle'), '0');
   assert.equal(read(v1, 'cpu/paddock/cpu.shares'), '512');
+});
+
+test('idle: the sandboxes’ group is marked idle, on v1 and v2; a kernel without cpu.idle gives it the lowest weight, and says so', async (t) => {
+  const v2 = layout(t, { '.': ['cgroup.controllers=cpu memory pids', 'cgroup.subtree_control', 'cgroup.procs'], paddock: ['cpu.idle=0', 'cpu.weight=100'] });
+  await openCgroups({ root: v2, privileged: true, sandboxesCpuWeight: 'idle' });
+  assert.equal(read(v2, 'paddock/cpu.idle'), '1');
+  assert.equal(read(v2, 'paddock/cpu.weight'), '100', 'an idle group takes no weight');
+  const v1 = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'], cpu: ['cgroup.procs'], 'cpu/paddock': ['cpu.shares=1024', 'cpu.idle=0'] });
+  const idle = await openCgroups({ root: v1, privileged: true, sandboxesCpuWeight: 'idle' });
+  await idle!.create('sbx_i', LIMITS);
+  assert.equal(read(v1, 'cpu/paddock/cpu.idle'), '1');
+  assert.equal(read(v1, 'cpu/paddock/cpu.shares'), '1024', 'an idle group takes no weight');
+  assert.equal(read(v1, 'cpu/paddock/sbx_i/cpu.cfs_quota_us'), '50000', 'each sandbox keeps its own CPU cap');
+
+  const warnings: string[] = [];
+  const log = { warn: (...args: unknown[]) => void warnings.push(String(args.at(-1))) } as unknown as Logger;
+  const oldV1 = layout(t, { memory: ['cgroup.procs'], pids: ['cgroup.procs'], cpu: ['cgroup.procs'], 'cpu/paddock': ['cpu.shares=1024'] });
+  const older = await openCgroups({ root: oldV1, privileged: true, log, sandboxesCpuWeight: 'idle' });
+  await older!.create('sbx_o', LIMITS);
+  assert.equal(read(oldV1, 'cpu/paddock/cpu.shares'), '2');
+  assert.equal(existsSync(join(oldV1, 'cpu/paddock/cpu.idle')), false, 'nothing made where the kernel offers no file');
+  assert.ok(warnings.some((w) => /cpu\.idle/.test(w)), warnings.join('; '));
+  const oldV2 = layout(t, { '.': ['cgroup.controllers=cpu memory pids', 'cgroup.subtree_control', 'cgroup.procs'], paddock: ['cpu.weight=100'] });
+  await openCgroups({ root: oldV2, privileged: true, log, sandboxesCpuWeight: 'idle' });
+  assert.equal(read(oldV2, 'paddock/cpu.weight'), '1');
 });
 
 test('cgroup v1 alone: exec groups nest in the pids hierarchy and are killed member by member', async (t) => {

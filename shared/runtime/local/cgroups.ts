@@ -25,8 +25,16 @@ export const CGROUP_ROOT = '/sys/fs/cgroup';
 const CFS_PERIOD_US = 100_000;
 // All sandboxes together weigh a quarter of one ordinary process group by default (1024 shares on
 // v1, a weight of 100 on v2): when sandboxes saturate the host, the API and the workers still get
-// the CPU. PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT sets it, in percent of such a group.
-const DEFAULT_SANDBOXES_CPU_WEIGHT = 25;
+// most of the CPU, and a tenant's commands still get a share however busy the control plane is.
+// PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT sets the weight, in percent of such a group, or `idle`: one
+// idle group (cpu.idle, SCHED_IDLE, Linux 5.15 and later, v1 and v2) that runs only on the CPU time
+// the control plane leaves, and that a control-plane task that wakes takes a core from at once.
+// Measured on two cores (docs/benchmarks.md, 2026-11-24): idle shortens creates under
+// `npm run bench:load` (the workers' main threads had waited on the run queue twice as long as they
+// ran), and costs a neighbour its share while another tenant's output flood keeps the web busy
+// (`npm run bench -- isolation`: its exec p50 14 ms at a quarter, 39 ms idle). Not the default.
+export type SandboxesCpuWeight = number | 'idle';
+const DEFAULT_SANDBOXES_CPU_WEIGHT: SandboxesCpuWeight = 25;
 const SANDBOXES_IO_WEIGHT = 25;
 const GROUP = 'paddock';
 /** How long a v1 exec group's kill keeps at it: past this, the sandbox's destroy ends the rest. */
@@ -79,8 +87,16 @@ export interface Cgroups {
    * buffered writes). False when the host cannot: the caller says so, and the sandbox runs without.
    */
   limitDevice(id: string, limit: DeviceLimit): Promise<boolean>;
-  /** Moves the sandbox's init into its groups, before it runs anything. */
-  admitInit(id: string, pid: number): Promise<void>;
+  /**
+   * Moves a process of the sandbox's (its init, its network helper) into its groups, before it
+   * runs anything. `cpuOnceReady`: all of them but a v1 CPU group, which admitInitToCpu adds once
+   * the sandbox is ready and before its first command, so that its start (bubblewrap's setup, the
+   * agent: Paddock's code only) does not wait behind busy sandboxes at their low weight
+   * (docs/benchmarks.md, 2026-11-24, third session).
+   */
+  admitInit(id: string, pid: number, options?: { cpuOnceReady?: boolean }): Promise<void>;
+  /** The CPU group admitInit left out, if any; a no-op elsewhere. */
+  admitInitToCpu(id: string, pid: number): Promise<void>;
   /**
    * A group for one command, inside the sandbox's groups. `byAgent`: where the sandbox's agent
    * makes exec groups itself (see delegate), it is only named here, and made on first use.
@@ -103,8 +119,8 @@ export interface CgroupOptions {
   log?: Logger;
   /** Whether this process may manage cgroups (it must be root on a real host). */
   privileged?: boolean;
-  /** The CPU weight of all sandboxes together, in percent of one ordinary process group (default 25). */
-  sandboxesCpuWeight?: number;
+  /** All sandboxes together: a weight in percent of one ordinary process group (default 25), or an idle group. */
+  sandboxesCpuWeight?: SandboxesCpuWeight;
 }
 
 interface Hierarchies {
@@ -130,10 +146,10 @@ export async function openCgroups(options: CgroupOptions = {}): Promise<Cgroups 
   if (!killHierarchy && Object.keys(limited).length === 0) return undefined;
   const missing = LIMITED.filter((r) => !limited[r]);
   if (missing.length > 0) options.log?.warn({ missing, limited }, 'cgroup controllers unavailable: sandboxes run without those limits');
-  return cgroupsOf(found, limited, missing, killHierarchy, weight);
+  return cgroupsOf(found, limited, missing, killHierarchy, weight, options.log);
 }
 
-async function discover(root: string, cpuWeight: number, log: Logger | undefined): Promise<Hierarchies> {
+async function discover(root: string, cpuWeight: SandboxesCpuWeight, log: Logger | undefined): Promise<Hierarchies> {
   const found: Hierarchies = { v1: new Map() };
   for (const mount of [root, join(root, 'unified')]) {
     if (!(await exists(join(mount, 'cgroup.controllers')))) continue;
@@ -160,7 +176,7 @@ async function discover(root: string, cpuWeight: number, log: Logger | undefined
  * in Paddock's group's cgroup.subtree_control. A controller the kernel or the delegation refuses
  * (a root with processes of its own answers EBUSY) is left to v1, or missing.
  */
-async function enableV2(mount: string, cpuWeight: number, log: Logger | undefined): Promise<Set<string>> {
+async function enableV2(mount: string, cpuWeight: SandboxesCpuWeight, log: Logger | undefined): Promise<Set<string>> {
   await mkdir(join(mount, GROUP), { recursive: true });
   const offered = (await readFile(join(mount, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/);
   const enabled = new Set<string>();
@@ -175,7 +191,7 @@ async function enableV2(mount: string, cpuWeight: number, log: Logger | undefine
     }
   }
   const group = join(mount, GROUP);
-  if (enabled.has('cpu')) await writeFile(join(group, 'cpu.weight'), String(cpuWeight)).catch(() => undefined);
+  if (enabled.has('cpu')) await claimCpu(group, 'cpu.weight', cpuWeight, log);
   if (enabled.has('io')) await writeFile(join(group, 'io.weight'), `default ${SANDBOXES_IO_WEIGHT}`).catch(() => undefined);
   return enabled;
 }
@@ -185,7 +201,8 @@ function cgroupsOf(
   limited: Partial<Record<Resource, 'v1' | 'v2'>>,
   missing: Resource[],
   killHierarchy: 'v2' | 'pids' | 'freezer' | undefined,
-  cpuWeight: number,
+  cpuWeight: SandboxesCpuWeight,
+  log: Logger | undefined,
 ): Cgroups {
   const v2 = found.v2;
   const v2Dir = (id: string): string | undefined => (v2 ? join(v2.mount, GROUP, id) : undefined);
@@ -195,31 +212,42 @@ function cgroupsOf(
   if (killHierarchy === 'pids' || killHierarchy === 'freezer') v1Names.add(killHierarchy);
   const v1Dir = (name: string, id: string): string => join(found.v1.get(name)!, GROUP, id);
   const dirs = (id: string): string[] => [...[...v1Names].map((name) => v1Dir(name, id)), ...(v2 ? [v2Dir(id)!] : [])];
+  // On v2 the CPU controller shares the sandbox's one group with the others: it cannot come later.
+  const laterCpuDir = (id: string): string | undefined => (limited.cpu === 'v1' ? v1Dir('cpu', id) : undefined);
 
   async function setLimits(id: string, limits: Limits): Promise<void> {
     const memory = String(limits.memoryMb * 1024 * 1024);
     const quota = Math.max(1000, Math.round(limits.cpus * CFS_PERIOD_US)); // the kernel's floor is 1 ms a period
-    if (limited.memory === 'v2') {
-      await writeFile(join(v2Dir(id)!, 'memory.max'), memory);
-      await writeOptional(join(v2Dir(id)!, 'memory.swap.max'), '0');
-    } else if (limited.memory === 'v1') {
-      await writeFile(join(v1Dir('memory', id), 'memory.limit_in_bytes'), memory);
-      // With swap accounting, memory plus swap gets the same cap: a hog must not spill into swap.
-      await writeOptional(join(v1Dir('memory', id), 'memory.memsw.limit_in_bytes'), memory);
-    }
-    if (limited.pids === 'v2') await writeFile(join(v2Dir(id)!, 'pids.max'), String(limits.pidsMax));
-    else if (limited.pids === 'v1') await writeFile(join(v1Dir('pids', id), 'pids.max'), String(limits.pidsMax));
-    if (limited.cpu === 'v2') await writeFile(join(v2Dir(id)!, 'cpu.max'), `${quota} ${CFS_PERIOD_US}`);
-    else if (limited.cpu === 'v1') {
-      await writeFile(join(v1Dir('cpu', id), 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
-      await writeFile(join(v1Dir('cpu', id), 'cpu.cfs_quota_us'), String(quota));
-    }
+    // Each controller's files in order, the controllers side by side: on a busy host every file
+    // written is a wait for the event loop's turn, and a create waits for them all.
+    const memoryLimit = async (): Promise<void> => {
+      if (limited.memory === 'v2') {
+        await writeFile(join(v2Dir(id)!, 'memory.max'), memory);
+        await writeOptional(join(v2Dir(id)!, 'memory.swap.max'), '0');
+      } else if (limited.memory === 'v1') {
+        await writeFile(join(v1Dir('memory', id), 'memory.limit_in_bytes'), memory);
+        // With swap accounting, memory plus swap gets the same cap: a hog must not spill into swap.
+        await writeOptional(join(v1Dir('memory', id), 'memory.memsw.limit_in_bytes'), memory);
+      }
+    };
+    const pidsLimit = async (): Promise<void> => {
+      if (limited.pids === 'v2') await writeFile(join(v2Dir(id)!, 'pids.max'), String(limits.pidsMax));
+      else if (limited.pids === 'v1') await writeFile(join(v1Dir('pids', id), 'pids.max'), String(limits.pidsMax));
+    };
+    const cpuLimit = async (): Promise<void> => {
+      if (limited.cpu === 'v2') await writeFile(join(v2Dir(id)!, 'cpu.max'), `${quota} ${CFS_PERIOD_US}`);
+      else if (limited.cpu === 'v1') {
+        await writeFile(join(v1Dir('cpu', id), 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+        await writeFile(join(v1Dir('cpu', id), 'cpu.cfs_quota_us'), String(quota));
+      }
+    };
+    await settledAll([memoryLimit(), pidsLimit(), cpuLimit()]);
   }
 
   let sharesSet = false;
   async function lowerV1Shares(): Promise<void> {
     if (sharesSet || limited.cpu !== 'v1') return;
-    await writeOptional(join(found.v1.get('cpu')!, GROUP, 'cpu.shares'), String(Math.max(2, Math.round((1024 * cpuWeight) / 100))));
+    await claimCpu(join(found.v1.get('cpu')!, GROUP), 'cpu.shares', cpuWeight, log);
     sharesSet = true;
   }
 
@@ -229,7 +257,7 @@ function cgroupsOf(
 
     async create(id, limits) {
       await lowerV1Shares();
-      for (const dir of dirs(id)) await mkdir(dir, { recursive: true });
+      await settledAll(dirs(id).map((dir) => mkdir(dir, { recursive: true })));
       await setLimits(id, limits);
     },
 
@@ -242,8 +270,14 @@ function cgroupsOf(
       );
     },
 
-    async admitInit(id, pid) {
-      for (const dir of dirs(id)) await writeFile(join(dir, 'cgroup.procs'), String(pid));
+    async admitInit(id, pid, options = {}) {
+      const later = options.cpuOnceReady ? laterCpuDir(id) : undefined;
+      await settledAll(dirs(id).filter((dir) => dir !== later).map((dir) => writeFile(join(dir, 'cgroup.procs'), String(pid))));
+    },
+
+    async admitInitToCpu(id, pid) {
+      const later = laterCpuDir(id);
+      if (later) await writeFile(join(later, 'cgroup.procs'), String(pid));
     },
 
     async delegate(id, owner) {
@@ -329,6 +363,35 @@ async function removeTree(dir: string, deadline: number): Promise<void> {
       await delay(2);
     }
   }
+}
+
+/**
+ * The sandboxes' group's claim on the CPU: idle, or a weight in percent of one ordinary group
+ * (`cpu.weight` on v2, whose default is 100; `cpu.shares` on v1, 1024). A kernel without cpu.idle
+ * gets the lowest weight instead. The group is the host's, and another Paddock may have left it
+ * idle: a group marked idle refuses a weight (EINVAL), so the mark is lifted first.
+ */
+async function claimCpu(group: string, weightFile: 'cpu.weight' | 'cpu.shares', claim: SandboxesCpuWeight, log: Logger | undefined): Promise<void> {
+  const idle = join(group, 'cpu.idle');
+  if (claim === 'idle') {
+    const marked = await writeOptional(idle, '1').then(() => exists(idle), () => false);
+    if (marked) return;
+    log?.warn('this kernel cannot make the sandboxes\' CPU group idle (cpu.idle, Linux 5.15 and later): they get the lowest CPU weight instead');
+  } else {
+    await writeOptional(idle, '0').catch(() => undefined);
+  }
+  const percent = claim === 'idle' ? 0 : claim;
+  const value = weightFile === 'cpu.weight' ? Math.max(1, percent) : Math.max(2, Math.round((1024 * percent) / 100));
+  await writeOptional(join(group, weightFile), String(value)).catch((err: unknown) => log?.warn({ err, group }, 'could not set the sandboxes\' CPU weight'));
+}
+
+/**
+ * Waits for every one, then fails with the first failure: a caller that cleans up after a failure
+ * must not start while some of the work is still under way (a group made after its removal).
+ */
+export async function settledAll(work: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 async function writeOptional(path: string, value: string): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Logger } from '../../logger.ts';
 import { ImageRefusedError } from '../types.ts';
+import type { SandboxesCpuWeight } from './cgroups.ts';
 
 /**
  * What a local sandbox runs: the host's own userland (its /usr, read-only), not a container
@@ -38,8 +39,8 @@ export interface LocalRuntimeOptions {
   diskMbps?: number;
   /** Run each sandbox's init as the agent that starts its commands (default true); false: every command through nsenter. */
   agent?: boolean;
-  /** The CPU weight of all sandboxes together, in percent of one ordinary process group; default 25. */
-  sandboxesCpuWeight?: number;
+  /** All sandboxes together: a weight in percent of one ordinary process group (default 25), or an idle CPU group. */
+  sandboxesCpuWeight?: SandboxesCpuWeight;
   /** Where the cgroup file systems are mounted (tests); default /sys/fs/cgroup. */
   cgroupRoot?: string;
   log?: Logger;

@@ -11,7 +11,7 @@ import {
   type SandboxSpec,
 } from '../types.ts';
 import { sandboxArgs, systemDirArgs } from './bwrap-args.ts';
-import { ESSENTIAL, openCgroups, type Cgroups } from './cgroups.ts';
+import { ESSENTIAL, openCgroups, settledAll, type Cgroups } from './cgroups.ts';
 import { execCommand, execCommandLine, execFrame } from './exec.ts';
 import { agentBinary } from './agent/binary.ts';
 import { AgentGoneError, runThroughAgent } from './agent/client.ts';
@@ -130,11 +130,13 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     if (runningAsRoot) await chown(workspace, hostUid, hostUid);
     let network: SandboxState['network'];
     try {
-      if (diskMb > 0) {
+      // The disk and the groups are independent: made side by side, a create waits for the slower.
+      const disk = async (): Promise<void> => {
+        if (diskMb <= 0) return;
         await mountDisk(diskImage(h.layout, spec.id), workspace, { megabytes: diskMb, inodes: diskInodes }, hostUid);
         await chmod(workspace, 0o700);
-      }
-      await h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 });
+      };
+      await settledAll([disk(), h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 }) ?? Promise.resolve()]);
       if (diskMb > 0 && diskMbps > 0 && h.cgroups) {
         const limit = { device: deviceOf((await stat(workspace)).dev), bytesPerSecond: diskMbps * 1_000_000 };
         if (!(await h.cgroups.limitDevice(spec.id, limit)) && h.cgroups.limited.io === 'v2') {
@@ -154,11 +156,13 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         logFile: initLogFile(h.layout, spec.id),
         ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
         beforeStart: async (initPid) => {
-          await h.cgroups?.admitInit(spec.id, initPid);
+          await h.cgroups?.admitInit(spec.id, initPid, { cpuOnceReady: true });
           if (settings.network) network = await withNetwork(h, programs, spec.id, initPid, deadline);
         },
         deadline,
       });
+      // Ready, and nothing of the tenant's has run: the sandbox joins its CPU group before its first command.
+      await h.cgroups?.admitInitToCpu(spec.id, pid);
       // Root alone may mount. Without its devpts the sandbox still runs, and only its terminals
       // fail (socat's complaint is their output).
       if (runningAsRoot && programs.mount) {
