@@ -62,9 +62,9 @@ export function sandboxDataDir(prefix: string): string {
  * The local runtime as the stack's processes run it (the configuration's defaults, on this data
  * directory: a disk of its own per sandbox, its limits, its agent), for the raw side of a comparison.
  */
-export function localRuntimeOn(dataDir: string): SandboxRuntime {
+export function localRuntimeOn(dataDir: string, settings: Record<string, string> = {}): SandboxRuntime {
   // The runtime reaches neither: they are required of every role, so named and never used.
-  const env = { PADDOCK_RUNTIME: 'local', PADDOCK_DATA_DIR: dataDir, DATABASE_URL: 'postgres://unused', REDIS_URL: 'redis://unused' };
+  const env = { PADDOCK_RUNTIME: 'local', PADDOCK_DATA_DIR: dataDir, DATABASE_URL: 'postgres://unused', REDIS_URL: 'redis://unused', ...settings };
   return createRuntime(parseConfig(env, 'worker'), createLogger('warn', 'bench'));
 }
 

@@ -10,7 +10,10 @@ export interface Census {
   /** Sandboxes the database holds as active (state = 'active'), by status. */
   activeByStatus: Record<string, number>;
   activeInDb: number;
+  /** The runtime's sandboxes, the warm pool's aside. */
   inRuntime: number;
+  /** The warm pool's sandboxes (PADDOCK_WARM_POOL_SIZE): the deployment's, no account's. */
+  pooled: number;
   /** In the runtime, not active in the database: would run, and cost, with nobody to stop them. */
   orphans: string[];
   /** Running in the database, absent from the runtime: a user would be billed for nothing. */
@@ -52,7 +55,9 @@ export async function census(db: pg.Pool, runtime: SandboxRuntime, accountIds: s
   const active = all.filter((r) => r.state === 'active');
   const activeIds = new Set(active.map((r) => r.id));
   const mine = new Set(all.map((r) => r.id));
-  const held = (await runtime.list()).map((s) => s.id);
+  const pool = new Set((await db.query<{ id: string }>('select id from warm_sandboxes')).rows.map((r) => r.id));
+  const everything = (await runtime.list()).map((s) => s.id);
+  const held = everything.filter((id) => !pool.has(id));
   const heldIds = new Set(held);
   const activeByStatus: Record<string, number> = {};
   for (const r of active) activeByStatus[r.status] = (activeByStatus[r.status] ?? 0) + 1;
@@ -60,6 +65,7 @@ export async function census(db: pg.Pool, runtime: SandboxRuntime, accountIds: s
     activeByStatus,
     activeInDb: active.length,
     inRuntime: held.length,
+    pooled: everything.length - held.length,
     // Anything in this stack's runtime that is not an active sandbox of the fleet: the data
     // directory is the stack's own, so even a sandbox the database never heard of counts.
     orphans: held.filter((id) => !activeIds.has(id) || !mine.has(id)),

@@ -22,6 +22,12 @@ const REQUEST_TIMEOUT_MS = 120_000;
 const SETTLE_TIMEOUT_MS = 120_000;
 /** Busy loops in sandboxes beside the fleet (one sandbox each): by default one per core. */
 const SPINNERS = Number(process.env.BENCH_LOAD_SPINNERS ?? cpus().length);
+/**
+ * The sandboxes' claim on the CPU (PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT): `BENCH_LOAD_SANDBOX_WEIGHT=equal`
+ * gives them the weight of any process group (100), the "before" of issue 17's responsiveness goal.
+ */
+const CPU_CLAIM =
+  process.env.BENCH_LOAD_SANDBOX_WEIGHT === 'equal' ? '100' : (process.env.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT ?? String(configSchema.shape.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT.parse(undefined)));
 
 /** The limits the fleet works under: the product's defaults unless the environment sets them. */
 const LIMIT_VARIABLES = [
@@ -43,16 +49,17 @@ export const fleetBenchmark: Benchmark = {
     ctx.log(`  limits: ${Object.entries(fleetLimits).map(([k, v]) => `${k}=${v}`).join(', ')}`);
     // The signups all come from this one address: the per-IP auth bucket (10 a minute) is raised
     // for them; everything after them runs under the limits above.
-    const stack = await startStack(ctx, 'load', { ...fleetLimits, PADDOCK_RATE_AUTH_PER_MIN: '100000' }, { webs: 2, workers: 2 });
+    const claim = { PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: CPU_CLAIM };
+    const stack = await startStack(ctx, 'load', { ...fleetLimits, ...claim, PADDOCK_RATE_AUTH_PER_MIN: '100000' }, { webs: 2, workers: 2 });
     const db = new pg.Pool({ connectionString: ctx.databaseUrl, max: 2 });
-    const runtime = localRuntimeOn(stack.dataDir);
+    const runtime = localRuntimeOn(stack.dataDir, claim);
     try {
       const signedUp = await inBatches(Array.from({ length: ACCOUNTS }), 8, (_, i) => signUp(stack.urls[i % stack.urls.length]!));
       const accounts: AgentAccount[] = signedUp.map((a) => ({ id: a.accountId, key: a.key }));
       const accountIds = accounts.map((a) => a.id);
       ctx.log(`  ${accounts.length} accounts signed up, each with an API key`);
 
-      const watcher = SPINNERS > 0 ? await startWatcher(stack.urls, SPINNERS, SECONDS) : undefined;
+      const watcher = SPINNERS > 0 ? await startWatcher(stack.urls, SPINNERS, SECONDS, CPU_CLAIM === 'idle' ? 'an idle CPU group' : `${CPU_CLAIM}% of a process group's CPU weight`) : undefined;
       if (watcher) ctx.log(`  ${SPINNERS} busy loops in sandboxes, and a reader of GET /v1/sandboxes/{id} beside the fleet`);
       const refusalsBefore = await serverRefusals(stack.urls);
       const pids = { web: stack.webPids, worker: stack.workerPids };
@@ -160,6 +167,7 @@ function censusRows(left: Census, cleared: Census, settled: boolean): BenchRow[]
       running: c.activeByStatus.running ?? 0,
       'pending or terminating': (c.activeByStatus.pending ?? 0) + (c.activeByStatus.terminating ?? 0),
       'in runtime': c.inRuntime,
+      'warm pool': c.pooled,
       'workers\' gauge': c.activeGauge,
       orphans: c.orphans.length,
       missing: c.missing.length,

@@ -1,4 +1,3 @@
-import { readFile, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { call, percentile } from '../stack.ts';
 import { signUp } from '../targets.ts';
@@ -8,20 +7,13 @@ import type { Sample } from './agent.ts';
 // Issue 17's responsiveness goal: while sandboxes keep every core busy, the control plane still
 // answers. Beside the fleet, accounts spin a busy loop in a sandbox per core (each sandbox
 // gets at most PADDOCK_LOCAL_CPUS of CPU; an account each), and another reads its own sandbox with
-// GET /v1/sandboxes/{id} ten times a second, alternating webs. BENCH_LOAD_SANDBOX_WEIGHT=equal
-// gives the sandboxes' parent group the weight of any other process group for the run (the
-// "before"): the product's default is a quarter of it (shared/runtime/local/cgroups.ts).
+// GET /v1/sandboxes/{id} ten times a second, alternating webs. The sandboxes' claim on the CPU is
+// the stack's PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT (bench/fleet/index.ts): the product's default is a
+// quarter of a process group's weight (shared/runtime/local/cgroups.ts).
 
 const GET_GOAL_P99_MS = 50;
 const LIFECYCLE_GOAL_P99_MS = 1000;
 const READ_EVERY_MS = 100;
-
-// Where the local runtime keeps its sandboxes' parent group, and the default weight of a group.
-const WEIGHT_FILES: [string, string][] = [
-  ['/sys/fs/cgroup/cpu/paddock/cpu.shares', '1024'],
-  ['/sys/fs/cgroup/cpu,cpuacct/paddock/cpu.shares', '1024'],
-  ['/sys/fs/cgroup/paddock/cpu.weight', '100'],
-];
 
 export interface Watcher {
   /** Stops reading, ends the spinners, destroys both accounts' sandboxes; the rows. */
@@ -35,20 +27,8 @@ async function sandboxOf(url: string, key: string): Promise<string> {
   return body.id;
 }
 
-/** Sets the sandboxes' parent group to the default weight when asked; answers how to put it back. */
-async function equalWeight(): Promise<(() => Promise<void>) | undefined> {
-  if (process.env.BENCH_LOAD_SANDBOX_WEIGHT !== 'equal') return undefined;
-  for (const [file, equal] of WEIGHT_FILES) {
-    const was = await readFile(file, 'utf8').catch(() => undefined);
-    if (was === undefined) continue;
-    await writeFile(file, equal);
-    return () => writeFile(file, was.trim());
-  }
-  throw new Error('BENCH_LOAD_SANDBOX_WEIGHT=equal: no cgroup of the local runtime to set');
-}
-
-/** Starts the spinners and the reader; `seconds` is the fleet's window. */
-export async function startWatcher(urls: string[], spinners: number, seconds: number): Promise<Watcher> {
+/** Starts the spinners and the reader; `claim` says how the stack's sandboxes claim the CPU. */
+export async function startWatcher(urls: string[], spinners: number, seconds: number, claim: string): Promise<Watcher> {
   const url = urls[0]!;
   const reader = await signUp(url);
   const readBox = await sandboxOf(url, reader.key);
@@ -58,8 +38,6 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
     const { key } = await signUp(url);
     spinBoxes.push({ key, id: await sandboxOf(url, key) });
   }
-  // Set after the first sandbox: the runtime lowers the weight once, at its first sandbox.
-  const restore = await equalWeight();
   const spins = spinBoxes.map(({ key, id }) =>
     call(url, key, 'POST', `/v1/sandboxes/${id}/exec`, { command: `timeout ${seconds + 5} sh -c 'while :; do :; done'; true`, timeoutSeconds: seconds + 30 }),
   );
@@ -81,9 +59,8 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
       reading = false;
       await readLoop;
       const spun = await Promise.all(spins);
-      await restore?.();
       for (const { key, id } of [{ key: reader.key, id: readBox }, ...spinBoxes]) await call(url, key, 'DELETE', `/v1/sandboxes/${id}`);
-      const table = `responsiveness with every core busy in sandboxes (${spinners} busy loops; sandboxes at ${restore ? 'the weight of any process group' : "a quarter of the control plane's CPU weight"})`;
+      const table = `responsiveness with every core busy in sandboxes (${spinners} busy loops; sandboxes as ${claim})`;
       const served = lifecycle.filter((s) => s.status !== 429 && s.status !== 0).map((s) => s.ms);
       return [
         {
