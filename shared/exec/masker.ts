@@ -43,7 +43,14 @@ export class SecretMasker {
     const base = this.pending.length;
     const buf = base ? Buffer.concat([this.pending, chunk]) : Buffer.from(chunk);
     let state = this.state;
+    const starts = automaton.starts;
     for (let i = 0; i < chunk.length; i++) {
+      // At the root, a byte that begins no secret leaves it there: such runs (most output) are
+      // skipped with one table read a byte instead of the automaton's step.
+      if (state === 0) {
+        while (i < chunk.length && starts[chunk[i]!] === 0) i++;
+        if (i === chunk.length) break;
+      }
       state = automaton.step(state, chunk[i]!);
       const length = automaton.matchLength[state]!;
       if (length > 0) this.mark(base + i + 1 - length, base + i + 1);
@@ -119,6 +126,8 @@ class Automaton {
   readonly depth: number[] = [0];
   /** Per state: the longest secret that ends here (itself or through failure links), 0 for none. */
   readonly matchLength: number[] = [0];
+  /** Per byte: 1 if some secret begins with it (the root has a child for it). */
+  readonly starts = new Uint8Array(256);
 
   constructor(patterns: Buffer[]) {
     for (const pattern of patterns) {
@@ -137,6 +146,7 @@ class Automaton {
       }
       this.matchLength[state] = Math.max(this.matchLength[state]!, pattern.length);
     }
+    for (const byte of this.next[0]!.keys()) this.starts[byte] = 1;
     // Breadth first, so a state's failure target is done before the state.
     const queue: number[] = [...this.next[0]!.values()];
     for (let head = 0; head < queue.length; head++) {
