@@ -32,6 +32,8 @@ export interface NodeProcessOptions {
 /** Runs a script with the bench's own Node, as its own process, and waits until it is ready. */
 export async function startNodeProcess(options: NodeProcessOptions): Promise<NodeProcess> {
   const flags = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, options.name)}`] : [];
+  // Node's own diagnostics for the stack's processes (`--trace-gc`, which NODE_OPTIONS refuses).
+  flags.push(...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []));
   const group = options.memoryLimitMb !== undefined ? memoryCgroup(options.name, options.memoryLimitMb) : undefined;
   const command = [process.execPath, ...flags, options.script];
   const out = openSync(options.logFile, 'w');
@@ -69,6 +71,8 @@ export async function startLoggingProcess(
   options: Omit<NodeProcessOptions, 'port' | 'readyPath'> & { readyText: string },
 ): Promise<Omit<NodeProcess, 'url'>> {
   const flags = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, options.name)}`] : [];
+  // Node's own diagnostics for the stack's processes (`--trace-gc`, which NODE_OPTIONS refuses).
+  flags.push(...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []));
   const out = openSync(options.logFile, 'w');
   const child = spawn(process.execPath, [...flags, options.script], { cwd: root, env: options.env, stdio: ['ignore', out, out] });
   closeSync(out);
