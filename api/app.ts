@@ -21,6 +21,7 @@ import { securityHeaders } from './middleware/security-headers.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { writeDeadline } from './middleware/write-deadline.ts';
+import { OutputBudget } from './services/exec/output-budget.ts';
 import { mountRoutes } from './routes/mount.ts';
 import { ShapedRouter } from './routes/shaped-router.ts';
 import { RequestState } from './request-state.ts';
@@ -59,6 +60,7 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     passwords: createPasswordHasher(config.PADDOCK_SCRYPT_LOG_N),
     tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS, config.PADDOCK_JWT_SECRET_PREVIOUS),
     metrics: createApiMetrics(),
+    outputBudget: new OutputBudget(config.PADDOCK_EXEC_OUTPUT_BYTES_PER_SECOND, config.PADDOCK_EXEC_OUTPUT_BURST_BYTES),
     queue,
     queueEvents,
     runtime,

@@ -1,3 +1,4 @@
+import type { OutputBudget } from './services/exec/output-budget.ts';
 import type { Scope } from '../shared/scopes.ts';
 import type { RouterContext } from '@koa/router';
 import type { Redis } from 'ioredis';
@@ -34,6 +35,8 @@ export interface AppDeps {
   passwords: PasswordHasher;
   tokens: DashboardTokens;
   metrics: ApiMetrics;
+  /** Each account's share of this process's work on command output. */
+  outputBudget: OutputBudget;
   /** Where sandbox create and destroy jobs go. */
   queue: Queue;
   /** Completion events of those jobs, for requests that wait for a sandbox. */

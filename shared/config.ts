@@ -106,6 +106,9 @@ export const configSchema = z.object({
   PADDOCK_TERMINAL_TICKET_SECONDS: int(1, 3600).default(60),
   /** Per stream (stdout, stderr): output beyond this is cut and flagged. */
   PADDOCK_EXEC_OUTPUT_MAX_BYTES: int(1024).default(1024 * 1024),
+  /** Each account's command output one web process passes on, per second (0: no limit), after a burst of PADDOCK_EXEC_OUTPUT_BURST_BYTES. */
+  PADDOCK_EXEC_OUTPUT_BYTES_PER_SECOND: int(0).default(8 * 1024 * 1024),
+  PADDOCK_EXEC_OUTPUT_BURST_BYTES: int(64 * 1024).default(1024 * 1024),
   /** Largest file content a files route reads or writes, and the body limit of exec and file create. */
   PADDOCK_FILE_MAX_BYTES: int(1024).default(10 * 1024 * 1024),
   /** Per stream of a background process: the last this many bytes are kept, in the sandbox. */

@@ -94,10 +94,12 @@ export async function startSandboxStack(
   const { dir: dataDir, config } = runtimeTestConfig('paddock-test-', { ...SUITE_IMAGES, ...options.overrides });
 
   // One teardown, in order: APIs, then workers (finishing their jobs), then what the runtime holds.
+  // Registered once the stack runs, or run at once if starting fails: an after hook registered
+  // before a test of the file that ends while the stack starts would run then, and stop it.
   const apis: RunningApi[] = [];
   const workers: RunningWorkers[] = [];
   let cluster: StandinCluster | undefined;
-  after(async () => {
+  const teardown = async () => {
     for (const api of apis) await api.close();
     for (const w of workers) await w.close();
     await cluster?.standin.close();
@@ -105,14 +107,35 @@ export async function startSandboxStack(
     for (const s of await held.list()) await held.destroy(s.id).catch(() => undefined);
     await held.close();
     rmSync(dataDir, { recursive: true, force: true });
-  });
+  };
+  let stack: SandboxStack;
+  try {
+    stack = await startStack(config, dataDir, options, apis, workers, (c) => (cluster = c));
+  } catch (err) {
+    await teardown().catch(() => undefined);
+    throw err;
+  }
+  after(teardown);
+  return stack;
+}
 
+type StackOptions = Parameters<typeof startSandboxStack>[0] & {};
+
+async function startStack(
+  config: Config,
+  dataDir: string,
+  options: StackOptions,
+  apis: RunningApi[],
+  workers: RunningWorkers[],
+  started: (cluster: StandinCluster | undefined) => void,
+): Promise<SandboxStack> {
   // A suite that sizes the local sandboxes' disk or process limit sizes the stand-in's pods' alike.
-  cluster = await startStandinCluster(
+  const cluster = await startStandinCluster(
     dataDir,
     options.overrides?.PADDOCK_LOCAL_DISK_MB ? config.PADDOCK_LOCAL_DISK_MB : undefined,
     options.overrides?.PADDOCK_LOCAL_PIDS_MAX ? config.PADDOCK_LOCAL_PIDS_MAX : undefined,
   );
+  started(cluster);
   const kubeConfig = cluster?.kubeConfig;
 
   // With logLines, every process logs at debug level into that array, for tests that read the logs.

@@ -13,6 +13,8 @@ export interface ExecInput {
 }
 
 export interface PreparedExec {
+  /** Whose output it is: the account's output budget pays for it (output-budget.ts). */
+  accountId: string;
   argv: string[];
   cwd: string;
   env: Record<string, string>;
@@ -60,6 +62,7 @@ export function prepareExec(deps: AppDeps, { sandbox, allowlist, secrets: stored
   const argv = typeof input.command === 'string' ? ['/bin/sh', '-c', input.command] : input.command;
   refuseOversized(argv, env);
   return {
+    accountId: sandbox.accountId,
     argv,
     cwd: input.cwd ?? '/workspace',
     env,

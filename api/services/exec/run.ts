@@ -105,10 +105,13 @@ export async function runExecBytes(
     timer.unref();
     timers.set(stream, timer);
   };
+  const budget = deps.outputBudget;
   const onChunk = (stream: OutputStream, to: (b: Buffer) => void | Promise<void>) => (chunk: Uint8Array) => {
     const sent = emit(stream.push(chunk), to);
     releaseWhenQuiet(stream, to);
-    return sent;
+    // Past the account's budget, the next chunk waits until this one is paid for.
+    const paid = budget.spend(prepared.accountId, chunk.length);
+    return paid && sent ? Promise.all([paid, sent]).then(() => undefined) : (paid ?? sent);
   };
   let result;
   try {

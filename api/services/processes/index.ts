@@ -101,6 +101,7 @@ export async function streamOutput(
     deps,
     sandbox.id,
     {
+      accountId: sandbox.accountId,
       argv: ['/bin/sh', '-c', OUTPUT, 'paddock-proc-output', record.id, String(deps.config.PADDOCK_PROCESS_OUTPUT_KEEP_BYTES), follow ? '1' : '0'],
       cwd: '/',
       env: {},

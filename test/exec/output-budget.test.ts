@@ -1,0 +1,87 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { OutputBudget } from '../../api/services/exec/output-budget.ts';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { call } from '../helpers/http.ts';
+import { newAccount } from '../helpers/accounts.ts';
+import { createSandbox } from '../helpers/sandboxes.ts';
+
+// Each account's output is paced per web process (api/services/exec/output-budget.ts), so that
+// one tenant printing as fast as it can does not take the web's event loop from the others.
+
+const RATE = 128 * 1024;
+const stack = await startSandboxStack({
+  overrides: { PADDOCK_EXEC_OUTPUT_BYTES_PER_SECOND: String(RATE), PADDOCK_EXEC_OUTPUT_BURST_BYTES: String(64 * 1024), PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '5' },
+});
+
+test('the budget: a burst at once, then the refill rate; accounts apart; 0 is no budget', async () => {
+  const budget = new OutputBudget(1000 * 1024, 64 * 1024);
+  assert.equal(budget.spend('acct_a', 64 * 1024), undefined, 'the burst is spent without a wait');
+  const started = performance.now();
+  const wait = budget.spend('acct_a', 100 * 1024);
+  assert.ok(wait instanceof Promise, 'past the burst, a wait');
+  await wait;
+  // 100 KiB of debt at 1000 KiB/s.
+  assert.ok(performance.now() - started >= 95, `${performance.now() - started} ms`);
+  assert.equal(budget.spend('acct_b', 64 * 1024), undefined, 'another account has its own');
+  const unlimited = new OutputBudget(0, 0);
+  for (let i = 0; i < 100; i++) assert.equal(unlimited.spend('acct_a', 1 << 20), undefined);
+});
+
+test('many accounts come and go: the whole budgets are let go, the others kept', () => {
+  const budget = new OutputBudget(1024, 1024);
+  for (let i = 0; i < 5000; i++) void budget.spend(`acct_${i}`, 1);
+  const held = (budget as unknown as { accounts: Map<string, unknown> }).accounts;
+  assert.ok(held.size <= 1025, `${held.size} accounts held`);
+  assert.ok(held.has('acct_4999'));
+});
+
+test("an account printing past its budget waits, whole; another account's command does not", async () => {
+  const loud = await newAccount(stack.url);
+  const quiet = await newAccount(stack.url);
+  const created = await createSandbox(stack.url, loud.key);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const loudBox = created.body;
+  const quietBox = (await createSandbox(stack.url, quiet.key)).body;
+  const bytes = 1_000_000;
+  let loudDone = false;
+  const flood = call(stack.url, 'POST', `/v1/sandboxes/${loudBox.id}/exec`, {
+    token: loud.key,
+    body: { command: `head -c ${bytes} /dev/zero | tr '\\0' a` },
+  }).finally(() => (loudDone = true));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const echo = await call(stack.url, 'POST', `/v1/sandboxes/${quietBox.id}/exec`, { token: quiet.key, body: { command: 'head -c 60000 /dev/zero | tr "\\0" q' } });
+  assert.equal(echo.status, 200);
+  assert.equal(echo.body.stdout, 'q'.repeat(60000), 'within its own burst');
+  assert.equal(loudDone, false, 'the other account still waits on its budget');
+  const res = await flood;
+  assert.equal(res.status, 200);
+  assert.equal(res.body.stdout.length, bytes);
+  assert.ok(/^a+$/.test(res.body.stdout), 'the output is whole');
+  // What is past the burst comes at the rate, and the command waits for it.
+  const floor = ((bytes - 64 * 1024) / RATE) * 1000;
+  assert.ok(res.body.durationMs >= floor * 0.9, `ran ${res.body.durationMs} ms, the budget allows it no sooner than ${Math.round(floor)} ms`);
+});
+
+test('streamed output is paced the same way, and still comes as it is printed', async () => {
+  const a = await newAccount(stack.url);
+  const box = (await createSandbox(stack.url, a.key)).body;
+  const started = performance.now();
+  const res = await fetch(`${stack.url}/v1/sandboxes/${box.id}/exec`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
+    body: JSON.stringify({ command: `head -c 400000 /dev/zero | tr '\\0' s` }),
+  });
+  let firstAt: number | undefined;
+  let text = '';
+  for await (const chunk of res.body!) {
+    firstAt ??= performance.now() - started;
+    text += Buffer.from(chunk).toString();
+  }
+  const total = performance.now() - started;
+  const lines = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; data?: string; exitCode?: number });
+  assert.equal(lines.filter((l) => l.type === 'stdout').map((l) => l.data).join('').length, 400000);
+  assert.equal(lines.at(-1)!.exitCode, 0);
+  assert.ok(total >= ((400000 - 64 * 1024) / RATE) * 1000 * 0.9, `${total} ms`);
+  assert.ok(firstAt! < total / 2, `the first output came at ${firstAt} ms of ${total}`);
+});
