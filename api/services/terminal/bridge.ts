@@ -28,6 +28,8 @@ export const MAX_SIZE = 1000;
 export interface BridgeOptions {
   idleMs: number;
   secrets: string[];
+  /** Spends the output's bytes from its account's budget; a promise while that account is past it. */
+  pace(bytes: number): void | Promise<void>;
   /** Why the sandbox went (its destroyReason), for the close reason. */
   goneReason(): Promise<string>;
   onError(err: unknown): void;
@@ -69,7 +71,10 @@ export class TerminalBridge {
     clearTimeout(this.releaseTimer);
     // Bytes held back because they could begin a secret go out once the output pauses.
     if (this.masker.held > 0) this.releaseTimer = setTimeout(() => void this.send(OUTPUT, this.masker.release()), STREAM_IDLE_RELEASE_MS);
-    return this.send(OUTPUT, masked);
+    const sent = this.send(OUTPUT, masked);
+    // Past the account's output budget, the terminal is not read again until this chunk is paid for.
+    const paid = this.options.pace(chunk.length);
+    return paid && sent ? Promise.all([paid, sent]).then(() => undefined) : (paid ?? sent);
   };
 
   /** Starts relaying once the upgrade is done and the terminal open. */

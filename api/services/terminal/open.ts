@@ -26,6 +26,7 @@ export async function openTerminal(
   const bridge = new TerminalBridge({
     idleMs: deps.config.PADDOCK_TERMINAL_IDLE_SECONDS * 1000,
     secrets: prepared.secrets,
+    pace: (bytes) => deps.outputBudget.spend(prepared.accountId, bytes),
     goneReason: async () => {
       const row = await deps.pg
         .query<{ destroy_reason: string | null; state: string }>('SELECT state, destroy_reason FROM sandboxes WHERE id = $1', [sandboxId])
@@ -40,7 +41,8 @@ export async function openTerminal(
   const leave = () => bridge.end();
   socket.once('close', leave);
   try {
-    const session = await deps.runtime.terminal(sandboxId, { ...prepared, ...size, signal: bridge.signal, onOutput: bridge.output });
+    const { argv, env } = prepared;
+    const session = await deps.runtime.terminal(sandboxId, { argv, env, ...size, signal: bridge.signal, onOutput: bridge.output });
     return { bridge, session };
   } catch (err) {
     bridge.end();

@@ -6,6 +6,8 @@ import type { AppDeps } from '../../context.ts';
 import { secretEnv } from '../secrets.ts';
 
 export interface PreparedTerminal {
+  /** Whose output it is: the account's output budget pays for it (exec/output-budget.ts). */
+  accountId: string;
   argv: string[];
   env: Record<string, string>;
   /** Values to mask in the output. */
@@ -41,7 +43,7 @@ export function prepareTerminal(deps: AppDeps, { sandbox, allowlist: policy, sec
   const env = { TERM: 'xterm-256color', ...sandbox.env, ...secrets };
   const envVerdict = checkEnvironment(allowlist, env);
   if (!envVerdict.allowed) throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
-  return { argv, env, secrets: Object.values(secrets) };
+  return { accountId: sandbox.accountId, argv, env, secrets: Object.values(secrets) };
 }
 
 function loginShell(allowlist: readonly string[]): string[] {

@@ -42,12 +42,15 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
   const pause = () => (socket as unknown as { _socket?: { pause(): void } } | undefined)?._socket?.pause();
   const resume = () => (socket as unknown as { _socket?: { resume(): void } } | undefined)?._socket?.resume();
 
+  let waiting = 0;
   const output = (chunk: Buffer) => {
     const taken = request.onOutput(chunk);
     if (!(taken instanceof Promise)) return;
-    // The handler cannot wait: the socket stops being read, so TCP holds the rest.
-    pause();
-    void taken.then(resume, resume);
+    // The handler cannot wait: the socket stops being read, so TCP holds the rest. Frames already
+    // read come on meanwhile, each with its own wait: reading resumes when the last is over.
+    if (waiting++ === 0) pause();
+    const done = () => void (--waiting === 0 && resume());
+    void taken.then(done, done);
   };
   /**
    * Until the wrapper's two lines: at the first the frame goes out, at the second what was typed
