@@ -106,6 +106,9 @@ export const abuseBenchmark: Benchmark = {
           const attacker = phase.name.startsWith('quiet') ? sleep(milliseconds).then(() => new Map<number, number>()) : runAttacker(phase.name, milliseconds, world);
           const execMs: number[] = [];
           const getMs: number[] = [];
+          // When in the phase the slowest execs came: at an attack's start, at its end, or throughout.
+          const execAt: number[] = [];
+          const phaseStart = performance.now();
           let serverErrors = 0;
           let failures = 0;
           const record = (res: { status: number; ms: number } | undefined, samples: number[]) => {
@@ -116,7 +119,10 @@ export const abuseBenchmark: Benchmark = {
           for (let turn = 0; performance.now() < end; turn++) {
             const n = neighbours[turn % NEIGHBOURS]!;
             const nextExec = performance.now() + NEIGHBOUR_EXEC_EVERY_MS;
+            const sentAt = performance.now() - phaseStart;
+            const before = execMs.length;
             record(await call(stack.url, n.key, 'POST', `/v1/sandboxes/${n.box}/exec`, { command: ['echo', 'hi'] }).catch(() => undefined), execMs);
+            if (execMs.length > before) execAt.push(sentAt);
             do record(await call(stack.url, n.key, 'GET', `/v1/sandboxes/${n.box}`).catch(() => undefined), getMs);
             while (performance.now() < nextExec);
           }
@@ -132,6 +138,8 @@ export const abuseBenchmark: Benchmark = {
           const answers = [...statuses].sort(([a], [b]) => a - b).map(([st, n]) => (st === -1 ? 'some held to the end' : st === -2 ? 'all dropped' : `${n}× ${st === 0 ? 'closed' : st}`));
           if (serverErrors + failures > 0) ctx.warn(`abuse, ${phase.name}: ${serverErrors} 5xx and ${failures} other failures for the neighbour`);
           ctx.log(`  ${phase.name}: exec p50 ${percentile(execMs, 50)} p99 ${execP99} ms, GET p50 ${percentile(getMs, 50)} p99 ${getP99} ms, lag ${lag} ms`);
+          const slowest = execMs.map((ms, i) => ({ ms, at: execAt[i]! })).sort((a, b) => b.ms - a.ms).slice(0, 6);
+          ctx.log(`    slowest execs (ms, sent at s into the phase): ${slowest.map((e) => `${Math.round(e.ms)} at ${(e.at / 1000).toFixed(2)}`).join(', ')}`);
           rows.push({
             table: 'neighbour',
             subject: phase.name,
