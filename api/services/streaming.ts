@@ -1,14 +1,22 @@
-import type { PassThrough } from 'node:stream';
 import type { AppContext } from '../context.ts';
 
 // What every streamed answer needs: pacing by the client, and stopping when it goes.
+
+/** Where an answer is written: a stream Koa pipes to the client, or the response itself. */
+export interface Sink {
+  write(data: string | Buffer, callback?: (err?: Error | null) => void): boolean;
+  once(event: 'drain' | 'close', listener: () => void): unknown;
+  off(event: 'drain' | 'close', listener: () => void): unknown;
+  destroy(): unknown;
+  readonly destroyed: boolean;
+}
 
 /**
  * Resolves once `stream` has taken its buffer (or closed). A reader that takes nothing for
  * `timeoutMs` is given up on: `onStall` runs, then the stream is destroyed, so a client that never
  * reads holds a bounded buffer, briefly.
  */
-export function drained(stream: PassThrough, timeoutMs: number, onStall: () => void): Promise<void> {
+export function drained(stream: Sink, timeoutMs: number, onStall: () => void): Promise<void> {
   return new Promise<void>((resolve) => {
     const done = () => {
       clearTimeout(timer);
@@ -31,12 +39,13 @@ export function drained(stream: PassThrough, timeoutMs: number, onStall: () => v
  * A client that takes nothing for `timeoutMs` is given up on (drained's `onStall`), and `gone` is
  * true from then on, or once the stream is destroyed: later writes are dropped.
  */
-export function pacedWriter(stream: PassThrough, timeoutMs: number, onStall: () => void) {
+export function pacedWriter(stream: Sink, timeoutMs: number, onStall: () => void) {
   let stalled = false;
   const gone = (): boolean => stalled || stream.destroyed;
-  const write = (data: string | Buffer): void | Promise<void> => {
+  /** `written` runs once the stream is done with `data` (with an error when it never took it). */
+  const write = (data: string | Buffer, written?: (err?: Error | null) => void): void | Promise<void> => {
     if (gone()) return;
-    if (stream.write(data)) return;
+    if (stream.write(data, written)) return;
     return drained(stream, timeoutMs, () => {
       stalled = true;
       onStall();

@@ -89,3 +89,37 @@ test('a buffered answer read slowly but steadily is not dropped', async () => {
   assert.equal(res.status, 200);
   assert.ok(res.bytes > size, `${res.bytes} bytes read`);
 });
+
+test('a buffered answer taken slowly arrives whole and exact, each slice as it was encoded', async () => {
+  // The answer's slices are encoded into buffers used again once the socket has taken them: a
+  // buffer used again too soon would show here as a number out of place. Control bytes between
+  // the numbers make the answer about 6 MB, more than the loopback's socket buffers take at once.
+  const account = await newAccount(stack.url, 'slowexact');
+  const created = await createSandbox(stack.url, account.key);
+  const id = created.body.id as string;
+  const count = 500_000;
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
+    });
+    req.on('error', reject);
+    req.on('response', (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        response.pause();
+        setTimeout(() => response.resume(), 15);
+      });
+      response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      response.on('error', reject);
+    });
+    req.end(JSON.stringify({ command: `seq 1 ${count} | tr '\\n' '\\001'`, timeoutSeconds: 60 }));
+  });
+  const body = JSON.parse(text) as { stdout: string; stdoutTruncated?: boolean; exitCode: number };
+  assert.equal(body.exitCode, 0);
+  assert.ok(text.length > 5_000_000, `${text.length} characters of answer`);
+  const expected = Array.from({ length: count }, (_, i) => `${i + 1}\u0001`).join('');
+  assert.equal(body.stdout.length, expected.length);
+  assert.ok(body.stdout === expected, 'the output arrived exactly as printed');
+});

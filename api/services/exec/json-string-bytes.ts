@@ -30,6 +30,16 @@ export class JsonStringBytes {
    */
   encode(bytes: Uint8Array, around?: Around): Buffer {
     const out = scratchFor(bytes.length);
+    return framed(out, this.encodeInto(bytes, out), around);
+  }
+
+  /** The room encodeInto needs for `length` bytes: every byte a control character (six), plus what was held let go. */
+  static room(length: number): number {
+    return length * 6 + 24;
+  }
+
+  /** As encode, written at the start of `out` (of at least room(bytes.length) bytes); answers the bytes written. */
+  encodeInto(bytes: Uint8Array, out: Buffer): number {
     let w = 0;
     if (this.head) {
       // Held only while they may still be the mark, as a decoder holds a character's start.
@@ -39,10 +49,10 @@ export class JsonStringBytes {
         bytes = bytes.subarray(1);
       }
       if (head.length === 3) this.head = undefined;
-      else if (bytes.length === 0) return EMPTY;
+      else if (bytes.length === 0) return 0;
       else w = this.letHeadGo(out);
     }
-    return framed(out, this.run(bytes, out, w), around);
+    return this.run(bytes, out, w);
   }
 
   /** The end of the output: a character left open is one U+FFFD (between `around` as encode's). */
@@ -174,8 +184,7 @@ let scratch = Buffer.allocUnsafe(0);
 
 /** The process's one buffer to encode into (encoding is synchronous), large enough for `length` bytes. */
 function scratchFor(length: number): Buffer {
-  // Worst case: every byte a control character (six bytes), plus what was held let go.
-  const need = length * 6 + 24;
+  const need = JsonStringBytes.room(length);
   if (scratch.length < need) scratch = Buffer.allocUnsafe(Math.max(need, 96 * 1024 + 24));
   return scratch;
 }
