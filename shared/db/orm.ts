@@ -39,20 +39,25 @@ export function warmConnections(max: number): number {
 /**
  * A small pool of our own for the few hot reads that skip the ORM (prepared statements on
  * GET /v1/account and every sandbox route's first read). It is not the ORM's pool, whose
- * connections the ORM manages for its own session handling. It opens its warm connections at
- * once, in the background: a process whose database is down still starts (and answers 503).
+ * connections the ORM manages for its own session handling.
+ *
+ * Its size is fixed: every connection is opened at start, in the background (a process whose
+ * database is down still starts, and answers 503), and none is closed for being idle. A pool that
+ * grows on demand lets a burst of requests, a stranger's included, fork PostgreSQL backends while
+ * it lasts: in the abuse bench, 230 execs at once opened 8 connections that cost PostgreSQL 36 to
+ * 45 ms of CPU each, on the two cores every tenant's commands share (docs/benchmarks.md,
+ * 2026-11-24, sixth session).
  */
 export function openReadPool(databaseUrl: string, max = 10): pg.Pool {
-  const min = warmConnections(max);
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
-    min,
+    min: max,
     connectionTimeoutMillis: 3000,
     statement_timeout: 30_000,
     query_timeout: 35_000,
   });
-  void Promise.allSettled(Array.from({ length: min }, () => pool.connect())).then((opened) => {
+  void Promise.allSettled(Array.from({ length: max }, () => pool.connect())).then((opened) => {
     for (const client of opened) if (client.status === 'fulfilled') client.value.release();
   });
   return pool;
