@@ -24,7 +24,8 @@ test('the hot reads run on connections opened at start: a burst of requests open
     const backends = async () =>
       new Set((await observer.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1', [name])).rows.map((r) => r.pid));
     const account = await newAccount(api.url);
-    // Every connection of the read pool (the one that names itself), open without a request needing it.
+    // Every connection of the read pool, open without a request needing it. Only the read pool's
+    // connections carry the URL's application_name: the ORM builds its own connection settings.
     const before = await eventually('the read pool opened its connections', 10_000, async () => {
       const pids = await backends();
       return pids.size === POOL ? pids : undefined;
