@@ -16,6 +16,8 @@ export interface IsolationAttack {
    * measured back to back, is never refused, and the attacker must get no more than it would.
    */
   defaultBucket?: boolean;
+  /** The answer's media type: a buffered JSON answer unless this asks for NDJSON lines. */
+  accept?: 'application/x-ndjson';
   body: (seconds: number) => unknown;
 }
 
@@ -26,6 +28,13 @@ export const ISOLATION_ATTACKS: IsolationAttack[] = [
     name: 'output flood (4× cat /dev/zero, the default bucket: its burst, then its refill)',
     loops: 4,
     defaultBucket: true,
+    body: (s) => ({ command: 'cat /dev/zero', timeoutSeconds: s }),
+  },
+  {
+    name: 'output flood, streamed (4× cat /dev/zero as NDJSON lines, the default bucket)',
+    loops: 4,
+    defaultBucket: true,
+    accept: 'application/x-ndjson',
     body: (s) => ({ command: 'cat /dev/zero', timeoutSeconds: s }),
   },
   { name: 'CPU spin (4 busy loops)', loops: 1, body: (s) => ({ command: 'for i in 1 2 3 4; do (while :; do :; done) & done; wait', timeoutSeconds: s }) },
@@ -60,7 +69,7 @@ export async function runAttack(
           if (performance.now() >= end) break;
         }
         const left = Math.max(1, Math.ceil((end - performance.now()) / 1000));
-        await post(`${world.url}/v1/sandboxes/${world.sandboxId}/exec`, world.key, JSON.stringify(attack.body(left)))
+        await post(`${world.url}/v1/sandboxes/${world.sandboxId}/exec`, world.key, JSON.stringify(attack.body(left)), attack.accept)
           .then(({ status, received }) => {
             statuses.set(status, (statuses.get(status) ?? 0) + 1);
             bytes += received;
@@ -81,7 +90,7 @@ export async function runAttack(
  */
 const READ_BUFFER = Buffer.alloc(256 * 1024);
 
-function post(url: string, key: string, body: string): Promise<{ status: number; received: number }> {
+function post(url: string, key: string, body: string, accept = 'application/json'): Promise<{ status: number; received: number }> {
   const { hostname, port, pathname } = new URL(url);
   return new Promise((resolve, reject) => {
     let head = '';
@@ -106,7 +115,7 @@ function post(url: string, key: string, body: string): Promise<{ status: number;
     socket.once('error', reject);
     // Not half-closed: the API takes a client that closes its side as gone, and stops its command.
     socket.write(
-      `POST ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
+      `POST ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nAccept: ${accept}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });

@@ -60,7 +60,7 @@ test("a streamed exec's output lines, bytes to bytes, are the lines JSON.stringi
   fc.assert(
     fc.property(fc.array(edgeBytes, { maxLength: 6 }), fc.constantFrom('stdout' as const, 'stderr' as const), (chunks, type) => {
       const written: Buffer[] = [];
-      const lines = outputLines(type, (bytes) => void written.push(bytes));
+      const lines = outputLines(type, (bytes) => void written.push(Buffer.from(bytes)));
       for (const chunk of chunks) void lines.chunk(Buffer.from(chunk));
       void lines.end();
       const decoder = new TextDecoder('utf-8');
@@ -69,4 +69,21 @@ test("a streamed exec's output lines, bytes to bytes, are the lines JSON.stringi
     }),
     { numRuns: 5_000 },
   );
+});
+
+test("a streamed exec's large chunk goes as lines of 16 KiB of output at most, their data its text, through buffers used again", () => {
+  for (const [name, chunk] of Object.entries({ random: randomBytes(100_000), nuls: Buffer.alloc(40_000), text: Buffer.from('é'.repeat(30_000)) })) {
+    const lines: Buffer[] = [];
+    // Each buffer is given back as soon as its line is copied: the next line may reuse it at once.
+    const out = outputLines('stdout', (bytes, written) => {
+      lines.push(Buffer.from(bytes));
+      written?.();
+    });
+    void out.chunk(chunk);
+    void out.end();
+    const parsed = lines.map((line) => JSON.parse(line.toString('utf8')) as { type: string; data: string });
+    assert.ok(parsed.length >= Math.ceil(chunk.length / 16_384), `${name}: ${parsed.length} lines`);
+    assert.ok(parsed.every((line) => line.type === 'stdout' && Buffer.byteLength(line.data) <= 16_384 * 3), name);
+    assert.equal(parsed.map((line) => line.data).join(''), new TextDecoder('utf-8').decode(chunk), name);
+  }
 });

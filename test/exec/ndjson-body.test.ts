@@ -1,10 +1,12 @@
 import { test } from 'node:test';
+import { PassThrough } from 'node:stream';
 import assert from 'node:assert/strict';
 import { ndjsonBody } from '../../api/services/exec/ndjson.ts';
 
 test('an NDJSON body holds its writer while no one reads, and drops a reader that stalls past the write timeout', async () => {
   let stalled = 0;
-  const { stream, line } = ndjsonBody(150, () => stalled++);
+  const stream = new PassThrough();
+  const { line } = ndjsonBody(stream, 150, () => stalled++);
   let wait: void | Promise<void>;
   let written = 0;
   while (!((wait = line({ type: 'stdout', data: 'x'.repeat(1024) })) instanceof Promise)) written++;
@@ -19,7 +21,8 @@ test('an NDJSON body holds its writer while no one reads, and drops a reader tha
 
 test('an NDJSON body lets its writer go on as soon as the reader catches up', async () => {
   let stalled = 0;
-  const { stream, line } = ndjsonBody(5000, () => stalled++);
+  const stream = new PassThrough();
+  const { line } = ndjsonBody(stream, 5000, () => stalled++);
   let wait: void | Promise<void>;
   while (!((wait = line({ type: 'stdout', data: 'y'.repeat(1024) })) instanceof Promise));
   stream.resume();

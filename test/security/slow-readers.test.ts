@@ -123,3 +123,40 @@ test('a buffered answer taken slowly arrives whole and exact, each slice as it w
   assert.equal(body.stdout.length, expected.length);
   assert.ok(body.stdout === expected, 'the output arrived exactly as printed');
 });
+
+test('a streamed answer taken slowly arrives whole and exact, both streams sharing the buffers used again', async () => {
+  // The streamed twin of the test above: each line is encoded into a buffer used again once the
+  // socket has taken it, and stdout's lines and stderr's draw on the same buffers. A buffer used
+  // again too soon would show as a number out of place on either stream.
+  const account = await newAccount(stack.url, 'slowstreamexact');
+  const created = await createSandbox(stack.url, account.key);
+  const id = created.body.id as string;
+  const count = 300_000;
+  const command = `(seq 1 ${count} | tr '\\n' '\\001') & (seq 1 ${count} | tr '\\n' '\\002' >&2) & wait`;
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
+    });
+    req.on('error', reject);
+    req.on('response', (response) => {
+      assert.equal(response.headers['content-type'], 'application/x-ndjson');
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        response.pause();
+        setTimeout(() => response.resume(), 15);
+      });
+      response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      response.on('error', reject);
+    });
+    req.end(JSON.stringify({ command, timeoutSeconds: 60 }));
+  });
+  const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string; data?: string; exitCode?: number });
+  const joined = (type: string) => lines.filter((line) => line.type === type).map((line) => line.data).join('');
+  assert.deepEqual(lines.at(-1), { ...lines.at(-1), type: 'exit', exitCode: 0 });
+  const expected = (mark: string) => Array.from({ length: count }, (_, i) => `${i + 1}${mark}`).join('');
+  assert.ok(joined('stdout') === expected('\u0001'), 'stdout arrived exactly as printed');
+  assert.ok(joined('stderr') === expected('\u0002'), 'stderr arrived exactly as printed');
+  assert.ok(lines.length > 2 * 100, `${lines.length} lines`);
+});

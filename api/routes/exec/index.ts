@@ -70,7 +70,7 @@ export const execRoute = route(
     }
     const prepared = prepareExec(deps, context, body);
     if (ctx.accepts('application/json', NDJSON) === NDJSON) {
-      const { stream, line, write, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
+      const { line, write, end, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
       const [stdout, stderr] = [outputLines('stdout', write), outputLines('stderr', write)];
       runExecBytes(deps, sandbox.id, prepared, { stdout: stdout.chunk, stderr: stderr.chunk }, abort.signal, { idleReleaseMs: STREAM_IDLE_RELEASE_MS })
         .then(async (outcome) => {
@@ -84,7 +84,7 @@ export const execRoute = route(
           if (!(err instanceof ApiError)) deps.log.error({ err, requestId: ctx.state.requestId }, 'streamed exec failed');
           void line({ type: 'error', code: e.code, detail: e.message });
         })
-        .finally(() => stream.end());
+        .finally(end);
       return;
     }
     const abort = abortOnDisconnect(ctx);

@@ -61,7 +61,7 @@ export const processOutputRoute = route(
   async (ctx, { params, query }, deps) => {
     const sandbox = await ownRunningSandbox(ctx, params.id, deps);
     const record = await findProcess(deps, sandbox, params.procId);
-    const { stream, line, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
+    const { line, end, abort } = startNdjsonAnswer(ctx, deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000);
     const sink = { stdout: (data: string) => line({ type: 'stdout', data }), stderr: (data: string) => line({ type: 'stderr', data }) };
     streamOutput(deps, sandbox, record, query.follow, sink, abort.signal)
       .then((ended) => void (ended && line(presentExitLine(ended))))
@@ -71,7 +71,7 @@ export const processOutputRoute = route(
         if (!(err instanceof ApiError)) deps.log.error({ err, requestId: ctx.state.requestId }, 'process output failed');
         void line({ type: 'error', code: e.code, detail: e.message });
       })
-      .finally(() => stream.end());
+      .finally(end);
   },
 );
 

@@ -1,25 +1,20 @@
 import type { AppContext } from '../../context.ts';
 import { pacedWriter } from '../streaming.ts';
 import { JsonStringBytes } from './json-string-bytes.ts';
+import { giveBackUnused, giveBackWhenWritten, SLICE_BYTES, takeSliceBuffer } from './slices.ts';
 
-// Bytes of output encoded at a time. A NUL is six bytes as JSON (\u0000): built whole, a 1 MiB
-// answer was 6 MiB of string and as much again as bytes, encoded in one go on the event loop (tens
-// of milliseconds every neighbour waited) and held until the client took the last byte. A slice
-// is encoded bytes to bytes (json-string-bytes.ts); the output waits as the bytes it came as.
-const SLICE_BYTES = 16 * 1024;
-const SLICE_ROOM = JsonStringBytes.room(SLICE_BYTES);
+// A NUL is six bytes as JSON (\u0000): built whole, a 1 MiB answer was 6 MiB of string and as
+// much again as bytes, encoded in one go on the event loop (tens of milliseconds every neighbour
+// waited) and held until the client took the last byte. A slice is encoded bytes to bytes
+// (json-string-bytes.ts); the output waits as the bytes it came as.
 
 /**
  * A buffered exec's answer: one JSON document, written a slice at a time as the client takes it,
  * a turn of the event loop between slices. `head` holds the small fields; `outputs` each output
  * field's bytes in the parts they came in, decoded as UTF-8 as they are written (invalid bytes as
  * U+FFFD). A client that takes nothing for `writeTimeoutMs` is dropped, as a streamed answer's is.
- *
- * The slices are encoded into a few buffers of the answer's own, each used again once the socket
- * has taken what it held: a fresh buffer a slice was 6 MiB of garbage for a 1 MiB flood of NULs,
- * eight such answers a second from one tenant, and the collections they cost paused every
- * neighbour's request. Only a write's own callback tells when the socket is done with a buffer,
- * so the answer is written to the response here rather than through a stream Koa pipes.
+ * The slices go through buffers used again (slices.ts), so the answer is written to the response
+ * here rather than through a stream Koa pipes.
  */
 export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, outputs: Record<string, Buffer[]>, writeTimeoutMs: number): void {
   const res = ctx.res;
@@ -28,7 +23,6 @@ export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, o
   ctx.respond = false;
   // Nothing more is encoded once the client is gone or dropped (gone): the rest is let go.
   const { write: put, gone } = pacedWriter(res, writeTimeoutMs, () => res.destroy());
-  const free: Buffer[] = [];
   void (async () => {
     // Begun once the middleware has unwound, as Koa would begin it.
     await new Promise(setImmediate);
@@ -42,11 +36,10 @@ export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, o
           // see the whole answer encoded in one turn.
           await new Promise(setImmediate);
           if (gone()) return;
-          const buffer = free.pop() ?? Buffer.allocUnsafeSlow(SLICE_ROOM);
+          const buffer = takeSliceBuffer();
           const n = encoder.encodeInto(part.subarray(at, at + SLICE_BYTES), buffer);
-          if (n === 0) free.push(buffer);
-          // A buffer the socket never took (it closed) is not used again: it may still be queued.
-          else await put(buffer.subarray(0, n), (err) => void (err ? undefined : free.push(buffer)));
+          if (n === 0) giveBackUnused(buffer);
+          else await put(buffer.subarray(0, n), giveBackWhenWritten(buffer));
         }
       }
       const rest = encoder.end();

@@ -38,9 +38,12 @@ export class JsonStringBytes {
     return length * 6 + 24;
   }
 
-  /** As encode, written at the start of `out` (of at least room(bytes.length) bytes); answers the bytes written. */
-  encodeInto(bytes: Uint8Array, out: Buffer): number {
-    let w = 0;
+  /**
+   * As encode, written into `out` from `at` (with at least room(bytes.length) bytes from there);
+   * answers where the writing ended: the bytes written when `at` is 0.
+   */
+  encodeInto(bytes: Uint8Array, out: Buffer, at = 0): number {
+    let w = at;
     if (this.head) {
       // Held only while they may still be the mark, as a decoder holds a character's start.
       const head = this.head;
@@ -49,8 +52,8 @@ export class JsonStringBytes {
         bytes = bytes.subarray(1);
       }
       if (head.length === 3) this.head = undefined;
-      else if (bytes.length === 0) return 0;
-      else w = this.letHeadGo(out);
+      else if (bytes.length === 0) return at;
+      else w = this.letHeadGo(out, at);
     }
     return this.run(bytes, out, w);
   }
@@ -58,7 +61,7 @@ export class JsonStringBytes {
   /** The end of the output: a character left open is one U+FFFD (between `around` as encode's). */
   end(around?: Around): Buffer {
     const out = Buffer.allocUnsafe(3 * 6 + 3);
-    let w = this.head ? this.letHeadGo(out) : 0;
+    let w = this.head ? this.letHeadGo(out, 0) : 0;
     if (this.needed !== 0) w = replacement(out, w);
     this.needed = 0;
     this.lower = 0x80;
@@ -66,10 +69,10 @@ export class JsonStringBytes {
     return framed(out, w, around);
   }
 
-  private letHeadGo(out: Buffer): number {
+  private letHeadGo(out: Buffer, at: number): number {
     const head = this.head!;
     this.head = undefined;
-    return this.run(Uint8Array.from(head), out, 0);
+    return this.run(Uint8Array.from(head), out, at);
   }
 
   private run(bytes: Uint8Array, out: Buffer, w: number): number {

@@ -1,56 +1,92 @@
-import { PassThrough } from 'node:stream';
 import type { AppContext } from '../../context.ts';
 import { bytesMoved } from '../../../shared/reclaim.ts';
-import { abortOnDisconnect, pacedWriter } from '../streaming.ts';
+import { abortOnDisconnect, pacedWriter, type Sink } from '../streaming.ts';
 import { JsonStringBytes } from './json-string-bytes.ts';
+import { giveBackUnused, giveBackWhenWritten, SLICE_BYTES, takeSliceBuffer } from './slices.ts';
 
 const NDJSON = 'application/x-ndjson';
 
+/** Writes whole lines; `written` runs once the sink is done with them (for buffers used again). */
+export type LineWriter = (lines: string | Buffer, written?: (err?: Error | null) => void) => void | Promise<void>;
+
 /**
- * An NDJSON response body that honours the client's pace: `line` answers a promise while the
+ * An NDJSON body on `sink` that honours the client's pace: `line` answers a promise while the
  * client is behind, which the exec's output waits on (and so, hop by hop, the command itself). A
  * client that takes nothing for `writeTimeoutMs` is dropped: `onStall` runs (it stops the command)
- * and the stream is destroyed, so a reader that never reads holds a bounded buffer, briefly.
+ * and the sink is destroyed, so a reader that never reads holds a bounded buffer, briefly.
  */
-export function ndjsonBody(writeTimeoutMs: number, onStall: () => void) {
-  const stream = new PassThrough();
-  /** One or more whole lines, as they go on the wire. */
-  const { write } = pacedWriter(stream, writeTimeoutMs, onStall);
+export function ndjsonBody(sink: Sink, writeTimeoutMs: number, onStall: () => void) {
+  const { write, gone } = pacedWriter(sink, writeTimeoutMs, onStall);
   const line = (value: unknown): void | Promise<void> => write(`${JSON.stringify(value)}\n`);
-  return { stream, line, write };
+  return { line, write: write as LineWriter, gone };
 }
 
 const LINE_END = Buffer.from('"}\n');
 
 /**
- * One output stream of a command as NDJSON lines, each chunk its line: what
- * `line({ type, data })` writes for the chunk's text, encoded bytes to bytes (json-string-bytes.ts)
- * instead of through strings. `end` writes what a character left unfinished at the end becomes.
+ * One output stream of a command as NDJSON lines: what `line({ type, data })` writes for each
+ * chunk's text, a line per SLICE_BYTES of it at most, encoded bytes to bytes
+ * (json-string-bytes.ts) into buffers used again (slices.ts) instead of through strings. `end`
+ * writes what a character left unfinished at the end becomes.
  */
-export function outputLines(type: 'stdout' | 'stderr', write: (lines: Buffer) => void | Promise<void>) {
+export function outputLines(type: 'stdout' | 'stderr', write: LineWriter) {
   const encoder = new JsonStringBytes();
-  const around = { head: Buffer.from(`{"type":${JSON.stringify(type)},"data":"`), tail: LINE_END };
-  const emit = (line: Buffer): void | Promise<void> => {
-    if (line.length === 0) return;
+  const head = Buffer.from(`{"type":${JSON.stringify(type)},"data":"`);
+  const emit = (line: Buffer, written?: (err?: Error | null) => void): void | Promise<void> => {
     bytesMoved(line.length);
-    return write(line);
+    return write(line, written);
   };
-  return { chunk: (bytes: Buffer) => emit(encoder.encode(bytes, around)), end: () => emit(encoder.end(around)) };
+  const slice = (bytes: Uint8Array): void | Promise<void> => {
+    const buffer = takeSliceBuffer();
+    head.copy(buffer, 0);
+    const end = encoder.encodeInto(bytes, buffer, head.length);
+    if (end === head.length) return giveBackUnused(buffer);
+    LINE_END.copy(buffer, end);
+    return emit(buffer.subarray(0, end + LINE_END.length), giveBackWhenWritten(buffer));
+  };
+  /** The slices from `from` on, waiting only where the client is behind. */
+  const chunk = (bytes: Buffer, from = 0): void | Promise<void> => {
+    for (let at = from; at < bytes.length; at += SLICE_BYTES) {
+      const wait = slice(bytes.subarray(at, at + SLICE_BYTES));
+      if (wait && at + SLICE_BYTES < bytes.length) return wait.then(() => chunk(bytes, at + SLICE_BYTES));
+      if (wait) return wait;
+    }
+  };
+  return {
+    chunk,
+    end: (): void | Promise<void> => {
+      const rest = encoder.end({ head, tail: LINE_END });
+      if (rest.length > 0) return emit(rest);
+    },
+  };
 }
 
 /**
- * Starts a streamed NDJSON answer: 200, the body a paced stream (ndjsonBody), and `abort` fired
- * when the client goes before the end or stalls past PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS. The
- * caller feeds `line` (or `write`, whole lines as bytes) and ends `stream`.
+ * Starts a streamed NDJSON answer: 200, the lines written to the response itself (outputLines'
+ * buffers are used again once the socket has taken them, which only the response's own write
+ * callback tells), paced by the client (ndjsonBody), and `abort` fired when the client goes before
+ * the end or stalls past PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS. The caller feeds `line` (or `write`,
+ * whole lines) and calls `end` once, after its last line.
  */
 export function startNdjsonAnswer(ctx: AppContext, writeTimeoutMs: number) {
+  const res = ctx.res;
   const abort = abortOnDisconnect(ctx);
-  const { stream, line, write } = ndjsonBody(writeTimeoutMs, () => {
-    abort.abort();
-    ctx.res.destroy();
-  });
   ctx.status = 200;
   ctx.type = NDJSON;
-  ctx.body = stream;
-  return { stream, line, write, abort };
+  ctx.respond = false;
+  const body = ndjsonBody(res, writeTimeoutMs, () => {
+    abort.abort();
+    res.destroy();
+  });
+  // Begun once the middleware has unwound, as Koa would begin it; what comes before waits, in order.
+  let started: Promise<void> | undefined = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+    started = undefined;
+  });
+  const write: LineWriter = (lines, written) => (started ? started.then(() => body.write(lines, written)) : body.write(lines, written));
+  const line = (value: unknown): void | Promise<void> => write(`${JSON.stringify(value)}\n`);
+  const end = (): void => {
+    if (started) void started.then(end);
+    else if (!body.gone()) res.end();
+  };
+  return { line, write, end, abort };
 }
