@@ -4,6 +4,7 @@ import { ApiKey } from '../../shared/db/entities.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { effectiveScopes, type Scope } from '../../shared/scopes.ts';
 import { bucketResult, TAKE_TOKEN_LUA, type BucketResult } from '../ratelimit/token-bucket.ts';
+import { EmptyBuckets } from '../ratelimit/empty-buckets.ts';
 
 export interface KeyIdentity {
   keyId: string;
@@ -67,6 +68,12 @@ export class ApiKeyStore {
   private readonly prefix: string;
   private readonly cacheSeconds: number;
   private readonly log: Logger;
+  /**
+   * Keys refused for their route's bucket, until its next token: a refusal inside that window is
+   * answered without Redis. A key revoked meanwhile on another replica is refused (429) rather
+   * than rejected (401) until then, under a second at the default rates: nothing runs either way.
+   */
+  private readonly empty = new EmptyBuckets<KeyIdentity>();
 
   constructor(redis: Redis, prefix: string, cacheSeconds: number, log: Logger) {
     if (!('paddockReadKey' in redis)) redis.defineCommand('paddockReadKey', { numberOfKeys: 2, lua: READ_KEY_SCRIPT });
@@ -89,10 +96,14 @@ export class ApiKeyStore {
     keyHash: string,
     bucket?: BucketToTake,
   ): Promise<(KeyIdentity & { token?: BucketResult }) | undefined> {
+    const emptyKey = bucket && `${keyHash}\n${bucket.keyPrefix}`;
+    const known = emptyKey ? this.empty.get(emptyKey) : undefined;
+    if (bucket && known) return { ...known.value, token: bucketResult(bucket.perMinute, [0, 0, known.retryMs]) };
     const touchKey = `${this.prefix}:apikey-touch:${keyHash}`;
     // One round trip reads the cache and, for a cached valid key only, claims this minute's
     // "record lastUsedAt" slot and takes the route's token: an unknown key leaves nothing behind.
     const bucketArgs = bucket ? [bucket.keyPrefix, bucket.perMinute, bucket.perMinute / 60_000, bucket.scope ?? ''] : [];
+    const askedAt = performance.now();
     const [cached, claimed, ...taken] = await this.redis.paddockReadKey(this.cacheKey(keyHash), touchKey, TOUCH_INTERVAL_SECONDS, ...bucketArgs);
     if (cached === REVOKED) return undefined;
     let identity: KeyIdentity & { token?: BucketResult };
@@ -100,7 +111,10 @@ export class ApiKeyStore {
     if (cached) {
       const entry = JSON.parse(cached) as Omit<KeyIdentity, 'scopes'> & { scopes?: string[] | null };
       identity = { ...entry, scopes: effectiveScopes(entry.scopes) };
-      if (bucket && taken.length === 3) identity.token = bucketResult(bucket.perMinute, taken);
+      if (bucket && taken.length === 3) {
+        identity.token = bucketResult(bucket.perMinute, taken);
+        if (!identity.token.allowed && emptyKey) this.empty.remember(emptyKey, identity, askedAt, taken[2]!);
+      }
     } else {
       const row = await unitOfWork().findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt', 'scopes'] });
       if (!row || row.revokedAt) return undefined;
@@ -131,6 +145,7 @@ export class ApiKeyStore {
       await em.flush();
     }
     await this.redis.set(this.cacheKey(row.keyHash), REVOKED, 'EX', TOMBSTONE_SECONDS);
+    this.empty.forget(`${row.keyHash}\n`);
     return true;
   }
 }

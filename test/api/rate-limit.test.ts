@@ -7,6 +7,9 @@ import { call, type JsonResponse } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { uniqueEmail } from '../helpers/config.ts';
 import type { Scope } from '../../shared/scopes.ts';
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { hashApiKey } from '../../api/auth/api-key-format.ts';
 
 // Buckets refill at their per-minute rate: with 10 a minute one token comes back every 6 s, far
 // longer than these bursts take, so the counts below hold on a slow machine too.
@@ -259,4 +262,56 @@ test('a key refused for its scope spends none of its account’s bucket, whether
   assert.equal(results[0]!.headers.get('x-ratelimit-remaining'), '9');
   assertRateLimited(results[10]!, 'sandbox_lifecycle');
   assert.equal(served.sandbox_lifecycle, 10);
+});
+
+test('refusals until the bucket\'s next token cost no Redis round trip, and a key revoked meanwhile is rejected at once', async () => {
+  // 6 a minute: the bucket stays empty for 10 s, far longer than the refusals below take.
+  const { api, served } = await stack({ PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '6' });
+  const account = await newAccount(api.url, 'empty-window');
+  for (let i = 0; i < 6; i++) assert.equal((await ops(api.url, account.key)).status, 200);
+  const { config } = api.deps;
+  const cacheKey = `${config.PADDOCK_REDIS_PREFIX}:apikey:${hashApiKey(account.key)}`;
+  const client = new Redis(config.REDIS_URL);
+  const monitor = await client.monitor();
+  const lookups: string[] = [];
+  // MONITOR also lists the commands a script runs: the lookups are the scripts themselves.
+  monitor.on('monitor', (_time: string, args: string[]) => void (/^eval/i.test(args[0] ?? '') && args.includes(cacheKey) && lookups.push(args[0]!)));
+  try {
+    for (let i = 0; i < 20; i++) {
+      const refused = await ops(api.url, account.key);
+      assertRateLimited(refused, 'sandbox_ops');
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      assert.ok(retryAfter >= 1 && retryAfter <= 10, `Retry-After ${retryAfter}`);
+      assert.equal(refused.headers.get('x-ratelimit-remaining'), '0');
+    }
+    // The 401 and 403 answers still come first: a credential of the wrong kind, and no credential.
+    assertProblem(await call(api.url, 'GET', '/v1/test/ops', { token: account.token }), 401, 'wrong_credential_type');
+    await sleep(200);
+    assert.equal(lookups.length, 1, `the key was looked up in Redis ${lookups.length} times for 20 refusals: ${lookups.join(', ')}`);
+    assert.equal(served.sandbox_ops, 6);
+    const revoked = await call(api.url, 'DELETE', `/v1/api-keys/${account.keyId}`, { token: account.token });
+    assert.equal(revoked.status, 204);
+    assertProblem(await ops(api.url, account.key), 401, 'invalid_credential');
+  } finally {
+    monitor.disconnect();
+    client.disconnect();
+  }
+});
+
+test('a key refused with an empty bucket is served again once the bucket\'s next token comes', async () => {
+  const { api, served } = await stack({ PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '60' });
+  const account = await newAccount(api.url, 'next-token');
+  let refused: JsonResponse | undefined;
+  for (let i = 0; i < 120 && !refused; i++) {
+    const res = await ops(api.url, account.key);
+    if (res.status === 429) refused = res;
+  }
+  assert.ok(refused, 'the bucket never ran dry');
+  // Refused again and again while it is empty, then served within the Retry-After it gave.
+  for (let i = 0; i < 5; i++) assertRateLimited(await ops(api.url, account.key), 'sandbox_ops');
+  const before = served.sandbox_ops;
+  await sleep(Number(refused.headers.get('retry-after')) * 1000 + 50);
+  const res = await ops(api.url, account.key);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(served.sandbox_ops, before + 1);
 });
