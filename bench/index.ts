@@ -12,7 +12,8 @@ import { getSandboxBenchmark } from './get-sandbox.ts';
 import { historyBenchmark } from './history.ts';
 import { isolationBenchmark } from './isolation.ts';
 import { maskingBenchmark } from './masking.ts';
+import { refusalsBenchmark } from './refusals.ts';
 import { terminalBenchmark } from './terminal.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, fleetBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, refusalsBenchmark, fleetBenchmark];
