@@ -71,7 +71,7 @@ export class ApiKeyStore {
   /**
    * Keys refused for their route's bucket, until its next token: a refusal inside that window is
    * answered without Redis. A key revoked meanwhile on another replica is refused (429) rather
-   * than rejected (401) until then, under a second at the default rates: nothing runs either way.
+   * than rejected (401) until then (one refill interval: 0.5 to 3 s at the defaults): nothing runs either way.
    */
   private readonly empty = new EmptyBuckets<KeyIdentity>();
 
