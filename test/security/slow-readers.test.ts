@@ -98,24 +98,7 @@ test('a buffered answer taken slowly arrives whole and exact, each slice as it w
   const created = await createSandbox(stack.url, account.key);
   const id = created.body.id as string;
   const count = 500_000;
-  const text = await new Promise<string>((resolve, reject) => {
-    const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
-    });
-    req.on('error', reject);
-    req.on('response', (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => {
-        chunks.push(chunk);
-        response.pause();
-        setTimeout(() => response.resume(), 15);
-      });
-      response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      response.on('error', reject);
-    });
-    req.end(JSON.stringify({ command: `seq 1 ${count} | tr '\\n' '\\001'`, timeoutSeconds: 60 }));
-  });
+  const { text } = await execReadSlowly(id, account.key, { command: `seq 1 ${count} | tr '\\n' '\\001'`, timeoutSeconds: 60 });
   const body = JSON.parse(text) as { stdout: string; stdoutTruncated?: boolean; exitCode: number };
   assert.equal(body.exitCode, 0);
   assert.ok(text.length > 5_000_000, `${text.length} characters of answer`);
@@ -133,25 +116,8 @@ test('a streamed answer taken slowly arrives whole and exact, both streams shari
   const id = created.body.id as string;
   const count = 300_000;
   const command = `(seq 1 ${count} | tr '\\n' '\\001') & (seq 1 ${count} | tr '\\n' '\\002' >&2) & wait`;
-  const text = await new Promise<string>((resolve, reject) => {
-    const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
-    });
-    req.on('error', reject);
-    req.on('response', (response) => {
-      assert.equal(response.headers['content-type'], 'application/x-ndjson');
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => {
-        chunks.push(chunk);
-        response.pause();
-        setTimeout(() => response.resume(), 15);
-      });
-      response.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      response.on('error', reject);
-    });
-    req.end(JSON.stringify({ command, timeoutSeconds: 60 }));
-  });
+  const { text, contentType } = await execReadSlowly(id, account.key, { command, timeoutSeconds: 60 }, 'application/x-ndjson');
+  assert.equal(contentType, 'application/x-ndjson');
   const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line) as { type: string; data?: string; exitCode?: number });
   const joined = (type: string) => lines.filter((line) => line.type === type).map((line) => line.data).join('');
   assert.deepEqual(lines.at(-1), { ...lines.at(-1), type: 'exit', exitCode: 0 });
@@ -160,3 +126,25 @@ test('a streamed answer taken slowly arrives whole and exact, both streams shari
   assert.ok(joined('stderr') === expected('\u0002'), 'stderr arrived exactly as printed');
   assert.ok(lines.length > 2 * 100, `${lines.length} lines`);
 });
+
+/** An exec whose answer is read a chunk every 15 ms: slower than it is written, never idle for long. */
+function execReadSlowly(id: string, key: string, body: unknown, accept = 'application/json'): Promise<{ text: string; contentType?: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept },
+    });
+    req.on('error', reject);
+    req.on('response', (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        response.pause();
+        setTimeout(() => response.resume(), 15);
+      });
+      response.on('end', () => resolve({ text: Buffer.concat(chunks).toString('utf8'), contentType: response.headers['content-type'] }));
+      response.on('error', reject);
+    });
+    req.end(JSON.stringify(body));
+  });
+}
