@@ -17,7 +17,9 @@ function encodeInParts(bytes: Uint8Array, cuts: number[]): Buffer {
   const parts: Buffer[] = [];
   let at = 0;
   for (const cut of [...cuts.map((c) => c % (bytes.length + 1)).sort((a, b) => a - b), bytes.length]) {
-    parts.push(encoder.encode(bytes.subarray(at, Math.max(at, cut))));
+    const part = bytes.subarray(at, Math.max(at, cut));
+    const out = Buffer.alloc(JsonStringBytes.room(part.length));
+    parts.push(out.subarray(0, encoder.encodeInto(part, out)));
     at = Math.max(at, cut);
   }
   parts.push(encoder.end());

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import { pacedWriter } from '../streaming.ts';
 import { JsonStringBytes } from './json-string-bytes.ts';
-import { giveBackUnused, giveBackWhenWritten, SLICE_BYTES, takeSliceBuffer } from './slices.ts';
+import { encodeSlice, SLICE_BYTES } from './slices.ts';
 
 // A NUL is six bytes as JSON (\u0000): built whole, a 1 MiB answer was 6 MiB of string and as
 // much again as bytes, encoded in one go on the event loop (tens of milliseconds every neighbour
@@ -36,10 +36,8 @@ export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, o
           // see the whole answer encoded in one turn.
           await new Promise(setImmediate);
           if (gone()) return;
-          const buffer = takeSliceBuffer();
-          const n = encoder.encodeInto(part.subarray(at, at + SLICE_BYTES), buffer);
-          if (n === 0) giveBackUnused(buffer);
-          else await put(buffer.subarray(0, n), giveBackWhenWritten(buffer));
+          const slice = encodeSlice(encoder, part.subarray(at, at + SLICE_BYTES));
+          if (slice) await put(slice.bytes, slice.written);
         }
       }
       const rest = encoder.end();

@@ -24,23 +24,15 @@ export class JsonStringBytes {
   /** The first bytes while they are the start of a byte-order mark, which is dropped. */
   private head: number[] | undefined = [];
 
-  /**
-   * The JSON-escaped UTF-8 of `bytes`, continuing a character the previous call left open;
-   * between `around`'s head and tail when given (in the one copy), and empty when nothing was.
-   */
-  encode(bytes: Uint8Array, around?: Around): Buffer {
-    const out = scratchFor(bytes.length);
-    return framed(out, this.encodeInto(bytes, out), around);
-  }
-
   /** The room encodeInto needs for `length` bytes: every byte a control character (six), plus what was held let go. */
   static room(length: number): number {
     return length * 6 + 24;
   }
 
   /**
-   * As encode, written into `out` from `at` (with at least room(bytes.length) bytes from there);
-   * answers where the writing ended: the bytes written when `at` is 0.
+   * The JSON-escaped UTF-8 of `bytes`, continuing a character the previous call left open, written
+   * into `out` from `at` (with at least room(bytes.length) bytes from there); answers where the
+   * writing ended: the bytes written when `at` is 0.
    */
   encodeInto(bytes: Uint8Array, out: Buffer, at = 0): number {
     let w = at;
@@ -58,7 +50,7 @@ export class JsonStringBytes {
     return this.run(bytes, out, w);
   }
 
-  /** The end of the output: a character left open is one U+FFFD (between `around` as encode's). */
+  /** The end of the output: a character left open is one U+FFFD (between `around`'s head and tail when given; empty when nothing was). */
   end(around?: Around): Buffer {
     const out = Buffer.allocUnsafe(3 * 6 + 3);
     let w = this.head ? this.letHeadGo(out, 0) : 0;
@@ -182,14 +174,6 @@ function framed(out: Buffer, n: number, around: Around | undefined): Buffer {
   out.copy(piece, around.head.length, 0, n);
   piece.set(around.tail, around.head.length + n);
   return piece;
-}
-let scratch = Buffer.allocUnsafe(0);
-
-/** The process's one buffer to encode into (encoding is synchronous), large enough for `length` bytes. */
-function scratchFor(length: number): Buffer {
-  const need = JsonStringBytes.room(length);
-  if (scratch.length < need) scratch = Buffer.allocUnsafe(Math.max(need, 96 * 1024 + 24));
-  return scratch;
 }
 
 function replacement(out: Buffer, w: number): number {

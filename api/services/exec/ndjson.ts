@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.ts';
 import { bytesMoved } from '../../../shared/reclaim.ts';
 import { abortOnDisconnect, pacedWriter, type Sink } from '../streaming.ts';
 import { JsonStringBytes } from './json-string-bytes.ts';
-import { giveBackUnused, giveBackWhenWritten, SLICE_BYTES, takeSliceBuffer } from './slices.ts';
+import { encodeSlice, SLICE_BYTES } from './slices.ts';
 
 const NDJSON = 'application/x-ndjson';
 
@@ -17,8 +17,12 @@ export type LineWriter = (lines: string | Buffer, written?: (err?: Error | null)
  */
 export function ndjsonBody(sink: Sink, writeTimeoutMs: number, onStall: () => void) {
   const { write, gone } = pacedWriter(sink, writeTimeoutMs, onStall);
-  const line = (value: unknown): void | Promise<void> => write(`${JSON.stringify(value)}\n`);
-  return { line, write: write as LineWriter, gone };
+  return { line: jsonLines(write), write: write as LineWriter, gone };
+}
+
+/** Writes a value as one NDJSON line through `write`. */
+function jsonLines(write: LineWriter): (value: unknown) => void | Promise<void> {
+  return (value) => write(`${JSON.stringify(value)}\n`);
 }
 
 const LINE_END = Buffer.from('"}\n');
@@ -31,31 +35,23 @@ const LINE_END = Buffer.from('"}\n');
  */
 export function outputLines(type: 'stdout' | 'stderr', write: LineWriter) {
   const encoder = new JsonStringBytes();
-  const head = Buffer.from(`{"type":${JSON.stringify(type)},"data":"`);
+  const around = { head: Buffer.from(`{"type":${JSON.stringify(type)},"data":"`), tail: LINE_END };
   const emit = (line: Buffer, written?: (err?: Error | null) => void): void | Promise<void> => {
     bytesMoved(line.length);
     return write(line, written);
   };
-  const slice = (bytes: Uint8Array): void | Promise<void> => {
-    const buffer = takeSliceBuffer();
-    head.copy(buffer, 0);
-    const end = encoder.encodeInto(bytes, buffer, head.length);
-    if (end === head.length) return giveBackUnused(buffer);
-    LINE_END.copy(buffer, end);
-    return emit(buffer.subarray(0, end + LINE_END.length), giveBackWhenWritten(buffer));
-  };
   /** The slices from `from` on, waiting only where the client is behind. */
   const chunk = (bytes: Buffer, from = 0): void | Promise<void> => {
     for (let at = from; at < bytes.length; at += SLICE_BYTES) {
-      const wait = slice(bytes.subarray(at, at + SLICE_BYTES));
-      if (wait && at + SLICE_BYTES < bytes.length) return wait.then(() => chunk(bytes, at + SLICE_BYTES));
-      if (wait) return wait;
+      const slice = encodeSlice(encoder, bytes.subarray(at, at + SLICE_BYTES), around);
+      const wait = slice && emit(slice.bytes, slice.written);
+      if (wait) return wait.then(() => chunk(bytes, at + SLICE_BYTES));
     }
   };
   return {
     chunk,
     end: (): void | Promise<void> => {
-      const rest = encoder.end({ head, tail: LINE_END });
+      const rest = encoder.end(around);
       if (rest.length > 0) return emit(rest);
     },
   };
@@ -83,7 +79,7 @@ export function startNdjsonAnswer(ctx: AppContext, writeTimeoutMs: number) {
     started = undefined;
   });
   const write: LineWriter = (lines, written) => (started ? started.then(() => body.write(lines, written)) : body.write(lines, written));
-  const line = (value: unknown): void | Promise<void> => write(`${JSON.stringify(value)}\n`);
+  const line = jsonLines(write);
   const end = (): void => {
     if (started) void started.then(end);
     else if (!body.gone()) res.end();

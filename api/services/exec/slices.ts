@@ -1,4 +1,4 @@
-import { JsonStringBytes } from './json-string-bytes.ts';
+import { JsonStringBytes, type Around } from './json-string-bytes.ts';
 
 // A command's output goes to its client encoded a slice at a time (JSON-escaped, up to six bytes
 // a byte), into buffers that are used again once a socket has taken what they held: a fresh
@@ -17,22 +17,34 @@ const SLICE_ROOM = JsonStringBytes.room(SLICE_BYTES) + 64;
 const KEEP = 32;
 const free: Buffer[] = [];
 
-/** A buffer of SLICE_ROOM bytes to encode one slice into. */
-export function takeSliceBuffer(): Buffer {
-  return free.pop() ?? Buffer.allocUnsafeSlow(SLICE_ROOM);
+/** One slice encoded into a buffer of the pool, and the write callback that gives it back. */
+export interface EncodedSlice {
+  bytes: Buffer;
+  /** Gives the buffer back once the socket has taken it; one the socket never took (`err`: it closed) may still be queued, and is let go. */
+  written: (err?: Error | null) => void;
 }
 
 /**
- * The write callback that gives `buffer` back once the socket has taken it. A buffer the socket
- * never took (it closed: `err`) is not used again: it may still be queued.
+ * `bytes` (at most SLICE_BYTES of output) encoded by `encoder` into a buffer of the pool, between
+ * `around`'s head and tail when given; undefined when the encoder wrote nothing (it holds the
+ * start of a character), and the buffer is given back at once.
  */
-export function giveBackWhenWritten(buffer: Buffer): (err?: Error | null) => void {
-  return (err) => {
-    if (!err && free.length < KEEP) free.push(buffer);
-  };
+export function encodeSlice(encoder: JsonStringBytes, bytes: Uint8Array, around?: Around): EncodedSlice | undefined {
+  const buffer = free.pop() ?? Buffer.allocUnsafeSlow(SLICE_ROOM);
+  const start = around ? around.head.length : 0;
+  if (around) buffer.set(around.head, 0);
+  let end = encoder.encodeInto(bytes, buffer, start);
+  if (end === start) {
+    giveBack(buffer);
+    return undefined;
+  }
+  if (around) {
+    buffer.set(around.tail, end);
+    end += around.tail.length;
+  }
+  return { bytes: buffer.subarray(0, end), written: (err) => void (err ? undefined : giveBack(buffer)) };
 }
 
-/** Gives back a buffer that nothing was written from. */
-export function giveBackUnused(buffer: Buffer): void {
+function giveBack(buffer: Buffer): void {
   if (free.length < KEEP) free.push(buffer);
 }
