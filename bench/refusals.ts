@@ -42,7 +42,7 @@ export const refusalsBenchmark: Benchmark = {
       const refusedShare = (refusing.statusCodes['429'] ?? 0) / Math.max(1, refusing.completed);
       if (refusedShare < 0.999) ctx.warn(`only ${(refusedShare * 100).toFixed(1)}% of the answers were 429: ${JSON.stringify(refusing.statusCodes)}`);
       const ratio = (refusing.cpuUsPerRequest ?? NaN) / (base.cpuUsPerRequest ?? NaN);
-      const row = (subject: string, f: LoadFigures, extra: Record<string, string> = {}): BenchRow => ({
+      const row = (subject: string, perRound: LoadFigures[], f: LoadFigures, extra: Record<string, string>): BenchRow => ({
         subject,
         figures: {
           'answers/s': Math.round(f.requestsPerSecond),
@@ -51,12 +51,12 @@ export const refusalsBenchmark: Benchmark = {
           'server CPU µs/answer': Math.round(f.cpuUsPerRequest ?? NaN),
           ...extra,
         },
-        detail: { rounds: subject === 'floor' ? rounds.floor : rounds.paddock, statusCodes: f.statusCodes },
+        detail: { rounds: perRound, statusCodes: f.statusCodes },
       });
       return [
-        row('floor: Koa + Redis GET + SELECT 1 (200)', base, { 'CPU of floor': '×1.00' }),
+        row('floor: Koa + Redis GET + SELECT 1 (200)', rounds.floor, base, { 'CPU of floor': '×1.00' }),
         {
-          ...row('paddock GET /v1/account refused (429, log info)', refusing, { 'CPU of floor': `×${ratio.toFixed(2)}` }),
+          ...row('paddock GET /v1/account refused (429, log info)', rounds.paddock, refusing, { 'CPU of floor': `×${ratio.toFixed(2)}` }),
           goal: { text: `≤ ${GOAL_CPU_RATIO}× the floor's CPU per request`, met: ratio <= GOAL_CPU_RATIO && refusedShare >= 0.999 },
         },
       ];
