@@ -36,21 +36,26 @@ export async function startApi(
   const log = options.log ?? createLogger(config.PADDOCK_LOG_LEVEL, 'web');
   const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
   const redis = createRequestRedis(config.REDIS_URL);
-  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
-  await waitForRedis(redis).catch((err: unknown) => log.warn({ err }, 'starting without Redis'));
-  // Enqueuing shares the fail-fast connection; job events need a blocking connection of their own.
-  const queue = createSandboxQueue(redis, config.PADDOCK_REDIS_PREFIX);
+  // Enqueuing fails fast too, on a connection of its own: BullMQ defines its scripts (dozens) on
+  // the connection it is given, and ioredis copies every script a connection has onto each
+  // pipeline it makes, one per auto-pipelined batch. On the request path's connection every
+  // authentication paid some 15 KB of garbage for them (docs/benchmarks.md, 2026-11-25).
+  // Job events need a blocking connection of their own.
+  const queueRedis = createRequestRedis(config.REDIS_URL);
+  const eventsRedis = createQueueRedis(config.REDIS_URL);
+  for (const r of [redis, queueRedis, eventsRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
+  // Both fail-fast connections are waited for together: start-up pays one connect, not two.
+  await Promise.all([redis, queueRedis].map((r) => waitForRedis(r))).catch((err: unknown) => log.warn({ err }, 'starting without Redis'));
+  const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
   // Without a listener BullMQ prints its errors (each Redis reconnect attempt) raw on stderr;
   // connection errors are logged once already, by the connection's own listener.
-  const webhookQueue = createWebhookQueue(redis, config.PADDOCK_REDIS_PREFIX);
+  const webhookQueue = createWebhookQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
   for (const q of [queue, webhookQueue]) {
     q.on('error', (err: Error) => {
       if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
     });
   }
   const eventHub = new EventHub(config, log);
-  const eventsRedis = createQueueRedis(config.REDIS_URL);
-  eventsRedis.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   const queueEvents = new QueueEvents(SANDBOX_QUEUE, { connection: eventsRedis, prefix: `${config.PADDOCK_REDIS_PREFIX}:bull` });
   queueEvents.setMaxListeners(0); // one listener per waiting request
   queueEvents.on('error', (err) => log.warn({ err: err.message }, 'queue events error'));
@@ -90,6 +95,7 @@ export async function startApi(
       await orm.close(true);
       await pg.end();
       redis.disconnect();
+      queueRedis.disconnect();
       eventsRedis.disconnect();
     })());
 

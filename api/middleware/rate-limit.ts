@@ -39,8 +39,8 @@ export function rateLimit(bucket: BucketName, deps: AppDeps) {
       }
       throw err;
     }
-    ctx.set('X-RateLimit-Limit', String(result.limit));
-    ctx.set('X-RateLimit-Remaining', String(result.remaining));
+    ctx.res.setHeader('X-RateLimit-Limit', String(result.limit));
+    ctx.res.setHeader('X-RateLimit-Remaining', String(result.remaining));
     if (!result.allowed) {
       deps.metrics.rateLimited.inc({ bucket });
       throw new ApiError(

@@ -8,6 +8,6 @@ const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function requestId(ctx: AppContext, next: Next): Promise<void> {
   const incoming = ctx.get('x-request-id');
   ctx.state.requestId = WELL_FORMED.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '').slice(0, 24)}`;
-  ctx.set('X-Request-Id', ctx.state.requestId);
+  ctx.res.setHeader('X-Request-Id', ctx.state.requestId);
   await next();
 }

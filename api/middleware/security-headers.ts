@@ -12,7 +12,10 @@ export const SECURITY_HEADERS: Record<string, string> = {
   'X-Frame-Options': 'DENY',
 };
 
+const ENTRIES = Object.entries(SECURITY_HEADERS);
+
 export async function securityHeaders(ctx: AppContext, next: Next): Promise<void> {
-  ctx.set(SECURITY_HEADERS);
+  // On the response itself: Koa's ctx.set builds two arrays a header, on every request.
+  for (const [name, value] of ENTRIES) ctx.res.setHeader(name, value);
   await next();
 }
