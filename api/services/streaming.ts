@@ -9,26 +9,44 @@ export interface Sink {
   off(event: 'drain' | 'close', listener: () => void): unknown;
   destroy(): unknown;
   readonly destroyed: boolean;
+  /** Bytes written and not yet taken: falling means the client is reading. */
+  readonly writableLength: number;
 }
 
 /**
  * Resolves once `stream` has taken its buffer (or closed). A reader that takes nothing for
  * `timeoutMs` is given up on: `onStall` runs, then the stream is destroyed, so a client that never
- * reads holds a bounded buffer, briefly.
+ * reads holds a bounded buffer, briefly. A reader that takes some of it in each such window is
+ * slow, not stalled, and is waited for: a loaded client can need longer than the timeout to take a
+ * whole buffer (one CI run dropped a reader taking a chunk every 15 ms).
  */
 export function drained(stream: Sink, timeoutMs: number, onStall: () => void): Promise<void> {
   return new Promise<void>((resolve) => {
+    let pending = stream.writableLength;
+    let settled = false;
     const done = () => {
+      settled = true;
       clearTimeout(timer);
       stream.off('drain', done);
       stream.off('close', done);
       resolve();
     };
-    const timer = setTimeout(() => {
+    const check = () => {
+      if (settled) return;
+      const now = stream.writableLength;
+      if (now < pending) {
+        pending = now;
+        timer = setTimeout(expired, timeoutMs);
+        return;
+      }
       onStall();
       stream.destroy();
       done();
-    }, timeoutMs);
+    };
+    // Judged after this turn's I/O: after a long stall of the loop, timers run before the writes
+    // it completed meanwhile are counted.
+    const expired = () => setImmediate(check);
+    let timer = setTimeout(expired, timeoutMs);
     stream.once('drain', done);
     stream.once('close', done);
   });

@@ -1,5 +1,5 @@
 import { test } from 'node:test';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { ndjsonBody } from '../../api/services/exec/ndjson.ts';
 
@@ -29,4 +29,29 @@ test('an NDJSON body lets its writer go on as soon as the reader catches up', as
   await wait;
   assert.equal(stalled, 0);
   assert.equal(stream.destroyed, false);
+});
+
+test('an NDJSON body waits for a reader that takes its buffer slowly, longer than the write timeout, but steadily', async () => {
+  let stalled = 0;
+  let taken = 0;
+  // Takes a line every 50 ms: the buffer the body fills before it waits takes far longer than
+  // the 150 ms timeout to go, while each window sees some of it taken.
+  const stream = new Writable({
+    highWaterMark: 8 * 1024,
+    write(chunk: Buffer, _encoding, callback) {
+      taken += chunk.length;
+      setTimeout(callback, 50);
+    },
+  });
+  const { line } = ndjsonBody(stream, 150, () => stalled++);
+  let wait: void | Promise<void>;
+  let lines = 0;
+  while (!((wait = line({ type: 'stdout', data: 'z'.repeat(1024) })) instanceof Promise)) lines++;
+  const started = performance.now();
+  await wait;
+  const waited = performance.now() - started;
+  assert.ok(waited > 150, `drained after ${waited} ms: the test must outlast the timeout to mean anything`);
+  assert.equal(stalled, 0, 'a reader taking its buffer steadily is not dropped');
+  assert.equal(stream.destroyed, false);
+  assert.ok(taken > 1024 * lines, `${taken} bytes taken`);
 });
