@@ -11,14 +11,19 @@ import { eventually } from '../helpers/eventually.ts';
 // dropped after the write timeout, and what the request held (its in-flight lease) is freed.
 
 const OUTPUT_MAX = 4 * 1024 * 1024;
-const stack = await startSandboxStack({
-  overrides: {
-    PADDOCK_EXEC_OUTPUT_MAX_BYTES: String(OUTPUT_MAX),
-    PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS: '2',
-    PADDOCK_INFLIGHT_EXEC_PER_SANDBOX: '1',
-    PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '10000',
-  },
-});
+const settings = {
+  PADDOCK_EXEC_OUTPUT_MAX_BYTES: String(OUTPUT_MAX),
+  PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS: '2',
+  PADDOCK_INFLIGHT_EXEC_PER_SANDBOX: '1',
+  PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '10000',
+};
+const stack = await startSandboxStack({ overrides: settings });
+// The exactness tests read for many seconds through a client in this same process. On loaded CI
+// runs a 2 s write timeout dropped them three times, once after the paced writer learnt to wait
+// for a slow reader: when this process is starved, its client and its server stop together and
+// the server sees no progress. They pin the answer's buffers, not the timeout (the tests above and
+// test/exec/ndjson-body.test.ts do), so their stack waits longer.
+const patient = await startSandboxStack({ overrides: { ...settings, PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS: '30' } });
 
 test('a buffered answer read by no one is dropped after the write timeout, and frees its in-flight place', async () => {
   const account = await newAccount(stack.url, 'slowbuffered');
@@ -94,8 +99,8 @@ test('a buffered answer taken slowly arrives whole and exact, each slice as it w
   // The answer's slices are encoded into buffers used again once the socket has taken them: a
   // buffer used again too soon would show here as a number out of place. Control bytes between
   // the numbers make the answer about 6 MB, more than the loopback's socket buffers take at once.
-  const account = await newAccount(stack.url, 'slowexact');
-  const created = await createSandbox(stack.url, account.key);
+  const account = await newAccount(patient.url, 'slowexact');
+  const created = await createSandbox(patient.url, account.key);
   const id = created.body.id as string;
   const count = 500_000;
   const { text } = await execReadSlowly(id, account.key, { command: `seq 1 ${count} | tr '\\n' '\\001'`, timeoutSeconds: 60 });
@@ -111,8 +116,8 @@ test('a streamed answer taken slowly arrives whole and exact, both streams shari
   // The streamed twin of the test above: each line is encoded into a buffer used again once the
   // socket has taken it, and stdout's lines and stderr's draw on the same buffers. A buffer used
   // again too soon would show as a number out of place on either stream.
-  const account = await newAccount(stack.url, 'slowstreamexact');
-  const created = await createSandbox(stack.url, account.key);
+  const account = await newAccount(patient.url, 'slowstreamexact');
+  const created = await createSandbox(patient.url, account.key);
   const id = created.body.id as string;
   const count = 300_000;
   const command = `(seq 1 ${count} | tr '\\n' '\\001') & (seq 1 ${count} | tr '\\n' '\\002' >&2) & wait`;
@@ -130,7 +135,7 @@ test('a streamed answer taken slowly arrives whole and exact, both streams shari
 /** An exec whose answer is read a chunk every 15 ms: slower than it is written, never idle for long. */
 function execReadSlowly(id: string, key: string, body: unknown, accept = 'application/json'): Promise<{ text: string; contentType?: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(new URL(`/v1/sandboxes/${id}/exec`, stack.url), {
+    const req = request(new URL(`/v1/sandboxes/${id}/exec`, patient.url), {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept },
     });
