@@ -1,3 +1,4 @@
+import { createInterface } from 'node:readline';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,20 +23,12 @@ export function envOf(config: Config, kubeConfig?: KubeConfig): NodeJS.ProcessEn
 /** Starts a Procfile role (`api/main.ts`, `workers/main.ts`) as a real process. */
 export function startRole(script: string, env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  // Whole lines only, each stream's own: a pipe read can end mid-line, and the other stream's
-  // chunk landing there split a JSON log line into a "stray" one (a loaded CI run).
+  // Whole lines only, each stream's own (as scripts/dev-stack.ts relays them): a pipe read can end
+  // mid-line, and the other stream's chunk landing there split a JSON log line into a "stray" one
+  // (a loaded CI run).
   let output = '';
-  const partial = { stdout: '', stderr: '' };
-  for (const name of ['stdout', 'stderr'] as const) {
-    child[name].setEncoding('utf8');
-    child[name].on('data', (d: string) => {
-      const text = partial[name] + d;
-      const end = text.lastIndexOf('\n') + 1;
-      output += text.slice(0, end);
-      partial[name] = text.slice(end);
-    });
-  }
-  return Object.assign(child, { output: () => output + [partial.stdout, partial.stderr].filter(Boolean).join('\n') });
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => (output += `${line}\n`));
+  return Object.assign(child, { output: () => output });
 }
 
 export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
