@@ -16,15 +16,10 @@ import { TokenBuckets } from './ratelimit/token-bucket.ts';
 import { InFlightLeases } from './ratelimit/in-flight.ts';
 import { createApiMetrics } from './metrics.ts';
 import { SecretCipher } from '../shared/secrets/cipher.ts';
-import { requestId } from './middleware/request-id.ts';
-import { securityHeaders } from './middleware/security-headers.ts';
-import { accessLog } from './middleware/access-log.ts';
-import { errorHandler } from './middleware/errors.ts';
-import { writeDeadline } from './middleware/write-deadline.ts';
+import { requestFrame } from './middleware/request-frame.ts';
 import { OutputBudget } from './services/exec/output-budget.ts';
 import { mountRoutes } from './routes/mount.ts';
 import { ShapedRouter } from './routes/shaped-router.ts';
-import { RequestState } from './request-state.ts';
 import { allRoutes } from './routes/index.ts';
 import type { Route } from './routes/route.ts';
 import { mountOperationalRoutes } from './routes/operational/index.ts';
@@ -82,15 +77,14 @@ function ephemeralSecret(log: Logger): string {
 export function createApp(deps: AppDeps, extraRoutes: Route[] = []): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.PADDOCK_TRUST_PROXY, maxIpsCount: 1 });
   app.silent = true; // errors are logged by errorHandler, once, with the request id
-  app.use(async (ctx, next) => {
-    ctx.state = new RequestState(deps.orm);
-    await next();
-  });
-  app.use(requestId);
-  app.use(securityHeaders);
-  app.use(accessLog(deps.log.child({}, { redact: [] }), deps.metrics));
-  app.use(writeDeadline(deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000));
-  app.use(errorHandler(deps.log));
+  app.use(
+    requestFrame({
+      orm: deps.orm,
+      log: deps.log,
+      metrics: deps.metrics,
+      writeIdleMs: deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000,
+    }),
+  );
 
   const router = new ShapedRouter();
   mountOperationalRoutes(router, deps);

@@ -1,4 +1,3 @@
-import type { Next } from 'koa';
 import { ApiError, problemDocument } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { Logger } from '../../shared/logger.ts';
@@ -6,37 +5,35 @@ import type { AppContext } from '../context.ts';
 
 const RETRY_AFTER_UNAVAILABLE_SECONDS = 5;
 
+/** What the router leaves bare (no route matched, or one matched with another method), as errors. */
+export function refuseUnrouted(ctx: AppContext): void {
+  if (ctx.body != null) return;
+  if (ctx.status === 404) throw new ApiError('not_found', `No route ${ctx.method} ${ctx.path}`);
+  if (ctx.status === 405 || ctx.status === 501) {
+    throw new ApiError('method_not_allowed', `${ctx.path} does not allow ${ctx.method}; allowed: ${ctx.response.get('Allow')}`);
+  }
+}
+
 /** The one place errors become responses: RFC 9457 documents, never internals. */
-export function errorHandler(log: Logger) {
-  return async function handleErrors(ctx: AppContext, next: Next): Promise<void> {
-    try {
-      await next();
-      if (ctx.body == null) {
-        // The router leaves these bare: no route matched, or it matched with another method.
-        if (ctx.status === 404) throw new ApiError('not_found', `No route ${ctx.method} ${ctx.path}`);
-        if (ctx.status === 405 || ctx.status === 501) {
-          throw new ApiError('method_not_allowed', `${ctx.path} does not allow ${ctx.method}; allowed: ${ctx.response.get('Allow')}`);
-        }
-      }
-    } catch (err) {
-      const apiError = toApiError(err);
-      if (apiError.code === 'internal_error') {
-        log.error({ err, requestId: ctx.state.requestId, accountId: ctx.state.auth?.accountId }, 'unhandled error');
-      } else if (apiError.code === 'service_unavailable') {
-        log.warn({ err: errorSummary(err), requestId: ctx.state.requestId }, 'dependency unavailable');
-      }
-      ctx.status = apiError.status;
-      ctx.set(apiError.headers);
-      // A refusal before the body was read (a 401, a 413, a bad shape) closes the connection once
-      // answered, instead of draining whatever the client goes on sending, however slowly.
-      if (!ctx.req.complete) ctx.set('Connection', 'close');
-      // Every 503 says when to come back, whichever part of the code raised it.
-      if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) {
-        ctx.set('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS));
-      }
-      ctx.type = 'application/problem+json';
-      ctx.body = problemDocument(apiError, ctx.state.requestId);
+export function errorAnswerer(log: Logger): (ctx: AppContext, err: unknown) => void {
+  return function answerError(ctx, err) {
+    const apiError = toApiError(err);
+    if (apiError.code === 'internal_error') {
+      log.error({ err, requestId: ctx.state.requestId, accountId: ctx.state.auth?.accountId }, 'unhandled error');
+    } else if (apiError.code === 'service_unavailable') {
+      log.warn({ err: errorSummary(err), requestId: ctx.state.requestId }, 'dependency unavailable');
     }
+    ctx.status = apiError.status;
+    ctx.set(apiError.headers);
+    // A refusal before the body was read (a 401, a 413, a bad shape) closes the connection once
+    // answered, instead of draining whatever the client goes on sending, however slowly.
+    if (!ctx.req.complete) ctx.set('Connection', 'close');
+    // Every 503 says when to come back, whichever part of the code raised it.
+    if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) {
+      ctx.set('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS));
+    }
+    ctx.type = 'application/problem+json';
+    ctx.body = problemDocument(apiError, ctx.state.requestId);
   };
 }
 

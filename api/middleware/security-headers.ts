@@ -1,5 +1,4 @@
-import type { Next } from 'koa';
-import type { AppContext } from '../context.ts';
+import type { ServerResponse } from 'node:http';
 
 // An API answers JSON only: nothing it sends should be framed, sniffed, cached or rendered.
 export const SECURITY_HEADERS: Record<string, string> = {
@@ -14,8 +13,7 @@ export const SECURITY_HEADERS: Record<string, string> = {
 
 const ENTRIES = Object.entries(SECURITY_HEADERS);
 
-export async function securityHeaders(ctx: AppContext, next: Next): Promise<void> {
+export function setSecurityHeaders(res: ServerResponse): void {
   // On the response itself: Koa's ctx.set builds two arrays a header, on every request.
-  for (const [name, value] of ENTRIES) ctx.res.setHeader(name, value);
-  await next();
+  for (const [name, value] of ENTRIES) res.setHeader(name, value);
 }

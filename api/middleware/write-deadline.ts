@@ -1,19 +1,15 @@
 import { Stream } from 'node:stream';
-import type { Next } from 'koa';
 import type { AppContext } from '../context.ts';
 
 /**
  * A buffered answer (a JSON document, an error) whose client stops reading is dropped once the
  * socket has made no progress for `idleMs`: otherwise the answer's bytes, and whatever the request
  * holds until its answer is written (an in-flight lease), stay for as long as the client likes.
- * The clock starts only once the answer is ready: computing it (a long exec) is not idleness.
- * Streamed answers pace themselves and carry their own write timeout (services/exec/ndjson.ts).
+ * Armed once the answer is ready: computing it (a long exec) is not idleness. Streamed answers,
+ * and those a handler writes itself (ctx.respond = false), pace themselves and carry their own
+ * write timeout (api/services/streaming.ts).
  */
-export function writeDeadline(idleMs: number) {
-  return async function dropStalledReaders(ctx: AppContext, next: Next): Promise<void> {
-    await next();
-    // Streamed answers, and those a handler writes itself (ctx.respond = false), pace themselves.
-    if (ctx.body instanceof Stream || ctx.respond === false) return;
-    ctx.res.setTimeout(idleMs, () => ctx.req.socket.destroy());
-  };
+export function armWriteDeadline(ctx: AppContext, idleMs: number): void {
+  if (ctx.body instanceof Stream || ctx.respond === false) return;
+  ctx.res.setTimeout(idleMs, () => ctx.req.socket.destroy());
 }

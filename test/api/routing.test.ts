@@ -42,3 +42,22 @@ test('a wrong method answers 405 naming the methods of that path only; an unknow
     assertProblem(await call(api.url, 'GET', path, { token: account.key }), 404, 'not_found');
   }
 });
+
+test('OPTIONS answers the methods of a path; a method no route can have answers 405 there, 404 elsewhere', async () => {
+  const options = await call(api.url, 'OPTIONS', '/v1/sandboxes/sbx_000000000000000000000000', { token: account.key });
+  assert.equal(options.status, 200);
+  assert.deepEqual((options.headers.get('allow') ?? '').split(/,\s*/).sort(), ['DELETE', 'GET', 'HEAD']);
+  const head = await call(api.url, 'HEAD', '/v1/account', { token: account.key });
+  assert.equal(head.status, 200);
+  assertProblem(await call(api.url, 'PROPFIND', '/v1/account', { token: account.key }), 405, 'method_not_allowed');
+  assertProblem(await call(api.url, 'OPTIONS', '/v1/nope', { token: account.key }), 404, 'not_found');
+});
+
+test("a path's parameters are URI-decoded, and one that does not decode is taken as sent", async () => {
+  const decoded = await call(api.url, 'DELETE', '/v1/secrets/ROUTING_%41B', { token: account.key });
+  assertProblem(decoded, 404, 'secret_not_found');
+  assert.match(String(decoded.body.detail), /No secret ROUTING_AB\./);
+  const raw = await call(api.url, 'DELETE', '/v1/secrets/ROUTING_%E0%A4%A', { token: account.key });
+  assertProblem(raw, 404, 'secret_not_found');
+  assert.match(String(raw.body.detail), /No secret ROUTING_%E0%A4%A\./);
+});
