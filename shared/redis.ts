@@ -2,14 +2,15 @@ import { Redis, type RedisOptions } from 'ioredis';
 
 /**
  * A connection for request paths: when Redis is unreachable a command fails at once instead of
- * queueing, so the API can answer 503 quickly rather than hang. Commands issued within one turn of
- * the event loop go out in one write: a burst of requests costs one system call a turn, not one
- * each (a write on a loaded host costs more than the command's own work).
+ * queueing, so the API can answer 503 quickly rather than hang. Not auto-pipelined: ioredis then
+ * builds a pipeline object for each batch and sends it a turn later (setImmediate), and since each
+ * request arrives in a turn of its own, a batch was most often one command. Without it the web
+ * spent 128 against 141 µs of CPU on a GET /v1/account under 50 connections (docs/benchmarks.md).
  */
 export function createRequestRedis(url: string, options: RedisOptions = {}): Redis {
   return new Redis(url, {
     enableOfflineQueue: false,
-    enableAutoPipelining: true,
+    enableAutoPipelining: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
     commandTimeout: 2000,
