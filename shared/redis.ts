@@ -1,16 +1,17 @@
+import type { Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 
 /**
  * A connection for request paths: when Redis is unreachable a command fails at once instead of
- * queueing, so the API can answer 503 quickly rather than hang. Not auto-pipelined: ioredis then
- * builds a pipeline object for each batch and sends it a turn later (setImmediate), and since each
- * request arrives in a turn of its own, a batch was most often one command. Without it the web
- * spent 128 against 141 µs of CPU on a GET /v1/account under 50 connections (docs/benchmarks.md).
+ * queueing, so the API can answer 503 quickly rather than hang. Commands issued within one turn of
+ * the event loop go out in one write: a burst of requests costs one system call a turn, not one
+ * each. That is done by corking the socket until the turn's end rather than by ioredis's
+ * auto-pipelining, which builds a pipeline object for every batch (most often one request's one
+ * command): the same batching, at less CPU a request (docs/benchmarks.md, 2026-11-25, third session).
  */
 export function createRequestRedis(url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, {
+  const redis = new Redis(url, {
     enableOfflineQueue: false,
-    enableAutoPipelining: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
     commandTimeout: 2000,
@@ -18,6 +19,26 @@ export function createRequestRedis(url: string, options: RedisOptions = {}): Red
     lazyConnect: false,
     ...options,
   });
+  batchWritesPerTurn(redis);
+  return redis;
+}
+
+function batchWritesPerTurn(redis: Redis): void {
+  const send = redis.sendCommand.bind(redis);
+  let corked: Socket | undefined;
+  const uncork = () => {
+    corked?.uncork();
+    corked = undefined;
+  };
+  redis.sendCommand = (command, stream) => {
+    const socket = (redis as unknown as { stream?: Socket }).stream;
+    if (!corked && !stream && socket && redis.status === 'ready') {
+      socket.cork();
+      corked = socket;
+      setImmediate(uncork);
+    }
+    return send(command, stream);
+  };
 }
 
 /** A connection for BullMQ, which needs blocking commands that wait as long as they must. */

@@ -1,16 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
 import type { Redis } from 'ioredis';
-import { createRequestRedis } from '../../shared/redis.ts';
+import { createRequestRedis, waitForRedis } from '../../shared/redis.ts';
 import { createSandboxQueue } from '../../shared/jobs/catalogue.ts';
 import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
+import { testConfig } from '../helpers/config.ts';
 
-// The request path's Redis connection (keys, buckets, leases) is auto-pipelined: each batch is an
+// The request path's Redis connection (keys, buckets, leases) was auto-pipelined: each batch an
 // ioredis Pipeline, which copies every script its connection defines onto itself. BullMQ defines
-// dozens on the connection it is given, so the queues have a connection of their own, and a
-// request's pipeline carries Paddock's few scripts only (docs/benchmarks.md, 2026-11-25).
+// dozens on the connection it is given, so the queues have a connection of their own, and the
+// request path's holds Paddock's few scripts only (docs/benchmarks.md, 2026-11-25). It now batches
+// a turn's commands by corking its socket (shared/redis.ts), which the second test pins.
 
 const scripts = (redis: Redis): string[] => Object.keys((redis as unknown as { scriptsSet: Record<string, unknown> }).scriptsSet);
 
@@ -36,4 +39,24 @@ test("the request path's Redis connection holds Paddock's scripts only; the queu
     [],
     `only Paddock's scripts on the request path's connection: ${onRequestPath.join(', ')}`,
   );
+});
+
+test("the request path's commands of one turn go out in one write, and each turn's in that turn", async (t) => {
+  const redis = createRequestRedis(testConfig().REDIS_URL);
+  t.after(() => redis.disconnect());
+  await waitForRedis(redis);
+  const socket = (redis as unknown as { stream: Socket & { _write: Function; _writev: Function } }).stream;
+  let writes = 0;
+  for (const name of ['_write', '_writev'] as const) {
+    const original = socket[name];
+    socket[name] = function (this: Socket, ...args: unknown[]) {
+      writes++;
+      return original.apply(this, args);
+    };
+  }
+  const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => redis.echo(`turn-one-${i}`)));
+  assert.deepEqual(replies, Array.from({ length: 20 }, (_, i) => `turn-one-${i}`));
+  assert.equal(writes, 1, 'twenty commands of one turn, one write');
+  assert.equal(await redis.echo('turn-two'), 'turn-two');
+  assert.equal(writes, 2, 'a later turn, a write of its own, without waiting for more');
 });
