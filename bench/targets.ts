@@ -54,13 +54,13 @@ export const WEB_MEMORY_LIMIT_MB = deployedMemoryLimitMb('api-deployment.yaml');
 export async function startPaddock(
   ctx: BenchContext,
   logLevel: string,
-  options: { name?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { name?: string; env?: NodeJS.ProcessEnv; /** another checkout's (bench/ab.ts) */ script?: string } = {},
 ): Promise<NodeProcess> {
   const port = await freePort();
   const name = options.name ?? `paddock-log-${logLevel}`;
   return startNodeProcess({
     name,
-    script: 'api/main.ts',
+    script: options.script ?? 'api/main.ts',
     env: {
       ...baseEnv(ctx, port),
       NODE_ENV: 'production',

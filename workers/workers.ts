@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
-import { openOrm } from '../shared/db/orm.ts';
+import { closeOrm, openOrm } from '../shared/db/orm.ts';
 import { createQueueRedis, createRequestRedis } from '../shared/redis.ts';
 import { isDependencyUnavailable } from '../shared/unavailable.ts';
 import { SANDBOX_QUEUE, createSandboxQueue, type JobName } from '../shared/jobs/catalogue.ts';
@@ -117,7 +117,7 @@ export async function startWorkers(
         await shutdownSteps.run('the metrics server', new Promise((resolve) => metricsServer.server.close(resolve)));
         await shutdownSteps.run('the queues', Promise.all([deps.queue.close(), webhookQueue.close()]));
         await shutdownSteps.run('the runtime', runtime.close());
-        await shutdownSteps.run('the database pool', orm.close(true));
+        await shutdownSteps.run('the database pool', closeOrm(orm, log));
         queueRedis.disconnect();
         workerRedis.disconnect();
         webhookRedis.disconnect();

@@ -2,6 +2,7 @@ import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresq
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities.ts';
 import pg from 'pg';
+import type { Logger } from '../logger.ts';
 import { migrationsList } from '../../migrations/index.ts';
 
 export type { MikroORM };
@@ -99,3 +100,36 @@ export async function migrateDatabase(databaseUrl: string): Promise<string[]> {
 }
 
 const MIGRATION_LOCK_ID = 7_361_001;
+
+/** How long a shutdown waits for a pool's connections to be given back before it closes without them. */
+export const POOL_CLOSE_TIMEOUT_MS = 5000;
+
+/**
+ * A pool ends only once every connection checked out is given back, so one held forever (seen
+ * once in a CI run, the worker's ORM pool after a PostgreSQL restart; cause not found) would keep
+ * the process from exiting until its orchestrator kills it. Past the timeout this says what the
+ * pool still holds and goes on: the process exits, and PostgreSQL rolls back whatever those
+ * connections had begun.
+ */
+export async function endPoolWithin(name: string, ending: Promise<unknown>, pool: pg.Pool | undefined, log: Logger, timeoutMs = POOL_CLOSE_TIMEOUT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  try {
+    if ((await Promise.race([ending, gaveUp])) === 'timeout') {
+      log.warn(
+        { pool: name, timeoutMs, total: pool?.totalCount, idle: pool?.idleCount, waiting: pool?.waitingCount },
+        'database pool not closed in time: connections still checked out; closing without them',
+      );
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Closes the ORM, its pool within POOL_CLOSE_TIMEOUT_MS (endPoolWithin). */
+export async function closeOrm(orm: MikroORM, log: Logger, timeoutMs = POOL_CLOSE_TIMEOUT_MS): Promise<void> {
+  const pool = (await orm.em.getConnection().getNativeClient().catch(() => undefined)) as pg.Pool | undefined;
+  await endPoolWithin('orm', orm.close(true), pool, log, timeoutMs);
+}

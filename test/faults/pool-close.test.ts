@@ -1,0 +1,42 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { closeOrm, openOrm, ormPool } from '../../shared/db/orm.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { testConfig } from '../helpers/config.ts';
+
+// A pool ends only once its connections are given back: one held forever must not keep a stopping
+// process from exiting (shared/db/orm.ts, endPoolWithin).
+
+function memoryLog() {
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger('info', 'pool-close-test', { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { log, lines };
+}
+
+test('closing the ORM with a connection never given back ends within the bound and says what it held', async () => {
+  const orm = await openOrm(testConfig().DATABASE_URL, 2);
+  const held = await (await ormPool(orm.em)).connect();
+  assert.equal((await held.query<{ one: number }>('select 1 as one')).rows[0]?.one, 1);
+  const { log, lines } = memoryLog();
+  const started = performance.now();
+  await closeOrm(orm, log, 300);
+  const ms = performance.now() - started;
+  assert.ok(ms >= 290 && ms < 5000, `${ms} ms`);
+  const warning = lines.find((l) => String(l.msg).startsWith('database pool not closed in time'));
+  assert.ok(warning, JSON.stringify(lines));
+  assert.equal(warning.pool, 'orm');
+  assert.ok(Number(warning.total) >= 1, JSON.stringify(warning));
+  await held.end();
+});
+
+test('closing the ORM whose connections are all given back ends at once, without a warning', async () => {
+  const orm = await openOrm(testConfig().DATABASE_URL, 2);
+  const client = await (await ormPool(orm.em)).connect();
+  await client.query('select 1');
+  client.release();
+  const { log, lines } = memoryLog();
+  const started = performance.now();
+  await closeOrm(orm, log, 3000);
+  assert.ok(performance.now() - started < 2000, `${performance.now() - started} ms`);
+  assert.deepEqual(lines, []);
+});
