@@ -3,6 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities.ts';
 import pg from 'pg';
 import type { Logger } from '../logger.ts';
+import { releaseOnFailedBegin } from './failed-begin.ts';
 import { migrationsList } from '../../migrations/index.ts';
 
 export type { MikroORM };
@@ -15,7 +16,7 @@ export function ormOptions(databaseUrl: string, poolMax = 10): Options {
     discovery: { warnWhenNoEntities: false },
     pool: { min: warmConnections(poolMax), max: poolMax },
     // Queries fail instead of waiting forever when the database is unreachable or stuck.
-    driverOptions: { connectionTimeoutMillis: 3000, statement_timeout: 30_000, query_timeout: 35_000 },
+    driverOptions: { connectionTimeoutMillis: 3000, statement_timeout: 30_000, query_timeout: 35_000, onPoolCreated: releaseOnFailedBegin },
     migrations: {
       migrationsList,
       tableName: 'paddock_migrations',
@@ -105,8 +106,8 @@ const MIGRATION_LOCK_ID = 7_361_001;
 export const POOL_CLOSE_TIMEOUT_MS = 5000;
 
 /**
- * A pool ends only once every connection checked out is given back, so one held forever (seen
- * once in a CI run, the worker's ORM pool after a PostgreSQL restart; cause not found) would keep
+ * A pool ends only once every connection checked out is given back, so one held forever (the
+ * worker's ORM pool after a PostgreSQL restart, in one CI run: see ./failed-begin.ts) would keep
  * the process from exiting until its orchestrator kills it. Past the timeout this says what the
  * pool still holds and goes on: the process exits, and PostgreSQL rolls back whatever those
  * connections had begun.

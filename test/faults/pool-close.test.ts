@@ -40,3 +40,25 @@ test('closing the ORM whose connections are all given back ends at once, without
   assert.ok(performance.now() - started < 2000, `${performance.now() - started} ms`);
   assert.deepEqual(lines, []);
 });
+
+test('a transaction whose BEGIN fails gives its connection back: a pool of one serves the next query', async () => {
+  const orm = await openOrm(testConfig().DATABASE_URL, 1);
+  try {
+    const pool = await ormPool(orm.em);
+    // The pool's one connection, left inside an aborted transaction behind the ORM's back: the
+    // next BEGIN on it fails, as it does on a connection PostgreSQL has cut.
+    const dirty = await pool.connect();
+    await dirty.query('begin');
+    await dirty.query('select 1/0').catch(() => undefined);
+    dirty.release();
+    await assert.rejects(orm.em.fork().transactional(async (em) => em.getConnection().execute('select 1')), /current transaction is aborted/);
+    const started = performance.now();
+    const rows = await orm.em.fork().getConnection().execute<{ one: number }[]>('select 1 as one');
+    assert.equal(rows[0]?.one, 1);
+    assert.ok(performance.now() - started < 2000, `the next query waited ${performance.now() - started} ms for a connection`);
+    assert.ok(pool.totalCount <= 1, `${pool.totalCount} connections`);
+  } finally {
+    // Bounded: without the fix the pool never ends (the first test).
+    await closeOrm(orm, memoryLog().log, 1000);
+  }
+});
