@@ -22,9 +22,9 @@ const refuse = process.env.BENCH_AB_REFUSE === '1';
 const dir = resolve(import.meta.dirname, '..', '.paddock/bench');
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-/** CPU microseconds so far of every process whose name starts with one of `names`, by name. */
-function cpuByName(names: string[]): Map<string, number> {
-  const out = new Map<string, number>();
+/** CPU microseconds so far of every process whose name starts with one of `names`, by pid. */
+function cpuByPid(names: string[]): Map<string, { name: string; us: number }> {
+  const out = new Map<string, { name: string; us: number }>();
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     let stat: string;
@@ -37,8 +37,19 @@ function cpuByName(names: string[]): Map<string, number> {
     const name = names.find((n) => comm.startsWith(n));
     if (!name) continue;
     const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10_000);
+    out.set(pid, { name, us: (Number(fields[11]) + Number(fields[12])) * 10_000 });
   }
+  return out;
+}
+
+/**
+ * CPU spent between two samples, by name: what each process present in both spent, and all of what
+ * one that began meanwhile spent. One that ended meanwhile is left out (a PostgreSQL backend closed
+ * by a pool): its last figures are gone with it.
+ */
+function spentByName(before: Map<string, { us: number }>, after: Map<string, { name: string; us: number }>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [pid, { name, us }] of after) out.set(name, (out.get(name) ?? 0) + us - (before.get(pid)?.us ?? 0));
   return out;
 }
 
@@ -63,14 +74,14 @@ try {
   const { rounds, seconds, warmupSeconds } = ctx.load;
   for (let round = 0; round < rounds; round++) {
     for (const subject of round % 2 ? [...subjects].reverse() : subjects) {
-      const before = cpuByName(['postgres', 'redis']);
+      const before = cpuByPid(['postgres', 'redis']);
       const client = process.cpuUsage();
       const figures = await measure(subject.target, ctx.load);
-      const after = cpuByName(['postgres', 'redis']);
+      const spent = spentByName(before, cpuByPid(['postgres', 'redis']));
       const clientUs = process.cpuUsage(client);
       // The others' CPU is read around warm-up and measurement alike: counted over both.
       const answered = figures.completed * (1 + warmupSeconds / seconds);
-      const per = (name: string) => (((after.get(name) ?? 0) - (before.get(name) ?? 0)) / answered).toFixed(0);
+      const per = (name: string) => ((spent.get(name) ?? 0) / answered).toFixed(0);
       subject.rounds.push(figures);
       log(
         `${subject.name}: ${figures.requestsPerSecond.toFixed(0)} req/s, web ${figures.cpuUsPerRequest?.toFixed(0)} µs, ` +
