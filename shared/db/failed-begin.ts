@@ -11,10 +11,8 @@ import type pg from 'pg';
  * clients (shared/db/batch.ts, shared/repositories/policy.ts) release their clients themselves.
  */
 export function releaseOnFailedBegin(pool: pg.Pool): void {
-  const guarded = new WeakSet<pg.PoolClient>();
-  pool.on('acquire', (client) => {
-    if (guarded.has(client)) return;
-    guarded.add(client);
+  // 'connect' comes once per new client, before its first checkout: each client is wrapped once.
+  pool.on('connect', (client) => {
     const query = client.query as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = function guardedQuery(this: pg.PoolClient, ...args: unknown[]) {
       const result = query.apply(this, args);

@@ -131,6 +131,6 @@ export async function endPoolWithin(name: string, ending: Promise<unknown>, pool
 
 /** Closes the ORM, its pool within POOL_CLOSE_TIMEOUT_MS (endPoolWithin). */
 export async function closeOrm(orm: MikroORM, log: Logger, timeoutMs = POOL_CLOSE_TIMEOUT_MS): Promise<void> {
-  const pool = (await orm.em.getConnection().getNativeClient().catch(() => undefined)) as pg.Pool | undefined;
+  const pool = await ormPool(orm.em).catch(() => undefined);
   await endPoolWithin('orm', orm.close(true), pool, log, timeoutMs);
 }
