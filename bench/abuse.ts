@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { configSchema } from '../shared/config.ts';
 import { PHASES, SECRETS, type AttackerWorld } from './abuse-attacks.ts';
+import { startAttacker } from './attacker-process.ts';
 import { ProcessSampler } from './paddock-processes.ts';
 import { mintApiKey } from './targets.ts';
 import { call, callOk, createRunningSandbox, percentile, round, startStack, UNLIMITED, type Stack } from './stack.ts';
@@ -45,20 +45,10 @@ async function eventLoopLagMaxMs(stack: Stack): Promise<number> {
 
 type WorldData = Omit<AttackerWorld, 'statuses'>;
 
-/** Runs one phase's attack in its own process; answers the statuses the attacker got. */
-function runAttacker(phase: string, milliseconds: number, world: WorldData): Promise<Map<number, number>> {
-  const child = spawn(process.execPath, [resolve(import.meta.dirname, 'abuse-attacker.ts'), phase, String(milliseconds), JSON.stringify(world)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (text: string) => (out += text));
-  return new Promise((done, fail) => {
-    child.on('error', fail);
-    child.on('exit', (code) => {
-      if (code !== 0) fail(new Error(`the attacker of "${phase}" exited with ${code}`));
-      else done(new Map(JSON.parse(out) as [number, number][]));
-    });
-  });
+/** Starts one phase's attacker in its own process, ready to go; `go` answers the statuses the attacker got. */
+async function readyAttacker(phase: string, milliseconds: number, world: WorldData): Promise<{ go(): Promise<Map<number, number>> }> {
+  const attacker = await startAttacker(resolve(import.meta.dirname, 'abuse-attacker.ts'), [phase, String(milliseconds), JSON.stringify(world)]);
+  return { go: async () => new Map(JSON.parse(await attacker.go()) as [number, number][]) };
 }
 
 async function prepare(stack: Stack): Promise<WorldData> {
@@ -99,11 +89,12 @@ export const abuseBenchmark: Benchmark = {
       let quiet = { exec: 0, get: 0 };
       try {
         for (const phase of PHASES.filter((p) => !ONLY || p.name === 'quiet' || p.name.includes(ONLY))) {
+          const milliseconds = PHASE_SECONDS * 1000;
+          const ready = phase.name.startsWith('quiet') ? undefined : await readyAttacker(phase.name, milliseconds, world);
           sampler.reset();
           await eventLoopLagMaxMs(stack);
-          const milliseconds = PHASE_SECONDS * 1000;
           const end = performance.now() + milliseconds;
-          const attacker = phase.name.startsWith('quiet') ? sleep(milliseconds).then(() => new Map<number, number>()) : runAttacker(phase.name, milliseconds, world);
+          const attacker = ready ? ready.go() : sleep(milliseconds).then(() => new Map<number, number>());
           const execMs: number[] = [];
           const getMs: number[] = [];
           // When in the phase the slowest execs came: at an attack's start, at its end, or throughout.

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { startAttacker, type ReadyAttacker } from './attacker-process.ts';
 import { resolve as resolve_ } from 'node:path';
 import { ISOLATION_ATTACKS } from './isolation-attacks.ts';
 import type { Benchmark, BenchRow } from './types.ts';
@@ -24,18 +24,12 @@ const ATTACKS: { name: string; loops: number }[] = [
 ];
 
 /**
- * Runs one attack from a process of its own (bench/isolation-attacker.ts), as a tenant on another
- * machine would: the attacker's reading of its answers (a flood's is 6 MiB of JSON) must not hold
- * up the neighbour's client, which is this process.
+ * Starts one attack's process (bench/isolation-attacker.ts), ready to go, as a tenant on another
+ * machine would attack: the attacker's reading of its answers (a flood's is 6 MiB of JSON) must not
+ * hold up the neighbour's client, which is this process.
  */
-function attackElsewhere(name: string, milliseconds: number, world: { url: string; key: string; sandboxId: string }): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [resolve_(import.meta.dirname, 'isolation-attacker.ts'), name, String(milliseconds), JSON.stringify(world)], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the attacker of "${name}" exited ${code}`))));
-  });
+function attackerReady(name: string, milliseconds: number, world: { url: string; key: string; sandboxId: string }): Promise<ReadyAttacker> {
+  return startAttacker(resolve_(import.meta.dirname, 'isolation-attacker.ts'), [name, String(milliseconds), JSON.stringify(world)]);
 }
 
 export const isolationBenchmark: Benchmark = {
@@ -62,8 +56,9 @@ export const isolationBenchmark: Benchmark = {
       let quietGetP99 = 0;
       try {
         for (const attack of ATTACKS) {
+          const ready = attack.loops === 0 ? undefined : await attackerReady(attack.name, PHASE_SECONDS * 1000, { url: stack.url, key: attackerKey, sandboxId: attackerBox.id });
           const end = performance.now() + PHASE_SECONDS * 1000;
-          const attackers = attack.loops === 0 ? Promise.resolve() : attackElsewhere(attack.name, PHASE_SECONDS * 1000, { url: stack.url, key: attackerKey, sandboxId: attackerBox.id });
+          const attackers = ready?.go();
           const execMs: number[] = [];
           const getMs: number[] = [];
           let errors = 0;
