@@ -1,6 +1,6 @@
 import type { OutputBudget } from './services/exec/output-budget.ts';
 import type { Scope } from '../shared/scopes.ts';
-import type { RouterContext } from '@koa/router';
+import type { ParameterizedContext } from 'koa';
 import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';
 import type { Queue, QueueEvents } from 'bullmq';
@@ -72,7 +72,8 @@ export interface AppState {
   streamedBody?: StreamedBody;
 }
 
-export type AppContext = RouterContext<AppState>;
+/** A request's context: Koa's, with its route's parameters (set by api/routes/shaped-router.ts). */
+export type AppContext = ParameterizedContext<AppState> & { params: Record<string, string> };
 
 /** A request body read as it comes: its media type, and its chunks, counted and cut at the limit. */
 export interface StreamedBody {

@@ -1,14 +1,13 @@
-import type { RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.ts';
-import type { AppContext, AppDeps, AppState } from '../context.ts';
+import type { AppContext, AppDeps } from '../context.ts';
 import { authenticate, authenticateWebSocket, requireScope } from '../middleware/authenticate.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { admitInFlight } from '../middleware/in-flight.ts';
 import { jsonBody, streamedBody } from '../middleware/body.ts';
 import { parseInput } from '../middleware/validate.ts';
 import type { Route, RouteInput, RouteSpec } from './route.ts';
-import type { ShapedRouter } from './shaped-router.ts';
+import type { Handler, ShapedRouter } from './shaped-router.ts';
 
 const NO_QUERY = z.strictObject({});
 const WITH_BODY = new Set(['post', 'put', 'patch']);
@@ -16,7 +15,7 @@ const WITH_BODY = new Set(['post', 'put', 'patch']);
 /** Builds each route's chain from its spec: auth, rate limit, body, validation, handler. */
 export function mountRoutes(router: ShapedRouter, routes: Route[], deps: AppDeps): void {
   for (const { spec, handler } of routes) {
-    const chain: RouterMiddleware<AppState>[] = [];
+    const chain: Handler[] = [];
     if (spec.websocket) chain.push(authenticateWebSocket(deps));
     else if (spec.auth !== 'none') chain.push(authenticate(spec.auth, deps, { bucket: spec.bucket, scope: spec.scope }));
     if (spec.scope) chain.push(requireScope(spec.scope));

@@ -2,7 +2,8 @@ import type { Middleware, Next } from 'koa';
 import type { AppContext, AppState } from '../context.ts';
 import type { HttpMethod } from './route.ts';
 
-type Handler = (ctx: AppContext, next: Next) => unknown;
+/** One step of a route's chain. */
+export type Handler = (ctx: AppContext, next: Next) => unknown;
 
 interface MountedRoute {
   path: string;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type Router from '@koa/router';
 import { createApp } from '../../api/app.ts';
+import type { ShapedRouter } from '../../api/routes/shaped-router.ts';
 import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
@@ -23,7 +23,7 @@ interface OpenApi {
 /** What the application's router really mounts, as "METHOD /path/{param}" (HEAD is GET's). */
 function mounted(): string[] {
   const app = createApp(api.deps);
-  const dispatch = app.middleware.find((m) => 'router' in m) as unknown as { router: Router } | undefined;
+  const dispatch = app.middleware.find((m) => 'router' in m) as unknown as { router: ShapedRouter } | undefined;
   assert.ok(dispatch, 'the app mounts a router');
   const out = new Set<string>();
   for (const layer of dispatch.router.stack) {
