@@ -1,7 +1,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { call } from '../helpers/http.ts';
@@ -27,14 +27,6 @@ async function exitOf(web: WebProcess, timeoutMs = 45_000) {
   }
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 interface WebProcess {
   child: ChildProcess;
   url: string;
@@ -48,7 +40,6 @@ interface WebProcess {
 
 /** Starts `node api/main.ts`; the process is killed when the test ends, however it ends. */
 async function startWeb(t: TestContext): Promise<WebProcess> {
-  const port = await freePort();
   const child = spawn(process.execPath, ['api/main.ts'], {
     cwd: ROOT,
     env: {
@@ -57,7 +48,9 @@ async function startWeb(t: TestContext): Promise<WebProcess> {
       REDIS_URL: process.env.REDIS_URL,
       NODE_ENV: 'development',
       HOST: '127.0.0.1',
-      PORT: String(port),
+      // A port of its own choosing, read from its "listening" line: one picked here and handed over
+      // could be taken by another test's process in between (EADDRINUSE seen in a CI rehearsal).
+      PORT: '0',
       PADDOCK_LOG_LEVEL: 'info',
       PADDOCK_JWT_SECRET: randomBytes(32).toString('hex'),
       PADDOCK_REDIS_PREFIX: `t${randomBytes(6).toString('hex')}`,
@@ -114,9 +107,9 @@ async function startWeb(t: TestContext): Promise<WebProcess> {
         }
       });
     });
-  const web: WebProcess = { child, url: `http://127.0.0.1:${port}`, port, logs, waitForLog, exited };
   await waitForLog('listening');
-  return web;
+  const url = String(logs.find((l) => l.msg === 'listening')?.url);
+  return { child, url, port: Number(new URL(url).port), logs, waitForLog, exited };
 }
 
 /** Reads from the socket until `predicate` holds for everything read so far. */
