@@ -19,7 +19,8 @@ export function startAttacker(script: string, args: string[]): Promise<ReadyAtta
   const output: string[] = [];
   const exited = new Promise<string>((resolve, reject) => {
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(output.join('\n')) : reject(new Error(`the attacker ${script} ${args[0] ?? ''} exited with ${code}`))));
+    // 'close', not 'exit': the last line of its output may still be on its way at 'exit'.
+    child.once('close', (code) => (code === 0 ? resolve(output.join('\n')) : reject(new Error(`the attacker ${script} ${args[0] ?? ''} exited with ${code}`))));
   });
   return new Promise((resolve, reject) => {
     let ready = false;
