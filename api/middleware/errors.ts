@@ -1,9 +1,7 @@
 import { ApiError, problemDocument } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { Socket } from 'node:net';
 import type { AppContext } from '../context.ts';
-import { bytesMoved } from '../../shared/reclaim.ts';
 
 const RETRY_AFTER_UNAVAILABLE_SECONDS = 5;
 
@@ -27,12 +25,6 @@ export function errorAnswerer(log: Logger): (ctx: AppContext, err: unknown) => v
     }
     ctx.status = apiError.status;
     ctx.set(apiError.headers);
-    // A refusal before the body was read (a 401, a 413, a bad shape) closes the connection once
-    // answered, instead of draining whatever the client goes on sending, however slowly.
-    if (!ctx.req.complete) {
-      ctx.set('Connection', 'close');
-      reclaimUnreadBody(ctx);
-    }
     // Every 503 says when to come back, whichever part of the code raised it.
     if (apiError.code === 'service_unavailable' && !ctx.response.get('Retry-After')) {
       ctx.set('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS));
@@ -40,18 +32,6 @@ export function errorAnswerer(log: Logger): (ctx: AppContext, err: unknown) => v
     ctx.type = 'application/problem+json';
     ctx.body = problemDocument(apiError, ctx.state.requestId);
   };
-}
-
-/**
- * Node reads what a refused body's client sent until the connection closes (the parser's buffer,
- * then the request's dump once answered), in chunks no code of ours sees: counted when the
- * connection ends, so that a scavenge frees them. Uncounted, a flood of refused large bodies (the
- * abuse bench: about a thousand a second) piled them up until V8's external-memory limit started
- * a full collection, five a second, each pausing the loop for the neighbours.
- */
-function reclaimUnreadBody(ctx: AppContext): void {
-  const socket = ctx.req.socket as Socket | null;
-  socket?.once('close', () => bytesMoved(socket.bytesRead));
 }
 
 function toApiError(err: unknown): ApiError {
