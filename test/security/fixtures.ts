@@ -94,14 +94,15 @@ export class Workspace {
     return res.body.id as string;
   }
 
-  /** A sandbox that may be destroyed: the same one until it is. */
+  /** A sandbox that may be destroyed: the same one until it is; running, so that no start of its own is under way meanwhile. */
   async victimSandboxId(): Promise<string> {
     if (this.victimSandbox) {
       const res = await call(this.url, 'GET', `/v1/sandboxes/${this.victimSandbox}`, { token: this.owner.key });
       if (res.body.state === 'active') return this.victimSandbox;
     }
-    const res = await call(this.url, 'POST', '/v1/sandboxes?wait=false', { token: this.owner.key, body: {} });
+    const res = await call(this.url, 'POST', '/v1/sandboxes', { token: this.owner.key, body: {} });
     assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.status, 'running', JSON.stringify(res.body));
     this.victimSandbox = res.body.id as string;
     return this.victimSandbox;
   }
