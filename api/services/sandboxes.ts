@@ -5,10 +5,11 @@ import { ApiError } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
-import { enqueue, enqueueAll, jobCatalogue, type JobRequest } from '../../shared/jobs/catalogue.ts';
+import { enqueue, enqueueAll, jobCatalogue, type JobPayload, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
 import { eventsStatement, recordedFrom, type NewEvent } from '../../shared/events/record.ts';
 import { presentSandbox } from '../presenters/sandbox.ts';
+import { withTransition } from '../../shared/events/ring.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { claimedFrom, claimWarmStatement, isPooled } from '../../shared/pool/warm-pool.ts';
 import { inBatchedTransaction, type Rows, type Statement } from '../../shared/db/batch.ts';
@@ -193,7 +194,7 @@ async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox, 
     const jobs: JobRequest[] = [
       warm
         ? { name: 'refill', payload: { image: sandbox.image } }
-        : { name: 'create', payload: { sandboxId: sandbox.id, image: sandbox.image, expiresAt: sandbox.expiresAt.toISOString() } },
+        : { name: 'create', payload: createPayload(sandbox) },
       { name: 'expire', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiresAt.getTime() - Date.now() },
     ];
     if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - Date.now() });
@@ -204,6 +205,17 @@ async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox, 
     if (!warm) await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.', deps.events);
     throw err;
   }
+}
+
+function createPayload(sandbox: Sandbox): JobPayload<'create'> {
+  return {
+    sandboxId: sandbox.id,
+    image: sandbox.image,
+    expiresAt: sandbox.expiresAt.toISOString(),
+    accountId: sandbox.accountId,
+    createdAt: sandbox.createdAt.toISOString(),
+    metadata: sandbox.metadata,
+  };
 }
 
 /** Marks the end of the first request with an idempotency key: retries now get its sandbox. */
@@ -225,14 +237,15 @@ const WAIT_POLL_MS = 500;
 
 /**
  * Waits (bounded) until the sandbox is `settled`, then answers it as it now is. The account's
- * events (rung right after the worker's commit) and the job's end say when to look; the row, read
- * again every half second as well, is the truth, so a message lost with Redis (restarted, or its
- * connection down) costs half a second, not the whole timeout. A failed job or a timeout still
- * ends in answering the row: it says what happened.
+ * events, rung right after the worker's commit, carry the sandbox's transitions: one that settles
+ * it is the answer, with no read. Otherwise the ring and the job's end say when to look at the row,
+ * read again every half second as well, so a message lost with Redis (restarted, or its connection
+ * down) costs half a second, not the whole timeout. A failed job or a timeout still ends in
+ * answering the row: it says what happened.
  */
 export async function waitForJob(
   deps: AppDeps,
-  { id: sandboxId, accountId }: Pick<Sandbox, 'id' | 'accountId'>,
+  base: Sandbox,
   jobId: string,
   timeoutMs: number,
   settled: (sandbox: Sandbox) => boolean,
@@ -247,9 +260,12 @@ export async function waitForJob(
   };
   deps.queueEvents.on('completed', onFinished);
   deps.queueEvents.on('failed', onFinished);
-  const rung = deps.eventHub.watch(accountId);
+  const { id: sandboxId, accountId } = base;
+  const rung = deps.eventHub.watch(accountId, sandboxId);
   try {
     for (;;) {
+      const heard = rung.heard();
+      if (heard && settled(withTransition(base, heard))) return withTransition(base, heard);
       const jobFinished = finished;
       let sandbox: Sandbox | null | undefined;
       try {

@@ -4,6 +4,7 @@ import type { Logger } from '../logger.ts';
 import { enqueueWebhookJobs } from '../jobs/webhooks.ts';
 import { settleWithin } from '../settle-within.ts';
 import type { RecordedEvent } from './types.ts';
+import { ringMessage } from './ring.ts';
 
 const ANNOUNCE_TIMEOUT_MS = 2000;
 
@@ -12,8 +13,8 @@ export const eventsChannel = (prefix: string) => `${prefix}:events`;
 
 /**
  * After a commit: starts the webhook fan-out of the new events (a dispatch job each) and rings
- * every API replica's event streams of the account (Redis pub/sub; the streams then read
- * PostgreSQL, the record). Best effort and bounded: with Redis away the transition still stands,
+ * every API replica's event streams and waits of the account (Redis pub/sub, ring.ts; the streams
+ * then read PostgreSQL, the record). Best effort and bounded: with Redis away the transition still stands,
  * the reaper sweep dispatches what was not, and the streams poll PostgreSQL anyway.
  */
 export class EventAnnouncer {
@@ -35,7 +36,7 @@ export class EventAnnouncer {
     const work = () =>
       Promise.all([
         // The ring first: a create or destroy waiting on it answers sooner, behind no job's scripts.
-        ...[...new Set(recorded.map((e) => e.accountId))].map((a) => this.redis.publish(eventsChannel(this.prefix), a)),
+        ...[...new Set(recorded.map((e) => e.accountId))].map((a) => this.redis.publish(eventsChannel(this.prefix), ringMessage(a, recorded))),
         enqueueWebhookJobs(this.queue, 'dispatch', recorded.map((e) => ({ eventId: e.id }))),
       ]);
     if (!(await settleWithin(this.redis, work, ANNOUNCE_TIMEOUT_MS))) {

@@ -57,14 +57,16 @@ export function eventsLockStatement(of: { accountId: string } | { sandboxId: str
  * holds their account's row locked already (FOR UPDATE or FOR NO KEY UPDATE, see recordEvent) and
  * sends it itself; `recordedFrom` reads its rows. `along`: the change the events report, written by
  * the same statement (its foreign keys are checked at the statement's end, so an event may name the
- * row it inserts).
+ * row it inserts). `when`: a query; the events are inserted only if it has a row (a change sent
+ * ahead in the same batch, whose outcome the statement cannot wait for).
  */
-export function eventsStatement(events: readonly NewEvent[], along?: Statement): { statement: Statement; ids: string[] } {
+export function eventsStatement(events: readonly NewEvent[], along?: Statement, when?: Statement): { statement: Statement; ids: string[] } {
   const accountId = events[0]?.accountId;
   if (events.some((e) => e.accountId !== accountId)) throw new Error('eventsStatement takes the events of one account');
   const ids = events.map(() => newId('evt'));
+  const values = `values ${events.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?)').join(', ')}`;
   const sql = `${along ? `with along as (${along.sql}) ` : ''}insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
-     values ${events.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?)').join(', ')}
+     ${when ? `select * from (${values}) as v where exists (${when.sql})` : values}
      on conflict do nothing
      returning seq, id, account_id, sandbox_id, type, data, created_at`;
   const params = [...(along?.params ?? []), ...events.flatMap((event, i) => [
@@ -75,7 +77,7 @@ export function eventsStatement(events: readonly NewEvent[], along?: Statement):
     JSON.stringify(event.data),
     event.dedupeKey ?? null,
     event.targetEndpointId ?? null,
-  ])];
+  ]), ...(when?.params ?? [])];
   return { statement: { sql, params }, ids };
 }
 

@@ -11,9 +11,21 @@ export const SANDBOX_QUEUE = 'sandboxes';
 const sandboxId = z.string().regex(/^sbx_[0-9a-z]{24}$/);
 
 export const jobCatalogue = {
-  /** Carries what the API decided (the resolved image, the cap's instant): the worker derives neither again. */
+  /**
+   * Carries what the API decided (the resolved image, the cap's instant): the worker derives neither
+   * again. And the row's other facts (its account, birth and metadata), so that a job taken at once
+   * needs no read of the row before the runtime's create; they are optional because a job queued by
+   * an API from before them has only the first three, and the worker then reads the row.
+   */
   create: {
-    payload: z.object({ sandboxId, image: z.string().min(1).max(512), expiresAt: z.iso.datetime() }),
+    payload: z.object({
+      sandboxId,
+      image: z.string().min(1).max(512),
+      expiresAt: z.iso.datetime(),
+      accountId: z.string().min(1).max(100).optional(),
+      createdAt: z.iso.datetime().optional(),
+      metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
+    }),
     attempts: 5,
     backoff: { type: 'exponential', delay: 500 },
     jobId: (p: { sandboxId: string }) => `create-${p.sandboxId}`,

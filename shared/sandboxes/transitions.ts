@@ -13,25 +13,28 @@ import { SANDBOX_COLUMNS, sandboxSnapshot, type SandboxRow } from './snapshot.ts
 // recorded in the same transaction (shared/events/record.ts): an event exists exactly when its
 // change does. `announcer` starts their delivery after the commit.
 
+/** What a pending sandbox's create knows of its row: enough to tell what sandbox.running reports. */
+export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'metadata' | 'created_at' | 'expires_at'>;
+
 /**
- * pending → running. False when the sandbox was meanwhile destroyed or is being destroyed. Two
- * round trips: the update with its account's lock (the event's order, see recordEvent), then the
- * event with the commit.
+ * pending → running. False when the sandbox was meanwhile destroyed or is being destroyed. One
+ * round trip: the update, its account's lock (the event's order, see recordEvent), and the event,
+ * inserted only where the update applied (its `ready_at` is this call's own), with the commit.
  */
-export async function markRunning(em: EntityManager, id: string, announcer?: EventAnnouncer): Promise<boolean> {
-  const events = await inBatchedTransaction(em, async (tx) => {
-    const [updated] = await tx.send([
-      { sql: `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning ${SANDBOX_COLUMNS}`, params: [new Date(), id] },
-      eventsLockStatement({ sandboxId: id }),
-    ]);
-    const row = updated?.[0] as SandboxRow | undefined;
-    if (!row) return undefined;
-    const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')]);
-    const [rows] = await tx.commitWith([statement]);
-    return recordedFrom(ids, rows);
-  });
-  if (!events) return false;
-  await announcer?.announce(events);
+export async function markRunning(em: EntityManager, sandbox: PendingSandbox, announcer?: EventAnnouncer): Promise<boolean> {
+  const readyAt = new Date();
+  const row: SandboxRow = { ...sandbox, state: 'active', status: 'running', ready_at: readyAt, destroyed_at: null, destroy_reason: null, failure_message: null };
+  const ours = { sql: `select 1 from sandboxes where id = ? and status = 'running' and ready_at = ?`, params: [sandbox.id, readyAt] };
+  const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')], undefined, ours);
+  const [updated, , rows] = await inBatchedTransaction(em, (tx) =>
+    tx.commitWith([
+      { sql: `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning id`, params: [readyAt, sandbox.id] },
+      eventsLockStatement({ accountId: sandbox.account_id }),
+      statement,
+    ]),
+  );
+  if (!updated?.length) return false;
+  await announcer?.announce(recordedFrom(ids, rows));
   return true;
 }
 

@@ -1,18 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Job } from 'bullmq';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
+import { assertEventsMatchTransitions } from '../helpers/events.ts';
+import { jobCatalogue, type JobPayload } from '../../shared/jobs/catalogue.ts';
 
-test('a create job that runs after its sandbox was destroyed leaves nothing of it in the runtime', async () => {
-  // No worker at first: the create job is held back until the destroy has run, as a retried job
-  // (its worker gone, say) can come after it.
+// A create job that runs after its sandbox was destroyed, as a retried job (its worker gone, say)
+// can. No worker at first: the create job is held back until the destroy has run.
+async function destroyedBeforeItsCreate(name: string) {
   const stack = await startSandboxStack({ workers: 0 });
-  const a = await newAccount(stack.url);
+  const a = await newAccount(stack.url, name);
   const { body: s } = await createSandbox(stack.url, a.key, '?wait=false');
   assert.equal(s.status, 'pending');
   const queue = stack.apis[0]!.deps.queue;
@@ -21,15 +23,45 @@ test('a create job that runs after its sandbox was destroyed leaves nothing of i
   await queued.remove();
   const del = await call(stack.url, 'DELETE', `/v1/sandboxes/${s.id}?wait=false`, { token: a.key });
   assert.equal(del.status, 200, JSON.stringify(del.body));
-
   const worker = await stack.addWorker();
   const ended = await waitForSandbox(stack.url, a.key, s.id, (x) => x.state === 'destroyed', 30_000);
   assert.equal(ended.status, 'terminated');
-  await queue.add('create', queued.data, { jobId, attempts: 1 });
-  const outcome = await eventually('the create job ended', 30_000, async () => {
-    const job = await Job.fromId(queue, jobId);
-    return job?.finishedOn ? (job.returnvalue as unknown) : undefined;
-  });
-  assert.equal(outcome, 'skipped');
-  assert.deepEqual((await worker.deps.runtime.list()).filter((h) => h.id === s.id), []);
+  const runAgain = async (data: JobPayload<'create'>) => {
+    await queue.add('create', data, { jobId, attempts: 1 });
+    return eventually('the create job ended', 30_000, async () => {
+      const job = await Job.fromId(queue, jobId);
+      return job?.finishedOn ? (job.returnvalue as unknown) : undefined;
+    });
+  };
+  const leftInRuntime = async () => (await worker.deps.runtime.list()).filter((h) => h.id === s.id);
+  const types = async () => {
+    const res = await call(stack.url, 'GET', '/v1/events', { token: a.key });
+    return (res.body.data as { type: string; data: { sandbox?: { id: string } } }[]).filter((e) => e.data.sandbox?.id === s.id).map((e) => e.type);
+  };
+  return { queued: queued.data as JobPayload<'create'>, runAgain, leftInRuntime, types, db: stack.apis[0]!.deps.pg, accountId: a.id };
+}
+
+test('a late create job (its sandbox born over a second before) reads the row first and makes nothing for a destroyed sandbox', async () => {
+  const t = await destroyedBeforeItsCreate('late-create');
+  const late = Date.parse(t.queued.createdAt!) + 1100 - Date.now();
+  if (late > 0) await sleep(late);
+  assert.equal(await t.runAgain(t.queued), 'skipped');
+  assert.deepEqual(await t.leftInRuntime(), []);
+  assert.deepEqual(await t.types(), ['sandbox.created', 'sandbox.destroyed']);
+});
+
+test('a create job from an API before the row facts were carried reads the row, as a late one does', async () => {
+  const t = await destroyedBeforeItsCreate('old-create');
+  const { sandboxId, image, expiresAt } = t.queued;
+  assert.equal(await t.runAgain({ sandboxId, image, expiresAt }), 'skipped');
+  assert.deepEqual(await t.leftInRuntime(), []);
+});
+
+test('a fresh create job overtaken by a destroy makes the sandbox, finds it destroyed, and undoes it: nothing left, no sandbox.running', async () => {
+  const t = await destroyedBeforeItsCreate('fresh-create');
+  // As if taken at once after its row was written: it does not read the row before the create.
+  assert.equal(await t.runAgain({ ...t.queued, createdAt: new Date().toISOString() }), 'destroyed-meanwhile');
+  assert.deepEqual(await t.leftInRuntime(), []);
+  assert.deepEqual(await t.types(), ['sandbox.created', 'sandbox.destroyed']);
+  await assertEventsMatchTransitions(t.db, { accountId: t.accountId });
 });

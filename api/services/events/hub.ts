@@ -4,6 +4,7 @@ import type { Logger } from '../../../shared/logger.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import { createQueueRedis } from '../../../shared/redis.ts';
 import { eventsChannel } from '../../../shared/events/announce.ts';
+import { parseRing, progressOf, type SandboxTransition } from '../../../shared/events/ring.ts';
 
 export interface StreamHandle {
   /** Resolves when the account's events may have changed, or after `ms` anyway. */
@@ -12,12 +13,20 @@ export interface StreamHandle {
   release(): void;
 }
 
+export interface WaitHandle extends StreamHandle {
+  /** The furthest transition of the watched sandbox that the ring has carried since the watch began. */
+  heard(): SandboxTransition | undefined;
+}
+
 interface Listener {
   wake: () => void;
   end: () => void;
   dirty: boolean;
   /** An event stream (counted against the cap), not a wait of the API's own. */
   stream: boolean;
+  /** A wait's sandbox, and the furthest of its transitions heard. */
+  sandboxId?: string;
+  heard?: SandboxTransition;
 }
 
 /**
@@ -48,7 +57,7 @@ export class EventHub {
         headers: { 'Retry-After': '5' },
       });
     }
-    return this.register(accountId, set, { end, stream: true });
+    return this.register(accountId, set, { wake: () => undefined, dirty: false, end, stream: true });
   }
 
   /**
@@ -56,13 +65,13 @@ export class EventHub {
    * which the worker announces before its job's completion reaches the API. Not a stream: not
    * counted against the cap, and not ended at shutdown (the wait has its deadline).
    */
-  watch(accountId: string): StreamHandle {
-    return this.register(accountId, this.listeners.get(accountId) ?? new Set<Listener>(), { end: () => undefined, stream: false });
+  watch(accountId: string, sandboxId: string): WaitHandle {
+    const listener: Listener = { wake: () => undefined, dirty: false, end: () => undefined, stream: false, sandboxId };
+    return { ...this.register(accountId, this.listeners.get(accountId) ?? new Set<Listener>(), listener), heard: () => listener.heard };
   }
 
-  private register(accountId: string, set: Set<Listener>, kind: Pick<Listener, 'end' | 'stream'>): StreamHandle {
+  private register(accountId: string, set: Set<Listener>, listener: Listener): StreamHandle {
     if (!this.closed) this.subscribe();
-    const listener: Listener = { wake: () => undefined, dirty: false, ...kind };
     set.add(listener);
     this.listeners.set(accountId, set);
     return {
@@ -102,8 +111,13 @@ export class EventHub {
     if (this.subscriber) return;
     const sub = createQueueRedis(this.config.REDIS_URL);
     sub.on('error', (err: Error) => this.log.warn({ err: err.message }, 'redis connection error (event streams)'));
-    sub.on('message', (_channel: string, accountId: string) => {
-      for (const l of this.listeners.get(accountId) ?? []) {
+    sub.on('message', (_channel: string, message: string) => {
+      const ring = parseRing(message);
+      if (!ring) return;
+      for (const l of this.listeners.get(ring.accountId) ?? []) {
+        for (const t of ring.sandboxes) {
+          if (t.id === l.sandboxId && (!l.heard || progressOf(t) >= progressOf(l.heard))) l.heard = t;
+        }
         l.dirty = true;
         l.wake();
       }
