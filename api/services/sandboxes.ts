@@ -38,7 +38,8 @@ const IN_PROGRESS_WINDOW_MS = 2 * 60 * 1000;
 /**
  * Checks both quotas and records the new sandbox in one transaction that locks the account row,
  * so concurrent creates through any number of API replicas see each other's sandboxes: the caps
- * hold exactly. Only then are the jobs enqueued; nothing is created or billed on a refusal.
+ * hold exactly. The jobs are enqueued once the quotas have held; nothing is created or billed on a
+ * refusal.
  */
 export async function createSandbox(
   deps: AppDeps,
@@ -51,6 +52,8 @@ export async function createSandbox(
   await refuseProtectedEnv(deps.pg, accountId, input.env);
   const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
 
+  // Settles to the error of the enqueue, if it failed.
+  let queued: Promise<unknown> = Promise.resolve(undefined);
   // Two round trips: the lock with everything read under it, then the writes with the commit.
   const outcome = await inBatchedTransaction(em, async (tx) => {
     const pooled = isPooled(deps.config, deps.runtime, image);
@@ -73,6 +76,11 @@ export async function createSandbox(
     refuseOverQuota(limitsOf(overrides, deps.config), usageFrom(usage ?? []));
     const warm = claim && claimedFrom(claim);
     const sandbox = newSandboxRow(deps, accountId, image, input, warm);
+    // A new sandbox's jobs go out beside the commit, not after it: the quotas held, and a fresh
+    // create job reads no row before the runtime's create (workers/processors/create-sandbox.ts), so
+    // the worker starts a round trip sooner. Should the commit fail, the job finds no row once its
+    // create is done, and undoes it.
+    if (!warm) queued = enqueueAll(deps.queue, sandboxJobs(sandbox, false)).then(() => undefined, (err: unknown) => err ?? new Error('not queued'));
     const events: NewEvent[] = [
       {
         accountId,
@@ -99,21 +107,22 @@ export async function createSandbox(
 
   // A replay answers the first request's sandbox as it is now; a new one is the row just written.
   const sandbox = outcome.sandbox ?? (await em.findOneOrFail(Sandbox, { id: outcome.sandboxId }, { disableIdentityMap: true }));
-  if (!outcome.replayed) {
-    // Independent Redis work, side by side: the sandbox's jobs (first: a worker starts on the create
-    // job as soon as it lands, behind the synchronous work of the fan-out), and the events. A new
-    // sandbox waits for them (without its create job it would never start). A claimed one runs
-    // already and is answered at once: should this process die before its jobs are queued, the
-    // reaper's sweep still ends it at its cap, warns before, and refills the pool, and the events
-    // sweep still delivers its events.
-    const after = () => Promise.all([scheduleJobs(deps, em, sandbox, outcome.warm === true), deps.events.announce(outcome.created ?? [])]);
-    // Once the answer is written: begun at once, their synchronous part (the jobs' scripts and
-    // payloads) ran ahead of the answer, in the microtasks before it.
-    if (!outcome.warm) await after();
-    else {
-      const unqueued = (err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, "a claimed sandbox's jobs or events were not queued; the sweeps will see to them");
-      setImmediate(() => void after().catch(unqueued));
+  if (!outcome.replayed && !outcome.warm) {
+    // A new sandbox waits for its jobs: without its create job it would never start. Failing that,
+    // its quota is released at once, and the request says so.
+    const [unqueued] = await Promise.all([queued, deps.events.announce(outcome.created ?? [])]);
+    if (unqueued) {
+      await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.', deps.events);
+      throw unqueued;
     }
+  } else if (!outcome.replayed) {
+    // A claimed one runs already and is answered at once, its jobs and events queued once the
+    // answer is written (their synchronous part, the scripts and payloads, runs ahead of it in the
+    // microtasks before it). Should this process die before they are queued, the reaper's sweep
+    // still ends it at its cap, warns before, and refills the pool, and the events sweep still
+    // delivers its events.
+    const unqueued = (err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, "a claimed sandbox's jobs or events were not queued; the sweeps will see to them");
+    setImmediate(() => void Promise.all([enqueueAll(deps.queue, sandboxJobs(sandbox, true)), deps.events.announce(outcome.created ?? [])]).catch(unqueued));
   }
   return { sandbox, replayed: outcome.replayed };
 }
@@ -188,23 +197,14 @@ function newSandboxRow(deps: AppDeps, accountId: string, image: string, input: C
   };
 }
 
-async function scheduleJobs(deps: AppDeps, em: EntityManager, sandbox: Sandbox, warm: boolean): Promise<void> {
-  try {
-    // A claimed pooled sandbox runs already: its pool is refilled instead. One round trip for all.
-    const jobs: JobRequest[] = [
-      warm
-        ? { name: 'refill', payload: { image: sandbox.image } }
-        : { name: 'create', payload: createPayload(sandbox) },
-      { name: 'expire', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiresAt.getTime() - Date.now() },
-    ];
-    if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - Date.now() });
-    await enqueueAll(deps.queue, jobs);
-  } catch (err) {
-    // Without its jobs a new sandbox would never start: release its quota at once and say so. A
-    // claimed one runs, and has been answered as running.
-    if (!warm) await markDestroyed(em, sandbox.id, 'failed', 'The sandbox could not be scheduled.', deps.events);
-    throw err;
-  }
+/** A new sandbox's jobs, enqueued in one round trip: a claimed pooled one runs already, and its pool is refilled instead of a create. */
+function sandboxJobs(sandbox: Sandbox, warm: boolean): JobRequest[] {
+  const jobs: JobRequest[] = [
+    warm ? { name: 'refill', payload: { image: sandbox.image } } : { name: 'create', payload: createPayload(sandbox) },
+    { name: 'expire', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiresAt.getTime() - Date.now() },
+  ];
+  if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - Date.now() });
+  return jobs;
 }
 
 function createPayload(sandbox: Sandbox): JobPayload<'create'> {
