@@ -11,7 +11,7 @@ import { newAccount } from '../helpers/accounts.ts';
 // they cannot be, the sandbox would never start: it is ended at once, its quota released, and the
 // request says so; nothing is left pending.
 
-test('a create whose jobs cannot be queued answers an error, and its sandbox is failed at once, holding no quota', async () => {
+test('a create whose jobs cannot be queued answers 503, and its sandbox is failed at once, holding no quota', async () => {
   const api = await startTestApi({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '1' } });
   const a = await newAccount(api.url, 'unscheduled');
   // The sandbox queue on a Redis that is not there (a closed loopback port); the request path's
@@ -26,8 +26,8 @@ test('a create whose jobs cannot be queued answers an error, and its sandbox is 
     gone.disconnect();
   });
   const res = await call(api.url, 'POST', '/v1/sandboxes?wait=false', { token: a.key, body: {} });
-  assert.ok(res.status >= 500 && res.status < 600, `${res.status} ${JSON.stringify(res.body)}`);
-  assert.equal(typeof res.body.code, 'string');
+  assert.equal(res.status, 503, JSON.stringify(res.body));
+  assert.equal(res.body.code, 'service_unavailable');
   assert.doesNotMatch(JSON.stringify(res.body), /redis|bull|stack/i);
   const list = await call(api.url, 'GET', '/v1/sandboxes?state=all', { token: a.key });
   assert.equal(list.status, 200);
