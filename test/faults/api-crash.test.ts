@@ -81,34 +81,30 @@ async function loop(web: string, a: TestAccount, sent: Sent[]): Promise<void> {
 test('a web killed after committing a sandbox, before enqueuing its jobs: the sweep fails it and frees its quota', { timeout: 170_000 }, async () => {
   const a = await newAccount(replicas.url, 'window');
   await replicas.db.query('update accounts set concurrent_sandboxes_limit = 1 where id = $1', [a.id]);
-  // Instrument the private database: inserting a "pause-" idempotency key waits on an advisory
-  // lock the test holds, so the create can be held inside its transaction.
-  const lockId = 7_361_999;
-  await replicas.db.query(`create or replace function paddock_test_pause() returns trigger language plpgsql as
-    $$ begin perform pg_advisory_xact_lock_shared(${lockId}); return new; end $$`);
-  await replicas.db.query(`create or replace trigger paddock_test_pause after insert on idempotency_keys
-    for each row when (new.key like 'pause-%') execute function paddock_test_pause()`);
   const holder = await replicas.db.connect();
-  // The create goes from its commit straight to Redis: writes paused on the test's own Redis hold
-  // it there, committed and not yet enqueued.
+  // The create enqueues its jobs once its first batch (the account's row locked, the quotas read)
+  // has answered, beside its commit: the test holds the account's row so the create waits in that
+  // batch, then pauses writes on the test's own Redis, so that the create commits and its enqueue
+  // waits.
   const admin = new Redis(redisServer.url);
   const blockedBy = async (pid: number) =>
     (await replicas.db.query<{ pid: number; query: string }>('select pid, query from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [pid])).rows;
   try {
     const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-    await holder.query('select pg_advisory_lock($1)', [lockId]);
+    await holder.query('begin');
+    await holder.query('select id from accounts where id = $1 for update', [a.id]);
 
     const web = replicas.webs[0]!;
-    const request = call(web.url, 'POST', '/v1/sandboxes?wait=false', { token: a.key, body: {}, headers: { 'idempotency-key': 'pause-1' } }).then(
+    const request = call(web.url, 'POST', '/v1/sandboxes?wait=false', { token: a.key, body: {} }).then(
       (res) => ({ status: res.status, error: undefined }),
       (err: unknown) => ({ status: undefined, error: String(err) }),
     );
-    // 1. The create holds its row inside its transaction, waiting on the trigger.
+    // 1. The create waits in its transaction's first batch for the account's row.
     await eventually('the create waiting in its transaction', 20_000, async () => ((await blockedBy(holderPid)).length ? true : undefined));
-    // 2. Redis stops taking writes (its own reads, the rate limit's included, are done); the
-    //    create then commits, and its enqueue waits.
+    // 2. Redis stops taking writes (the rate limit's are done); the create then commits, and its
+    //    enqueue waits.
     await admin.call('client', 'pause', '120000', 'WRITE');
-    await holder.query('select pg_advisory_unlock($1)', [lockId]);
+    await holder.query('commit');
     await eventually('the create committed', 20_000, async () => ((await sandboxRows(replicas.db, [a.id])).length ? true : undefined));
     await sleep(200);
     // 3. Now kill it: committed, never enqueued.
@@ -119,7 +115,7 @@ test('a web killed after committing a sandbox, before enqueuing its jobs: the sw
   } finally {
     await admin.call('client', 'unpause').catch(() => undefined);
     admin.disconnect();
-    await holder.query('select pg_advisory_unlock_all()').catch(() => undefined);
+    await holder.query('rollback').catch(() => undefined);
     holder.release();
   }
 

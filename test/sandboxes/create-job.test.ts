@@ -65,3 +65,47 @@ test('a fresh create job overtaken by a destroy makes the sandbox, finds it dest
   assert.deepEqual(await t.types(), ['sandbox.created', 'sandbox.destroyed']);
   await assertEventsMatchTransitions(t.db, { accountId: t.accountId });
 });
+
+test("a create job that outruns its create's commit waits for it and runs the sandbox, instead of undoing it", async () => {
+  const stack = await startSandboxStack();
+  const a = await newAccount(stack.url, 'outrun-commit');
+  const db = stack.apis[0]!.deps.pg;
+  // The create's jobs leave once its first batch has answered; its second batch (the rows and the
+  // commit) is held here by a trigger on its idempotency key that waits on the test's advisory lock.
+  const lockId = 7_362_017;
+  const holder = await db.connect();
+  await db.query(`create or replace function paddock_test_hold_create() returns trigger language plpgsql as
+    $$ begin perform pg_advisory_xact_lock_shared(${lockId}); return new; end $$`);
+  await db.query(`create or replace trigger paddock_test_hold_create after insert on idempotency_keys
+    for each row when (new.key like 'outrun-commit-%') execute function paddock_test_hold_create()`);
+  try {
+    await holder.query('select pg_advisory_lock($1)', [lockId]);
+    const request = call(stack.url, 'POST', '/v1/sandboxes?wait=false', { token: a.key, body: {}, headers: { 'idempotency-key': 'outrun-commit-1' } });
+    // The worker has made the sandbox, and its markRunning waits for the create's transaction.
+    await eventually('the worker waiting for the create to commit', 30_000, async () => {
+      const { rows } = await db.query(
+        "select 1 from pg_stat_activity where cardinality(pg_blocking_pids(pid)) > 0 and query like '%set status = ''running''%' and query not like '%pg_stat_activity%'",
+      );
+      return rows.length ? true : undefined;
+    });
+    await holder.query('select pg_advisory_unlock($1)', [lockId]);
+    const created = await request;
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.id as string;
+    const queue = stack.apis[0]!.deps.queue;
+    const jobId = jobCatalogue.create.jobId({ sandboxId: id });
+    const ended = await eventually('the create job ended', 30_000, async () => {
+      const job = await Job.fromId(queue, jobId);
+      return job?.finishedOn ? { returned: job.returnvalue as unknown } : undefined;
+    });
+    assert.equal(ended.returned, 'running');
+    const running = await waitForSandbox(stack.url, a.key, id, (x) => x.status !== 'pending', 5_000);
+    assert.equal(running.status, 'running');
+    const exec = await call(stack.url, 'POST', `/v1/sandboxes/${running.id}/exec`, { token: a.key, body: { command: 'echo made' } });
+    assert.equal(exec.body.stdout, 'made\n');
+  } finally {
+    await holder.query('select pg_advisory_unlock_all()').catch(() => undefined);
+    holder.release();
+    await db.query('drop trigger if exists paddock_test_hold_create on idempotency_keys');
+  }
+});
