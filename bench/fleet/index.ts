@@ -90,7 +90,8 @@ export const fleetBenchmark: Benchmark = {
       clearInterval(progress);
       const drainedMs = Date.now() - startedAt - SECONDS * 1000;
       const windowOnly = samples.filter((s) => s.startedAt < startedAt + SECONDS * 1000);
-      const responsiveness = (await watcher?.finish(windowOnly.filter((s) => familyOf(s.route) === 'sandbox lifecycle'))) ?? [];
+      const window = { startedAt, agents: accounts.length, requests: windowOnly.length, seconds: SECONDS };
+      const responsiveness = (await watcher?.finish(windowOnly.filter((s) => familyOf(s.route) === 'sandbox lifecycle'), window)) ?? [];
 
       const cpuAfter = processCpu(pids);
       const busy = machineBusySeconds() - busyBefore;

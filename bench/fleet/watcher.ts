@@ -15,9 +15,20 @@ const GET_GOAL_P99_MS = 50;
 const LIFECYCLE_GOAL_P99_MS = 1000;
 const READ_EVERY_MS = 100;
 
+/** The fleet's window: its start (ms since the epoch), its agents, and the requests started in it. */
+export interface Window {
+  startedAt: number;
+  agents: number;
+  requests: number;
+  seconds: number;
+}
+
+/** Lifecycle requests started this long after the window's start are past its opening burst. */
+const OPENING_MS = 10_000;
+
 export interface Watcher {
   /** Stops reading, ends the spinners, destroys both accounts' sandboxes; the rows. */
-  finish(lifecycle: Sample[]): Promise<BenchRow[]>;
+  finish(lifecycle: Sample[], window: Window): Promise<BenchRow[]>;
 }
 
 async function sandboxOf(url: string, key: string): Promise<string> {
@@ -55,7 +66,7 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
   })();
 
   return {
-    async finish(lifecycle) {
+    async finish(lifecycle, window) {
       reading = false;
       await readLoop;
       const spun = await Promise.all(spins);
@@ -76,7 +87,31 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
           figures: { n: served.length, 'p50 ms': percentile(served, 50), 'p99 ms': percentile(served, 99), 'max ms': percentile(served, 100), failed: 0 },
           goal: { text: `p99 < ${LIFECYCLE_GOAL_P99_MS} ms`, met: percentile(served, 99) < LIFECYCLE_GOAL_P99_MS },
         },
+        closedLoopRow(lifecycle, window),
       ];
+    },
+  };
+}
+
+/**
+ * What the fleet's shape alone implies. Its agents send their next request as soon as one is
+ * answered, so by Little's law the mean time a request takes is the agents over the requests
+ * served a second, whatever the code; and every agent starts with a create, so the window opens
+ * with that many creates at once. The lifecycle's p99 past the opening shows the steady state.
+ */
+function closedLoopRow(lifecycle: Sample[], window: Window): BenchRow {
+  const served = (list: Sample[]) => list.filter((s) => s.status !== 429 && s.status !== 0).map((s) => s.ms);
+  const opening = lifecycle.filter((s) => s.startedAt < window.startedAt + OPENING_MS);
+  const later = lifecycle.filter((s) => s.startedAt >= window.startedAt + OPENING_MS);
+  const perSecond = window.requests / window.seconds;
+  return {
+    table: "what the fleet's shape implies",
+    subject: `the closed loop: ${window.agents} agents, no think time`,
+    figures: {
+      'agents / req/s, ms': perSecond > 0 ? Math.round((window.agents / perSecond) * 1000) : NaN,
+      [`lifecycle started in the first ${OPENING_MS / 1000} s`]: opening.length,
+      'their p99 ms': percentile(served(opening), 99),
+      'lifecycle p99 after them, ms': percentile(served(later), 99),
     },
   };
 }
