@@ -16,8 +16,13 @@ export function familyOf(route: string): string {
   return FAMILIES[route] ?? (route.includes('/files') ? 'files' : 'other');
 }
 
+/** The latencies of the requests served: a fast 429, or no answer, does not flatter a percentile. */
+export function servedMs(samples: Sample[]): number[] {
+  return samples.filter((s) => s.status !== 429 && s.status !== 0).map((s) => s.ms);
+}
+
 function figures(samples: Sample[], seconds: number): Record<string, number> {
-  const served = samples.filter((s) => s.status !== 429 && s.status !== 0).map((s) => s.ms);
+  const served = servedMs(samples);
   const count = (pred: (s: Sample) => boolean) => samples.filter(pred).length;
   return {
     requests: samples.length,

@@ -3,6 +3,7 @@ import { call, percentile } from '../stack.ts';
 import { signUp } from '../targets.ts';
 import type { BenchRow } from '../types.ts';
 import type { Sample } from './agent.ts';
+import { servedMs } from './tally.ts';
 
 // Issue 17's responsiveness goal: while sandboxes keep every core busy, the control plane still
 // answers. Beside the fleet, accounts spin a busy loop in a sandbox per core (each sandbox
@@ -72,7 +73,7 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
       const spun = await Promise.all(spins);
       for (const { key, id } of [{ key: reader.key, id: readBox }, ...spinBoxes]) await call(url, key, 'DELETE', `/v1/sandboxes/${id}`);
       const table = `responsiveness with every core busy in sandboxes (${spinners} busy loops; sandboxes as ${claim})`;
-      const served = lifecycle.filter((s) => s.status !== 429 && s.status !== 0).map((s) => s.ms);
+      const served = servedMs(lifecycle);
       return [
         {
           table,
@@ -95,12 +96,11 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
 
 /**
  * What the fleet's shape alone implies. Its agents send their next request as soon as one is
- * answered, so by Little's law the mean time a request takes is the agents over the requests
- * served a second, whatever the code; and every agent starts with a create, so the window opens
+ * answered (a 429 waited out first), so by Little's law the mean time a request takes is the
+ * agents over the requests answered a second, whatever the code; and every agent starts with a create, so the window opens
  * with that many creates at once. The lifecycle's p99 past the opening shows the steady state.
  */
 function closedLoopRow(lifecycle: Sample[], window: Window): BenchRow {
-  const served = (list: Sample[]) => list.filter((s) => s.status !== 429 && s.status !== 0).map((s) => s.ms);
   const opening = lifecycle.filter((s) => s.startedAt < window.startedAt + OPENING_MS);
   const later = lifecycle.filter((s) => s.startedAt >= window.startedAt + OPENING_MS);
   const perSecond = window.requests / window.seconds;
@@ -110,8 +110,8 @@ function closedLoopRow(lifecycle: Sample[], window: Window): BenchRow {
     figures: {
       'agents / req/s, ms': perSecond > 0 ? Math.round((window.agents / perSecond) * 1000) : NaN,
       [`lifecycle started in the first ${OPENING_MS / 1000} s`]: opening.length,
-      'their p99 ms': percentile(served(opening), 99),
-      'lifecycle p99 after them, ms': percentile(served(later), 99),
+      'their p99 ms': percentile(servedMs(opening), 99),
+      'lifecycle p99 after them, ms': percentile(servedMs(later), 99),
     },
   };
 }
