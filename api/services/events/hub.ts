@@ -57,7 +57,7 @@ export class EventHub {
         headers: { 'Retry-After': '5' },
       });
     }
-    return this.register(accountId, set, { wake: () => undefined, dirty: false, end, stream: true });
+    return this.register(accountId, set, { end, stream: true }).handle;
   }
 
   /**
@@ -66,15 +66,16 @@ export class EventHub {
    * counted against the cap, and not ended at shutdown (the wait has its deadline).
    */
   watch(accountId: string, sandboxId: string): WaitHandle {
-    const listener: Listener = { wake: () => undefined, dirty: false, end: () => undefined, stream: false, sandboxId };
-    return { ...this.register(accountId, this.listeners.get(accountId) ?? new Set<Listener>(), listener), heard: () => listener.heard };
+    const { handle, listener } = this.register(accountId, this.listeners.get(accountId) ?? new Set<Listener>(), { end: () => undefined, stream: false, sandboxId });
+    return { ...handle, heard: () => listener.heard };
   }
 
-  private register(accountId: string, set: Set<Listener>, listener: Listener): StreamHandle {
+  private register(accountId: string, set: Set<Listener>, kind: Pick<Listener, 'end' | 'stream' | 'sandboxId'>): { handle: StreamHandle; listener: Listener } {
     if (!this.closed) this.subscribe();
+    const listener: Listener = { wake: () => undefined, dirty: false, ...kind };
     set.add(listener);
     this.listeners.set(accountId, set);
-    return {
+    const handle: StreamHandle = {
       changed: (ms) =>
         new Promise<void>((resolve) => {
           if (listener.dirty) {
@@ -96,6 +97,7 @@ export class EventHub {
         if (set.size === 0) this.listeners.delete(accountId);
       },
     };
+    return { handle, listener };
   }
 
   /** Ends every stream (shutdown) and the subscription. */
