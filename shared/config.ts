@@ -84,6 +84,8 @@ export const configSchema = z.object({
   PADDOCK_WARM_POOL_IMAGES: z.string().default(''),
   /** A pooled sandbox not claimed this long is replaced by a fresh one. */
   PADDOCK_WARM_POOL_MAX_AGE_SECONDS: int(60).default(3600),
+  /** Pooled sandboxes of one image a refill starts at once. */
+  PADDOCK_WARM_POOL_REFILL_CONCURRENCY: int(1, 64).default(4),
   PADDOCK_WORKER_CONCURRENCY: int(1, 1000).default(20),
   /** Port of the worker's /metrics and /healthz; 0 picks a free one. */
   PADDOCK_WORKER_METRICS_PORT: int(0, 65535).default(0),

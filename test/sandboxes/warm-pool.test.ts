@@ -8,6 +8,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { createSandboxQueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 
 // The warm pool (issue 17): sandboxes started ahead of demand, of no account, claimed by creates.
@@ -121,4 +122,37 @@ test('a pooled sandbox that stops running in the pool is replaced, never handed 
   assert.notEqual(res.body.id, victim);
   assert.equal((await exec(a.key, res.body.id, 'echo alive')).body.stdout, 'alive\n');
   await call(stack.url, 'DELETE', `/v1/sandboxes/${res.body.id}?wait=false`, { token: a.key });
+});
+
+test('a drained pool refills several starts at once, not one after another', async () => {
+  await fullPool();
+  const deployment = stack.config.PADDOCK_REDIS_PREFIX;
+  // Each pooled sandbox, once its runtime sandbox runs, is held before it is marked ready: a refill
+  // that started them one after another would never have two starting at once.
+  const lockId = 7_362_117;
+  const holder = new pg.Client({ connectionString: stack.config.DATABASE_URL });
+  await holder.connect();
+  await stack.sql(`create or replace function paddock_test_hold_pool_ready() returns trigger language plpgsql as
+    $$ begin perform pg_advisory_xact_lock_shared(${lockId}); return new; end $$`);
+  await stack.sql(`create or replace trigger paddock_test_hold_pool_ready before update on warm_sandboxes
+    for each row when (new.deployment = '${deployment}' and new.status = 'ready') execute function paddock_test_hold_pool_ready()`);
+  try {
+    await holder.query('select pg_advisory_lock($1)', [lockId]);
+    // Drained at once, as the sweep takes dead sandboxes out: the next refill finds the whole pool missing.
+    const drained = (await stack.sql('delete from warm_sandboxes where deployment = $1 returning id', [deployment])) as { id: string }[];
+    assert.equal(drained.length, POOL);
+    for (const { id } of drained) await stack.runtime.destroy(id);
+    const starting = await eventually(`${POOL} pooled sandboxes running at once, each waiting to be marked ready`, 30_000, async () => {
+      const rows = (await warmRows()).filter((r) => r.status === 'starting');
+      if (rows.length !== POOL) return undefined;
+      for (const r of rows) if ((await stack.runtime.get(r.id))?.status !== 'running') return undefined;
+      return rows.map((r) => r.id);
+    }, 50);
+    await holder.query('select pg_advisory_unlock($1)', [lockId]);
+    assert.deepEqual((await fullPool()).sort(), starting.sort());
+  } finally {
+    await holder.query('select pg_advisory_unlock_all()').catch(() => undefined);
+    await holder.end();
+    await stack.sql('drop trigger if exists paddock_test_hold_pool_ready on warm_sandboxes');
+  }
 });

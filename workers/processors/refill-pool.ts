@@ -8,31 +8,43 @@ import type { WorkerDeps } from '../context.ts';
 /**
  * Starts pooled sandboxes of one image until the pool holds PADDOCK_WARM_POOL_SIZE of them
  * (starting or ready). One runs per image at a time (its job id), and it counts again after each
- * start, so claims made meanwhile are made good in the same run.
+ * round of starts, so claims made meanwhile are made good in the same run.
  */
 export async function refillPoolJob(job: Job, deps: WorkerDeps): Promise<string> {
   const { image } = parsePayload('refill', job.data);
   const deployment = deploymentOf(deps.config);
   let started = 0;
   for (;;) {
-    const em = deps.orm.em.fork();
-    const [{ held } = { held: 0 }] = await em.execute<{ held: number }[]>(`select count(*)::int as held from warm_sandboxes where deployment = ? and image = ?`, [deployment, image]);
-    if (held >= deps.config.PADDOCK_WARM_POOL_SIZE) return `started ${started}`;
-    const id = newId('sbx');
-    // The row first: a crash between it and the runtime leaves a row the sweep removes, never a
-    // runtime sandbox the sweep cannot tell from an orphan.
-    await em.execute(`insert into warm_sandboxes (id, deployment, image, status) values (?, ?, ?, 'starting')`, [id, deployment, image]);
-    try {
-      // Its cap starts at the claim: the runtime's own backstop allows the longest wait in the
-      // pool and a whole session after it.
-      const capSeconds = deps.config.PADDOCK_WARM_POOL_MAX_AGE_SECONDS + deps.config.PADDOCK_SESSION_CAP_SECONDS;
-      await deps.runtime.create({ id, accountId: POOL_ACCOUNT, image, capSeconds }, { timeoutMs: deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000 });
-    } catch (err) {
-      await em.execute(`delete from warm_sandboxes where id = ?`, [id]);
-      await deps.runtime.destroy(id).catch(() => undefined);
-      throw err;
-    }
-    await em.execute(`update warm_sandboxes set status = 'ready', ready_at = now() where id = ?`, [id]);
-    started++;
+    const [{ held } = { held: 0 }] = await deps.orm.em
+      .fork()
+      .execute<{ held: number }[]>(`select count(*)::int as held from warm_sandboxes where deployment = ? and image = ?`, [deployment, image]);
+    const missing = deps.config.PADDOCK_WARM_POOL_SIZE - held;
+    if (missing <= 0) return `started ${started}`;
+    // Several starts at once: a pod takes seconds to start (a local sandbox too on a busy host), and
+    // a pool drained by a burst of creates would otherwise come back one start at a time.
+    const round = await Promise.allSettled(Array.from({ length: Math.min(missing, deps.config.PADDOCK_WARM_POOL_REFILL_CONCURRENCY) }, () => startPooled(deps, deployment, image)));
+    started += round.filter((r) => r.status === 'fulfilled').length;
+    const failed = round.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
+}
+
+/** One pooled sandbox, from its row to its runtime sandbox ready; nothing of it left if it fails. */
+async function startPooled(deps: WorkerDeps, deployment: string, image: string): Promise<void> {
+  const em = deps.orm.em.fork();
+  const id = newId('sbx');
+  // The row first: a crash between it and the runtime leaves a row the sweep removes, never a
+  // runtime sandbox the sweep cannot tell from an orphan.
+  await em.execute(`insert into warm_sandboxes (id, deployment, image, status) values (?, ?, ?, 'starting')`, [id, deployment, image]);
+  try {
+    // Its cap starts at the claim: the runtime's own backstop allows the longest wait in the
+    // pool and a whole session after it.
+    const capSeconds = deps.config.PADDOCK_WARM_POOL_MAX_AGE_SECONDS + deps.config.PADDOCK_SESSION_CAP_SECONDS;
+    await deps.runtime.create({ id, accountId: POOL_ACCOUNT, image, capSeconds }, { timeoutMs: deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000 });
+  } catch (err) {
+    await em.execute(`delete from warm_sandboxes where id = ?`, [id]);
+    await deps.runtime.destroy(id).catch(() => undefined);
+    throw err;
+  }
+  await em.execute(`update warm_sandboxes set status = 'ready', ready_at = now() where id = ?`, [id]);
 }
