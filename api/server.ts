@@ -34,7 +34,7 @@ export async function startApi(
   options: { log?: Logger; extraRoutes?: Route[]; kubeConfig?: KubeConfig } = {},
 ): Promise<RunningApi> {
   const log = options.log ?? createLogger(config.PADDOCK_LOG_LEVEL, 'web');
-  const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
+  const orm = await openOrm(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX, 'fixed');
   const redis = createRequestRedis(config.REDIS_URL);
   // Enqueuing fails fast too, on a connection of its own: BullMQ defines its scripts (dozens) on
   // the connection it is given, and ioredis copies every script a connection has onto each

@@ -8,15 +8,24 @@ import { migrationsList } from '../../migrations/index.ts';
 
 export type { MikroORM };
 
-export function ormOptions(databaseUrl: string, poolMax = 10): Options {
+export function ormOptions(databaseUrl: string, poolMax = 10, pool: PoolShape = 'grows'): Options {
+  // The URL's application_name names the ORM's connections too (the ORM reads only host, port,
+  // user, password and database from it): pg_stat_activity then tells each process's apart.
+  const applicationName = new URL(databaseUrl).searchParams.get('application_name');
   return {
     clientUrl: databaseUrl,
     entities,
     extensions: [Migrator],
     discovery: { warnWhenNoEntities: false },
-    pool: { min: warmConnections(poolMax), max: poolMax },
+    pool: { min: pool === 'fixed' ? poolMax : warmConnections(poolMax), max: poolMax },
     // Queries fail instead of waiting forever when the database is unreachable or stuck.
-    driverOptions: { connectionTimeoutMillis: 3000, statement_timeout: 30_000, query_timeout: 35_000, onPoolCreated: releaseOnFailedBegin },
+    driverOptions: {
+      connectionTimeoutMillis: 3000,
+      statement_timeout: 30_000,
+      query_timeout: 35_000,
+      onPoolCreated: releaseOnFailedBegin,
+      ...(applicationName ? { application_name: applicationName } : {}),
+    },
     migrations: {
       migrationsList,
       tableName: 'paddock_migrations',
@@ -30,7 +39,13 @@ export function ormOptions(databaseUrl: string, poolMax = 10): Options {
 }
 
 /**
- * Connections a pool keeps open however idle it is. A new one costs a TCP handshake, a password
+ * `fixed`: every connection opened at start and none closed for being idle, as the read pool's
+ * (openReadPool); an API process's ORM pool is so. `grows`: a few kept open, more opened on demand.
+ */
+export type PoolShape = 'fixed' | 'grows';
+
+/**
+ * Connections a growing pool keeps open however idle it is. A new one costs a TCP handshake, a password
  * exchange and a backend process: milliseconds on a quiet host, and up to a second on a busy one
  * (`npm run bench:load`: a GET that found its web's pool empty waited 995 ms for its connection).
  */
@@ -70,8 +85,23 @@ export async function ormPool(em: EntityManager): Promise<pg.Pool> {
   return (await em.getConnection().getNativeClient()) as pg.Pool;
 }
 
-export async function openOrm(databaseUrl: string, poolMax?: number): Promise<MikroORM> {
-  return MikroORM.init(ormOptions(databaseUrl, poolMax));
+/**
+ * A fixed pool (an API process's) is opened whole in the background: a process whose database is
+ * down still starts. Under `npm run bench:load` a destroy whose web's ORM pool opened a connection
+ * on demand waited 3 s for PostgreSQL to start its backend on the saturated cores, and answered
+ * 503 (docs/benchmarks.md, 2026-11-25, seventh session).
+ */
+export async function openOrm(databaseUrl: string, poolMax = 10, pool: PoolShape = 'grows'): Promise<MikroORM> {
+  const orm = await MikroORM.init(ormOptions(databaseUrl, poolMax, pool));
+  if (pool === 'fixed') {
+    void ormPool(orm.em)
+      .then((native) => Promise.allSettled(Array.from({ length: poolMax }, () => native.connect())))
+      .then((opened) => {
+        for (const client of opened) if (client.status === 'fulfilled') client.value.release();
+      })
+      .catch(() => undefined);
+  }
+  return orm;
 }
 
 /**
