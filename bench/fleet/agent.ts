@@ -34,6 +34,8 @@ export interface Fleet {
   /** An answer whose content was not what the agent's own earlier requests imply. */
   wrong(what: string): void;
   requestTimeoutMs: number;
+  /** A create answered from the warm pool (its sandbox was ready when its row was written). */
+  pooled(): void;
 }
 
 interface Answer {
@@ -115,7 +117,8 @@ export async function runAgent(fleet: Fleet, account: AgentAccount): Promise<voi
       await pause(fleet, 1);
       continue;
     }
-    const sandbox = created.body as { id: string; status: string };
+    const sandbox = created.body as { id: string; status: string; createdAt: string; readyAt: string | null };
+    if (sandbox.readyAt === sandbox.createdAt) fleet.pooled();
     if (sandbox.status === 'running') await work(fleet, account.key, sandbox.id);
     else fleet.wrong(`a sandbox came back ${sandbox.status}`);
     // Half the destroys wait for the pod to be gone, half do not (the next create may then find
