@@ -74,10 +74,22 @@ export function openReadPool(databaseUrl: string, max = 10): pg.Pool {
     statement_timeout: 30_000,
     query_timeout: 35_000,
   });
-  void Promise.allSettled(Array.from({ length: max }, () => pool.connect())).then((opened) => {
-    for (const client of opened) if (client.status === 'fulfilled') client.value.release();
-  });
+  openWhole(pool, max);
   return pool;
+}
+
+/**
+ * Opens `size` connections in the background and gives each back as soon as it is open. Not once
+ * all are: a pool ended meanwhile never answers a connect still queued, and the ones already
+ * open, never given back, would keep the process from exiting.
+ */
+export function openWhole(pool: pg.Pool, size: number): void {
+  for (let i = 0; i < size; i++) {
+    pool.connect().then(
+      (client) => client.release(),
+      () => undefined,
+    );
+  }
 }
 
 /** The ORM's own pg pool: for statements the ORM cannot send (batches, named statements), on its connections. */
@@ -95,10 +107,7 @@ export async function openOrm(databaseUrl: string, poolMax = 10, pool: PoolShape
   const orm = await MikroORM.init(ormOptions(databaseUrl, poolMax, pool));
   if (pool === 'fixed') {
     void ormPool(orm.em)
-      .then((native) => Promise.allSettled(Array.from({ length: poolMax }, () => native.connect())))
-      .then((opened) => {
-        for (const client of opened) if (client.status === 'fulfilled') client.value.release();
-      })
+      .then((native) => openWhole(native, poolMax))
       .catch(() => undefined);
   }
   return orm;

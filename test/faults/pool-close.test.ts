@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeOrm, openOrm, ormPool } from '../../shared/db/orm.ts';
+import pg from 'pg';
+import { closeOrm, openOrm, openWhole, ormPool } from '../../shared/db/orm.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { testConfig } from '../helpers/config.ts';
 
@@ -61,4 +63,18 @@ test('a transaction whose BEGIN fails gives its connection back: a pool of one s
     // Bounded: without the fix the pool never ends (the first test).
     await closeOrm(orm, memoryLog().log, 1000);
   }
+});
+
+test('a pool opened whole and ended while one of its connects still waits for a place ends once the rest are given back', async () => {
+  const pool = new pg.Pool({ connectionString: testConfig().DATABASE_URL, max: 2 });
+  const held = await pool.connect();
+  // One connect opens the pool's second connection; the other waits for a place, which an ended
+  // pool never gives it.
+  openWhole(pool, 2);
+  await eventually('the second connection open and given back', 10_000, async () => (pool.totalCount === 2 && pool.idleCount === 1 ? true : undefined));
+  const ended = pool.end();
+  held.release();
+  const outcome = await Promise.race([ended.then(() => 'ended'), new Promise((resolve) => setTimeout(() => resolve('still open after 3 s'), 3000))]);
+  assert.equal(outcome, 'ended');
+  assert.equal(pool.totalCount, 0);
 });
