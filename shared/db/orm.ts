@@ -98,17 +98,18 @@ export async function ormPool(em: EntityManager): Promise<pg.Pool> {
 }
 
 /**
- * A fixed pool (an API process's) is opened whole in the background: a process whose database is
- * down still starts. Under `npm run bench:load` a destroy whose web's ORM pool opened a connection
+ * A fixed pool (an API process's) is opened whole in the background, on the pool the ORM holds
+ * once open: a process whose database is down still starts. Under `npm run bench:load` a destroy whose web's ORM pool opened a connection
  * on demand waited 3 s for PostgreSQL to start its backend on the saturated cores, and answered
  * 503 (docs/benchmarks.md, 2026-11-25, seventh session).
  */
 export async function openOrm(databaseUrl: string, poolMax = 10, pool: PoolShape = 'grows'): Promise<MikroORM> {
   const orm = await MikroORM.init(ormOptions(databaseUrl, poolMax, pool));
   if (pool === 'fixed') {
-    void ormPool(orm.em)
-      .then((native) => openWhole(native, poolMax))
-      .catch(() => undefined);
+    // The pool the ORM holds now, before anyone can close it: asked for after a close, the ORM
+    // would open a new one, whose connections nothing ends (a test's process never exited).
+    const native = await ormPool(orm.em).catch(() => undefined);
+    if (native) openWhole(native, poolMax);
   }
   return orm;
 }
