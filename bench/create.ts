@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { callOk, localRuntimeOn, percentile, removeDataDir, round, sandboxDataDir, startStack, type SandboxObject } from './stack.ts';
+import { callOk, localRuntimeOn, percentile, removeDataDir, round, sandboxDataDir, startStack, warmPoolFull, type SandboxObject } from './stack.ts';
 
 const GOAL_MS = 10;
 const POOL_SIZE = 4;
@@ -16,20 +15,11 @@ export const createBenchmark: Benchmark = {
   summary: `POST /v1/sandboxes (waits until running) against the raw local runtime's create, and from a warm pool of ${POOL_SIZE}, ${COUNT} sequential each, interleaved; goals: overhead ≤ ${GOAL_MS} ms at p50 without a pool; p50 ≤ ${POOL_GOAL.p50} ms and p99 ≤ ${POOL_GOAL.p99} ms from the pool`,
   async run(ctx) {
     const stack = await startStack(ctx, 'create');
-    const poolPrefix = `bench-create-pool-${randomBytes(4).toString('hex')}`;
-    const pooledStack = await startStack(ctx, 'create-pool', { PADDOCK_WARM_POOL_SIZE: String(POOL_SIZE), PADDOCK_REAPER_SWEEP_SECONDS: '1', PADDOCK_REDIS_PREFIX: poolPrefix });
+    const pooledStack = await startStack(ctx, 'create-pool', { PADDOCK_WARM_POOL_SIZE: String(POOL_SIZE), PADDOCK_REAPER_SWEEP_SECONDS: '1' });
     const db = new pg.Client({ connectionString: ctx.databaseUrl });
     await db.connect();
     // Untimed, between the pooled creates: the pool full again, as it is between creates that do not come all at once.
-    const poolFull = async () => {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from warm_sandboxes where deployment = $1 and status = 'ready'`, [poolPrefix]);
-        if (rows[0]!.n >= POOL_SIZE) return;
-        if (Date.now() > deadline) throw new Error('the warm pool did not fill within 60 s');
-        await delay(5);
-      }
-    };
+    const poolFull = () => warmPoolFull(db, pooledStack.deployment, POOL_SIZE, { timeoutMs: 60_000, everyMs: 5 });
     const rawDir = sandboxDataDir('create-raw');
     const runtime = localRuntimeOn(rawDir);
     try {

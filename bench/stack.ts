@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import type pg from 'pg';
 import { parseConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
@@ -28,6 +30,8 @@ export interface Stack {
   workerMetricsUrls: string[];
   /** PADDOCK_DATA_DIR of every process. */
   dataDir: string;
+  /** Its PADDOCK_REDIS_PREFIX, the deployment its warm pool's rows name. */
+  deployment: string;
   stop(): Promise<void>;
 }
 
@@ -66,6 +70,22 @@ export function localRuntimeOn(dataDir: string, settings: Record<string, string>
   // The runtime reaches neither: they are required of every role, so named and never used.
   const env = { PADDOCK_RUNTIME: 'local', PADDOCK_DATA_DIR: dataDir, DATABASE_URL: 'postgres://unused', REDIS_URL: 'redis://unused', ...settings };
   return createRuntime(parseConfig(env, 'worker'), createLogger('warn', 'bench'));
+}
+
+/** Something that answers SQL: a pg client or pool. */
+interface Queryable {
+  query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+/** Waits, untimed, until the deployment's warm pool holds `size` ready sandboxes. */
+export async function warmPoolFull(db: Queryable, deployment: string, size: number, options: { timeoutMs: number; everyMs: number }): Promise<void> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from warm_sandboxes where deployment = $1 and status = 'ready'`, [deployment]);
+    if (rows[0]!.n >= size) return;
+    if (Date.now() > deadline) throw new Error(`the warm pool held ${rows[0]!.n} of ${size} after ${options.timeoutMs / 1000} s`);
+    await delay(options.everyMs);
+  }
 }
 
 /**
@@ -133,6 +153,7 @@ export async function startStack(ctx: BenchContext, name: string, env: NodeJS.Pr
     workerPids: workers.map((w) => w.pid),
     workerMetricsUrls: workers.map((w) => w.metricsUrl),
     dataDir,
+    deployment: shared.PADDOCK_REDIS_PREFIX!,
     async stop() {
       await stopAll();
       await removeDataDir(dataDir);

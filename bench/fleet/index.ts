@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { configSchema } from '../../shared/config.ts';
 import { cpuSeconds } from '../cpu.ts';
-import { inBatches, localRuntimeOn, startStack } from '../stack.ts';
+import { inBatches, localRuntimeOn, startStack, warmPoolFull } from '../stack.ts';
 import { signUp } from '../targets.ts';
 import type { Benchmark, BenchRow } from '../types.ts';
 import { runAgent, type AgentAccount, type Fleet, type Sample } from './agent.ts';
@@ -25,15 +23,15 @@ const SETTLE_TIMEOUT_MS = 120_000;
 /** Busy loops in sandboxes beside the fleet (one sandbox each): by default one per core. */
 const SPINNERS = Number(process.env.BENCH_LOAD_SPINNERS ?? cpus().length);
 /**
- * The sandboxes' claim on the CPU (PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT): `BENCH_LOAD_SANDBOX_WEIGHT=equal`
- * gives them the weight of any process group (100), the "before" of issue 17's responsiveness goal.
- */
-/**
  * Pre-started sandboxes (PADDOCK_WARM_POOL_SIZE) the stack keeps: the window starts once the pool
  * is full, and the report counts the creates it answered. 0, the product's default: none.
  */
 const WARM_POOL = Number(process.env.BENCH_LOAD_WARM_POOL ?? 0);
 const POOL_FILL_TIMEOUT_MS = 600_000;
+/**
+ * The sandboxes' claim on the CPU (PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT): `BENCH_LOAD_SANDBOX_WEIGHT=equal`
+ * gives them the weight of any process group (100), the "before" of issue 17's responsiveness goal.
+ */
 const CPU_CLAIM =
   process.env.BENCH_LOAD_SANDBOX_WEIGHT === 'equal' ? '100' : (process.env.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT ?? String(configSchema.shape.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT.parse(undefined)));
 
@@ -58,8 +56,7 @@ export const fleetBenchmark: Benchmark = {
     // The signups all come from this one address: the per-IP auth bucket (10 a minute) is raised
     // for them; everything after them runs under the limits above.
     const claim = { PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: CPU_CLAIM };
-    const deployment = `bench-load-${randomBytes(4).toString('hex')}`;
-    const pool = WARM_POOL > 0 ? { PADDOCK_WARM_POOL_SIZE: String(WARM_POOL), PADDOCK_REDIS_PREFIX: deployment } : {};
+    const pool = WARM_POOL > 0 ? { PADDOCK_WARM_POOL_SIZE: String(WARM_POOL) } : {};
     const stack = await startStack(ctx, 'load', { ...fleetLimits, ...claim, ...pool, PADDOCK_RATE_AUTH_PER_MIN: '100000' }, { webs: 2, workers: 2 });
     const db = new pg.Pool({ connectionString: ctx.databaseUrl, max: 2 });
     const runtime = localRuntimeOn(stack.dataDir, claim);
@@ -70,7 +67,7 @@ export const fleetBenchmark: Benchmark = {
       ctx.log(`  ${accounts.length} accounts signed up, each with an API key`);
       if (WARM_POOL > 0) {
         const t0 = Date.now();
-        await poolFull(db, deployment, WARM_POOL);
+        await warmPoolFull(db, stack.deployment, WARM_POOL, { timeoutMs: POOL_FILL_TIMEOUT_MS, everyMs: 500 });
         ctx.log(`  a warm pool of ${WARM_POOL} filled (${((Date.now() - t0) / 1000).toFixed(0)} s after the signups)`);
       }
 
@@ -172,17 +169,6 @@ export const fleetBenchmark: Benchmark = {
     }
   },
 };
-
-/** Waits, untimed, until the deployment's warm pool holds `size` ready sandboxes. */
-async function poolFull(db: pg.Pool, deployment: string, size: number): Promise<void> {
-  const deadline = Date.now() + POOL_FILL_TIMEOUT_MS;
-  for (;;) {
-    const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from warm_sandboxes where deployment = $1 and status = 'ready'`, [deployment]);
-    if (rows[0]!.n >= size) return;
-    if (Date.now() > deadline) throw new Error(`the warm pool held ${rows[0]!.n} of ${size} after ${POOL_FILL_TIMEOUT_MS / 1000} s`);
-    await delay(500);
-  }
-}
 
 function processCpu(pids: Record<string, number[]>): Record<string, number[]> {
   return Object.fromEntries(Object.entries(pids).map(([role, list]) => [role, list.map((pid) => cpuSeconds(pid) ?? NaN)]));
