@@ -97,8 +97,9 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
 /**
  * What the fleet's shape alone implies. Its agents send their next request as soon as one is
  * answered (a 429 waited out first), so by Little's law the mean time a request takes is the
- * agents over the requests answered a second, whatever the code; and every agent starts with a create, so the window opens
- * with that many creates at once. The lifecycle's p99 past the opening shows the steady state.
+ * agents over the requests answered a second, whatever the code; and every agent starts with a
+ * create, so the window opens with that many creates at once. The lifecycle's p99 past the
+ * opening shows the steady state.
  */
 function closedLoopRow(lifecycle: Sample[], window: Window): BenchRow {
   const opening = lifecycle.filter((s) => s.startedAt < window.startedAt + OPENING_MS);

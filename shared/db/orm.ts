@@ -99,9 +99,10 @@ export async function ormPool(em: EntityManager): Promise<pg.Pool> {
 
 /**
  * A fixed pool (an API process's) is opened whole in the background, on the pool the ORM holds
- * once open: a process whose database is down still starts. Under `npm run bench:load` a destroy whose web's ORM pool opened a connection
- * on demand waited 3 s for PostgreSQL to start its backend on the saturated cores, and answered
- * 503 (docs/benchmarks.md, 2026-11-25, seventh session).
+ * once open: a process whose database is down still starts. Under `npm run bench:load` a destroy
+ * whose web's ORM pool opened a connection on demand waited 3 s for PostgreSQL to start its
+ * backend on the saturated cores, and answered 503 (docs/benchmarks.md, 2026-11-25, seventh
+ * session).
  */
 export async function openOrm(databaseUrl: string, poolMax = 10, pool: PoolShape = 'grows'): Promise<MikroORM> {
   const orm = await MikroORM.init(ormOptions(databaseUrl, poolMax, pool));
