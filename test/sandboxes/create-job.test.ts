@@ -7,6 +7,7 @@ import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { holdWrites } from '../helpers/held-writes.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import { jobCatalogue, type JobPayload } from '../../shared/jobs/catalogue.ts';
 
@@ -72,14 +73,14 @@ test("a create job that outruns its create's commit waits for it and runs the sa
   const db = stack.apis[0]!.deps.pg;
   // The create's jobs leave once its first batch has answered; its second batch (the rows and the
   // commit) is held here by a trigger on its idempotency key that waits on the test's advisory lock.
-  const lockId = 7_362_017;
-  const holder = await db.connect();
-  await db.query(`create or replace function paddock_test_hold_create() returns trigger language plpgsql as
-    $$ begin perform pg_advisory_xact_lock_shared(${lockId}); return new; end $$`);
-  await db.query(`create or replace trigger paddock_test_hold_create after insert on idempotency_keys
-    for each row when (new.key like 'outrun-commit-%') execute function paddock_test_hold_create()`);
+  const held = await holdWrites(stack.apis[0]!.deps.config.DATABASE_URL, {
+    name: 'create',
+    lockId: 7_362_017,
+    timing: 'after insert',
+    table: 'idempotency_keys',
+    when: "new.key like 'outrun-commit-%'",
+  });
   try {
-    await holder.query('select pg_advisory_lock($1)', [lockId]);
     const request = call(stack.url, 'POST', '/v1/sandboxes?wait=false', { token: a.key, body: {}, headers: { 'idempotency-key': 'outrun-commit-1' } });
     // The worker has made the sandbox, and its markRunning waits for the create's transaction.
     await eventually('the worker waiting for the create to commit', 30_000, async () => {
@@ -88,7 +89,7 @@ test("a create job that outruns its create's commit waits for it and runs the sa
       );
       return rows.length ? true : undefined;
     });
-    await holder.query('select pg_advisory_unlock($1)', [lockId]);
+    await held.release();
     const created = await request;
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body.id as string;
@@ -104,8 +105,6 @@ test("a create job that outruns its create's commit waits for it and runs the sa
     const exec = await call(stack.url, 'POST', `/v1/sandboxes/${running.id}/exec`, { token: a.key, body: { command: 'echo made' } });
     assert.equal(exec.body.stdout, 'made\n');
   } finally {
-    await holder.query('select pg_advisory_unlock_all()').catch(() => undefined);
-    holder.release();
-    await db.query('drop trigger if exists paddock_test_hold_create on idempotency_keys');
+    await held.close();
   }
 });

@@ -5,10 +5,10 @@ import { startDeployment } from '../helpers/deployment.ts';
 import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { holdWrites } from '../helpers/held-writes.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { createSandboxQueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 
 // The warm pool (issue 17): sandboxes started ahead of demand, of no account, claimed by creates.
@@ -129,15 +129,14 @@ test('a drained pool refills several starts at once, not one after another', asy
   const deployment = stack.config.PADDOCK_REDIS_PREFIX;
   // Each pooled sandbox, once its runtime sandbox runs, is held before it is marked ready: a refill
   // that started them one after another would never have two starting at once.
-  const lockId = 7_362_117;
-  const holder = new pg.Client({ connectionString: stack.config.DATABASE_URL });
-  await holder.connect();
-  await stack.sql(`create or replace function paddock_test_hold_pool_ready() returns trigger language plpgsql as
-    $$ begin perform pg_advisory_xact_lock_shared(${lockId}); return new; end $$`);
-  await stack.sql(`create or replace trigger paddock_test_hold_pool_ready before update on warm_sandboxes
-    for each row when (new.deployment = '${deployment}' and new.status = 'ready') execute function paddock_test_hold_pool_ready()`);
+  const held = await holdWrites(stack.config.DATABASE_URL, {
+    name: 'pool_ready',
+    lockId: 7_362_117,
+    timing: 'before update',
+    table: 'warm_sandboxes',
+    when: `new.deployment = '${deployment}' and new.status = 'ready'`,
+  });
   try {
-    await holder.query('select pg_advisory_lock($1)', [lockId]);
     // Drained at once, as the sweep takes dead sandboxes out: the next refill finds the whole pool missing.
     const drained = (await stack.sql('delete from warm_sandboxes where deployment = $1 returning id', [deployment])) as { id: string }[];
     assert.equal(drained.length, POOL);
@@ -148,11 +147,9 @@ test('a drained pool refills several starts at once, not one after another', asy
       for (const r of rows) if ((await stack.runtime.get(r.id))?.status !== 'running') return undefined;
       return rows.map((r) => r.id);
     }, 50);
-    await holder.query('select pg_advisory_unlock($1)', [lockId]);
+    await held.release();
     assert.deepEqual((await fullPool()).sort(), starting.sort());
   } finally {
-    await holder.query('select pg_advisory_unlock_all()').catch(() => undefined);
-    await holder.end();
-    await stack.sql('drop trigger if exists paddock_test_hold_pool_ready on warm_sandboxes');
+    await held.close();
   }
 });
