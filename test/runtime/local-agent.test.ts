@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
+import { release } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { newId } from '../../shared/ids.ts';
@@ -73,6 +74,27 @@ test('a command is the agent\'s child: no nsenter, no spawner, and the sandbox\'
   assert.ok(!existsSync('/sys/fs/cgroup/cpu/paddock') || existsSync(`/sys/fs/cgroup/cpu/paddock/${id}`), 'a CPU group of its own');
   await run(runtime, id, ['pkill', 'sleep']);
   assert.equal((await outcome).signal, 'SIGTERM');
+});
+
+/** The slice the kernel's scheduler gives a task, in ns (`se.slice` of /proc/PID/sched). */
+const sliceOf = (sched: string): number | undefined => {
+  const found = /^se\.slice\s*:\s*(\d+)/m.exec(sched);
+  return found ? Number(found[1]) : undefined;
+};
+
+// Custom slices for ordinary tasks came with EEVDF's sched_attr.sched_runtime in Linux 6.12.
+const [major = 0, minor = 0] = release().split('.').map(Number);
+const customSlices = major > 6 || (major === 6 && minor >= 12);
+
+test('the agent asks for the shortest scheduling slice, so it is not last in turn on a busy host; its commands run with the default', { skip: !customSlices && `Linux ${release()} has no custom slices` }, async (t) => {
+  const { runtime, sandbox, options } = await setupLocalRuntime(t);
+  const id = await sandbox();
+  const { pid } = await stateOf(options.dataDir, id);
+  assert.equal(sliceOf(readFileSync(`/proc/${pid}/sched`, 'utf8')), 100_000, 'the agent: 0.1 ms');
+  const hostDefault = sliceOf(readFileSync('/proc/self/sched', 'utf8'));
+  assert.ok(hostDefault !== undefined && hostDefault > 100_000);
+  const command = await run(runtime, id, ['cat', '/proc/self/sched']);
+  assert.equal(sliceOf(command.stdout), hostDefault, "a command: the host's default");
 });
 
 test('the agent is closed to the sandbox: its socket, its memory and its descriptors; signals from inside do not reach it', async (t) => {
