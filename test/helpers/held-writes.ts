@@ -1,10 +1,6 @@
 import pg from 'pg';
 
-/**
- * Holds some writes inside their transactions until the test lets them go: a trigger on `table`
- * waits on an advisory lock this helper's own connection keeps. Only rows `when` (SQL on NEW)
- * picks out are held, so tests running beside this one on the same database are not.
- */
+/** Writes held by holdWrites. */
 export interface HeldWrites {
   /** Lets the held writes (and every later one) go on. */
   release(): Promise<void>;
@@ -12,6 +8,11 @@ export interface HeldWrites {
   close(): Promise<void>;
 }
 
+/**
+ * Holds some writes inside their transactions until the test lets them go: a trigger on `table`
+ * waits on an advisory lock this helper's own connection keeps. Only rows `when` (SQL on NEW)
+ * picks out are held, so tests running beside this one on the same database are not.
+ */
 export async function holdWrites(
   databaseUrl: string,
   options: { name: string; lockId: number; timing: 'before update' | 'after insert'; table: string; when: string },
