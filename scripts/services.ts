@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { withLock } from '../shared/runtime/local/lock.ts';
 
 const run = promisify(execFile);
 const isRoot = process.getuid?.() === 0;
@@ -104,9 +105,11 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
+/** How long a start waits for another start of the same stack (initdb, pg_ctl's own 60 s) to finish. */
+const SERVICES_START_TIMEOUT_MS = 180_000;
+
 export async function startServices(options: ServiceOptions): Promise<Services> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const stops: (() => Promise<void>)[] = [];
   const given = { db: process.env.DATABASE_URL, redis: process.env.REDIS_URL };
   await ensureDebianPackages(log, [
     ...(given.db ? [] : ['postgres']),
@@ -118,6 +121,15 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
     'ip',
     'cc',
   ]);
+  // Two starts of one stack at once (two `npm start` in one checkout) would both make its
+  // passwords and both run initdb on its empty folder, and one would crash: the second waits, then
+  // finds what the first started.
+  const lock = `paddock-services-${createHash('sha256').update(resolve(options.dir)).digest('hex').slice(0, 32)}`;
+  return withLock(lock, Date.now() + SERVICES_START_TIMEOUT_MS, () => startOrFind(options, given, log));
+}
+
+async function startOrFind(options: ServiceOptions, given: { db?: string; redis?: string }, log: (line: string) => void): Promise<Services> {
+  const stops: (() => Promise<void>)[] = [];
   try {
     let databaseUrl: string;
     if (given.db) {
