@@ -32,7 +32,8 @@ async function processesOf(uid: number): Promise<number[]> {
   const found: number[] = [];
   for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
     const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    if (new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(status)) found.push(Number(pid));
+    // A zombie runs nothing and holds nothing but its pid until its parent reaps it.
+    if (new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(status) && !/^State:\s+Z/m.test(status)) found.push(Number(pid));
   }
   return found;
 }
@@ -248,6 +249,11 @@ test('destroy kills every process of the sandbox and removes its files and cgrou
     (err: Error) => err.name,
   );
   await new Promise((resolve) => setTimeout(resolve, 100));
+  // The bubblewrap that watches over the init, stopped: it cannot end on its own when the init does.
+  const { pid: initPid } = JSON.parse(await readFile(join(options.dataDir, 'sandboxes', id, 'state.json'), 'utf8')) as { pid: number };
+  const watcher = Number((await readFile(`/proc/${initPid}/stat`, 'utf8')).split(') ')[1]!.split(' ')[1]);
+  assert.equal((await readFile(`/proc/${watcher}/comm`, 'utf8')).trim(), 'bwrap');
+  process.kill(watcher, 'SIGSTOP');
   await runtime.destroy(id);
   assert.equal(await inFlight, 'SandboxGoneError');
   if (asRoot) assert.deepEqual(await processesOf(hostUid), []);

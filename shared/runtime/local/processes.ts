@@ -40,6 +40,26 @@ export function isRunning(pid: number, startTime: string): boolean {
   return stat !== undefined && stat.startTime === startTime && stat.state !== 'Z' && stat.state !== 'X';
 }
 
+/**
+ * The bubblewrap process that watches over a sandbox's init (its parent, outside the namespace,
+ * of the sandbox's uid). None when the init was reparented, its bubblewrap gone: its parent is
+ * then the host's init or a subreaper, which must not be waited for.
+ */
+export function watcherOf(initPid: number): { pid: number; startTime: string } | undefined {
+  const ppid = readStat(initPid)?.ppid;
+  if (ppid === undefined || ppid <= 1 || commandName(ppid) !== 'bwrap') return undefined;
+  const stat = readStat(ppid);
+  return stat && { pid: ppid, startTime: stat.startTime };
+}
+
+function commandName(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return undefined; // gone
+  }
+}
+
 export async function waitUntilEnded(pid: number, startTime: string, deadline: number): Promise<void> {
   while (isRunning(pid, startTime)) {
     if (Date.now() > deadline) throw new Error(`process ${pid} did not end`);

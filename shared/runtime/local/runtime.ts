@@ -30,7 +30,7 @@ import {
   type Layout,
 } from './layout.ts';
 import { isLocked, withLock } from './lock.ts';
-import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded } from './processes.ts';
+import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded, watcherOf } from './processes.ts';
 import { LOCAL_IMAGE, resolveLocalImage, type LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
 import { attachNetwork } from './network.ts';
@@ -222,10 +222,14 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   async function teardown(h: Host, id: string, state: SandboxState | undefined, deadline: number): Promise<void> {
     known.delete(id);
     const dir = sandboxDir(h.layout, id);
+    // Read before the init dies: its watcher, of the sandbox's uid, is part of what must end.
+    const watcher = state && isRunning(state.pid, state.startTime) ? watcherOf(state.pid) : undefined;
     if (state) {
       await markEnding(dir);
       // Killing a pid namespace's init kills everything in it.
       if (isRunning(state.pid, state.startTime)) killQuietly(state.pid);
+      // Its watcher ends once the init has; killed too, so that one stopped or starved holds up no destroy.
+      if (watcher && isRunning(watcher.pid, watcher.startTime)) killQuietly(watcher.pid);
       // slirp4netns is outside the namespace (and in no cgroup on a host without them).
       if (state.network && isRunning(state.network.pid, state.network.startTime)) killQuietly(state.network.pid);
     } else {
@@ -235,6 +239,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     // Whatever escaped the namespace's end (nsenter's host-side halves, say) is still in the groups.
     await h.cgroups?.killAndRemove(id, deadline);
     if (state) await waitUntilEnded(state.pid, state.startTime, deadline);
+    if (watcher) await waitUntilEnded(watcher.pid, watcher.startTime, deadline);
     if (state?.network) await waitUntilEnded(state.network.pid, state.network.startTime, deadline);
     // Nothing of the sandbox runs: its disk can go, and its image with the directory.
     await unmountDisk(workspaceDir(h.layout, id));
