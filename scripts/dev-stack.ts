@@ -141,8 +141,10 @@ async function stopAll(code: number): Promise<never> {
           }),
       ),
     );
-    await destroySandboxes().catch((err: Error) => say(`could not destroy the sandboxes: ${err.message}`));
-    await services.stop();
+    // Another `npm start` in this checkout shares the data folder and its sandboxes: the last one out destroys them.
+    await services.stop(async () => {
+      await destroySandboxes().catch((err: Error) => void say(`could not destroy the sandboxes: ${err.message}`));
+    });
     say('stopped');
   }
   process.exit(code);

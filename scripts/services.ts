@@ -5,7 +5,7 @@
 // `npm start`, `npm test` and `npm run bench`.
 import { execFile, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,8 +18,12 @@ const isRoot = process.getuid?.() === 0;
 export interface Services {
   databaseUrl: string;
   redisUrl: string;
-  /** Stops what this call started; leaves alone services it only found or was given. */
-  stop(): Promise<void>;
+  /**
+   * This process is done with the stack. The last of its users to stop (another `npm start` in
+   * the same checkout may have found these services) runs `lastOut`, then stops the stack's
+   * PostgreSQL and Redis; services given by DATABASE_URL and REDIS_URL are always left alone.
+   */
+  stop(lastOut?: () => Promise<void>): Promise<void>;
 }
 
 export interface ServiceOptions {
@@ -125,18 +129,85 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
   // passwords and both run initdb on its empty folder, and one would crash: the second waits, then
   // finds what the first started.
   const lock = `paddock-services-${createHash('sha256').update(resolve(options.dir)).digest('hex').slice(0, 32)}`;
-  return withLock(lock, Date.now() + SERVICES_START_TIMEOUT_MS, () => startOrFind(options, given, log));
+  const users = new StackUsers(resolve(options.dir, 'users'));
+  const found = await withLock(lock, Date.now() + SERVICES_START_TIMEOUT_MS, async () => {
+    const services = await startOrFind(options, given, log);
+    users.join();
+    return services;
+  });
+  return {
+    databaseUrl: found.databaseUrl,
+    redisUrl: found.redisUrl,
+    // Under the start's lock, so that a start meanwhile waits and then starts afresh.
+    stop: (lastOut) =>
+      withLock(lock, Date.now() + SERVICES_START_TIMEOUT_MS, async () => {
+        const others = users.leave();
+        if (others.length > 0) {
+          log(`leaving the stack's services running: its process ${others.join(', ')} still uses them`);
+          return;
+        }
+        await lastOut?.();
+        await found.stop();
+      }),
+  };
 }
 
-async function startOrFind(options: ServiceOptions, given: { db?: string; redis?: string }, log: (line: string) => void): Promise<Services> {
+/**
+ * The processes that use one stack's services, each a file named for its pid that holds the
+ * process's start time, so that a pid reused after a crash does not count as a user.
+ */
+class StackUsers {
+  private readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  join(): void {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    writeFileSync(join(this.dir, String(process.pid)), startTimeOf(process.pid) ?? '', { mode: 0o600 });
+  }
+
+  /** Leaves, and answers the pids of the users still running (forgetting those that are gone). */
+  leave(): number[] {
+    rmSync(join(this.dir, String(process.pid)), { force: true });
+    const others: number[] = [];
+    for (const name of existsSync(this.dir) ? readdirSync(this.dir) : []) {
+      const pid = Number(name);
+      const startTime = readFileSync(join(this.dir, name), 'utf8');
+      if (Number.isInteger(pid) && startTime !== '' && startTimeOf(pid) === startTime) others.push(pid);
+      else rmSync(join(this.dir, name), { force: true });
+    }
+    return others;
+  }
+}
+
+function startTimeOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The stack's services, started or found; `stop` stops those of this stack's folder, whoever started them. */
+async function startOrFind(
+  options: ServiceOptions,
+  given: { db?: string; redis?: string },
+  log: (line: string) => void,
+): Promise<{ databaseUrl: string; redisUrl: string; stop(): Promise<void> }> {
   const stops: (() => Promise<void>)[] = [];
+  // A start that fails stops what it started itself: what it found, someone else may be using.
+  const startedHere: (() => Promise<void>)[] = [];
   try {
     let databaseUrl: string;
     if (given.db) {
       databaseUrl = given.db;
     } else {
       const postgres = await startPostgres(options.dir, stackPassword(options.dir, 'postgres'), log);
-      if (postgres.stop) stops.push(postgres.stop);
+      stops.push(postgres.stop);
+      if (postgres.started) startedHere.push(postgres.stop);
       await ensureOwnedDatabase(postgres.admin, options.database, options.fresh ?? false);
       databaseUrl = withDatabase(postgres.url, options.database);
     }
@@ -145,7 +216,8 @@ async function startOrFind(options: ServiceOptions, given: { db?: string; redis?
       redisUrl = given.redis;
     } else {
       const redis = await startRedis(options.dir, stackPassword(options.dir, 'redis'), options.persistRedis ?? false, log);
-      if (redis.stop) stops.push(redis.stop);
+      stops.push(redis.stop);
+      if (redis.started) startedHere.push(redis.stop);
       redisUrl = redis.url;
     }
     return {
@@ -156,7 +228,7 @@ async function startOrFind(options: ServiceOptions, given: { db?: string; redis?
       },
     };
   } catch (err) {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    for (const stop of startedHere.reverse()) await stop().catch(() => undefined);
     throw err;
   }
 }
@@ -334,7 +406,7 @@ async function startPostgres(stackDir: string, password: string, log: (line: str
     }
     const admin = { host: socketDir, port: running };
     await ensureAppRole(admin, password);
-    return { url: url(running), admin, stop: undefined };
+    return { url: url(running), admin, started: false, stop: () => stopPostgres(bin, dataDir) };
   }
   const port = await freePort();
   const logFile = join(dataDir, 'server.log');
@@ -347,11 +419,14 @@ async function startPostgres(stackDir: string, password: string, log: (line: str
   return {
     url: url(port),
     admin,
-    stop: async () => {
-      const [c, a] = asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
-      await run(c, a);
-    },
+    started: true,
+    stop: () => stopPostgres(bin, dataDir),
   };
+}
+
+async function stopPostgres(bin: string, dataDir: string): Promise<void> {
+  const [cmd, args] = asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
+  await run(cmd, args);
 }
 
 export function postgresIds(): { uid: number; gid: number } {
@@ -404,7 +479,7 @@ async function startRedis(stackDir: string, password: string, persist: boolean, 
       await run('redis-cli', ['-p', String(port), 'shutdown', persist ? 'save' : 'nosave']).catch(() => undefined);
     } else if (await redisAnswers(port, password)) {
       log(`Redis already running on port ${port}`);
-      return { url: url(port), stop: undefined };
+      return { url: url(port), started: false, stop: () => stopRedis(port, password, persist) };
     }
   }
   const port = await freePort();
@@ -429,14 +504,11 @@ async function startRedis(stackDir: string, password: string, persist: boolean, 
   if (!(await redisAnswers(port, password))) throw new Error(`Redis did not start; see ${join(dir, 'redis.log')}`);
   writeFileSync(portFile, String(port));
   log(`Redis started on 127.0.0.1:${port}`);
-  return {
-    url: url(port),
-    stop: async () => {
-      await run('redis-cli', ['-p', String(port), 'shutdown', persist ? 'save' : 'nosave'], { env: redisCliEnv(password) }).catch(
-        () => undefined,
-      );
-    },
-  };
+  return { url: url(port), started: true, stop: () => stopRedis(port, password, persist) };
+}
+
+async function stopRedis(port: number, password: string, persist: boolean): Promise<void> {
+  await run('redis-cli', ['-p', String(port), 'shutdown', persist ? 'save' : 'nosave'], { env: redisCliEnv(password) }).catch(() => undefined);
 }
 
 /** redis-cli's environment with the password (REDISCLI_AUTH), which would be visible in its argv. */
