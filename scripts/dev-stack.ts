@@ -13,6 +13,7 @@ import { parseConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
 import { markDestroyed } from '../shared/sandboxes/transitions.ts';
+import { removePooled } from '../shared/repositories/warm-pool.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const stackDir = resolve(root, '.paddock/dev');
@@ -113,7 +114,7 @@ async function destroySandboxes(): Promise<void> {
         await runtime.destroy(id);
         await markDestroyed(orm.em.fork(), id, 'user');
         // A pooled one has no sandbox row, only its place in the pool.
-        await orm.em.fork().execute('delete from warm_sandboxes where id = ?', [id]);
+        await removePooled(orm.em.fork(), [id]);
       }
     } finally {
       await orm.close(true);

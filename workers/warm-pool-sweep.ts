@@ -1,5 +1,6 @@
 import { enqueue } from '../shared/jobs/catalogue.ts';
 import { pooledImages } from '../shared/pool/warm-pool.ts';
+import { readyBefore, removePooled, removeStale } from '../shared/repositories/warm-pool.ts';
 import { deploymentOf } from '../shared/deployment.ts';
 import { settleWithin } from '../shared/settle-within.ts';
 import type { WorkerDeps } from './context.ts';
@@ -15,33 +16,20 @@ const QUEUE_WITHIN_MS = 2000;
 export async function tendWarmPool(deps: WorkerDeps, inParallel: (ids: string[], work: (id: string) => Promise<unknown>) => Promise<void>): Promise<void> {
   const images = pooledImages(deps.config, deps.runtime);
   const deployment = deploymentOf(deps.config);
-  const removed = await deps.orm.em.fork().execute<{ id: string }[]>(
-    `delete from warm_sandboxes w
-      where w.deployment = ? and (
-            (w.status = 'starting' and w.created_at < now() - make_interval(secs => ?))
-         or (w.status = 'ready' and w.ready_at < now() - make_interval(secs => ?))
-         or w.image not in (?)
-         or w.id in (select id from (select id, row_number() over (partition by image order by ready_at desc nulls first) as n
-                                       from warm_sandboxes where deployment = ?) r where r.n > ?))
-      returning w.id`,
-    [
-      deployment,
-      deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 2,
-      deps.config.PADDOCK_WARM_POOL_MAX_AGE_SECONDS,
-      // A list is spelled out as placeholders, and `in ()` is not SQL: no image is the empty name.
-      images.length > 0 ? images : [''],
-      deployment,
-      deps.config.PADDOCK_WARM_POOL_SIZE,
-    ],
-  );
+  const removed = await removeStale(deps.orm.em.fork(), {
+    deployment,
+    startingSeconds: deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 2,
+    readySeconds: deps.config.PADDOCK_WARM_POOL_MAX_AGE_SECONDS,
+    images,
+    size: deps.config.PADDOCK_WARM_POOL_SIZE,
+  });
   // A pooled sandbox that stopped running in the pool (gone, failed, terminated; not a pod the
   // cluster reports pending for a moment) must never be handed out. Only those ready before the
   // runtime was asked: one made ready since may be missing from its answer.
   const listedAt = new Date(Date.now() - 1000);
   const running = new Set((await deps.runtime.list()).filter((s) => s.status === 'running' || s.status === 'pending').map((s) => s.id));
-  const ready = await deps.orm.em.fork().execute<{ id: string }[]>(`select id from warm_sandboxes where deployment = ? and status = 'ready' and ready_at < ?`, [deployment, listedAt]);
-  const dead = ready.map((r) => r.id).filter((id) => !running.has(id));
-  if (dead.length > 0) removed.push(...(await deps.orm.em.fork().execute<{ id: string }[]>('delete from warm_sandboxes where id in (?) returning id', [dead])));
-  await inParallel(removed.map((r) => r.id), (id) => deps.runtime.destroy(id));
+  const dead = (await readyBefore(deps.orm.em.fork(), deployment, listedAt)).filter((id) => !running.has(id));
+  removed.push(...(await removePooled(deps.orm.em.fork(), dead)));
+  await inParallel(removed, (id) => deps.runtime.destroy(id));
   for (const image of images) await settleWithin(deps.redis, () => enqueue(deps.queue, 'refill', { image }), QUEUE_WITHIN_MS);
 }

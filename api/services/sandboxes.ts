@@ -11,7 +11,8 @@ import { eventsStatement, recordedFrom, type NewEvent } from '../../shared/event
 import { presentSandbox } from '../presenters/sandbox.ts';
 import { withTransition } from '../../shared/events/ring.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
-import { claimedFrom, claimWarmStatement, isPooled } from '../../shared/pool/warm-pool.ts';
+import { isPooled } from '../../shared/pool/warm-pool.ts';
+import { claimedFrom, claimWarmStatement } from '../../shared/repositories/warm-pool.ts';
 import { inBatchedTransaction, type Rows, type Statement } from '../../shared/db/batch.ts';
 import { deploymentOf } from '../../shared/deployment.ts';
 import type { AppDeps } from '../context.ts';
@@ -62,7 +63,7 @@ export async function createSandbox(
       usageStatement(accountId, currentPeriod().start),
       // From the warm pool when it has one ready: running now, its cap starting now. A refused
       // create rolls back, which puts it back.
-      ...(pooled ? [claimWarmStatement(deps.config, image)] : []),
+      ...(pooled ? [claimWarmStatement(deploymentOf(deps.config), image)] : []),
       ...(idempotencyKey ? [replayStatement(accountId, idempotencyKey)] : []),
     ]);
     const claim = pooled ? rest.shift() : undefined;

@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Rows, Statement } from '../db/batch.ts';
 import type { Config } from '../config.ts';
-import { deploymentOf } from '../deployment.ts';
 import type { SandboxRuntime } from '../runtime/types.ts';
 
 // The warm pool: sandboxes started ahead of demand, per image, belonging to no account. A create
@@ -40,22 +38,4 @@ export function isPooled(config: Config, runtime: Pick<SandboxRuntime, 'defaultI
 /** A job id for an image's refill (image names hold characters job ids may not). */
 export function imageKey(image: string): string {
   return createHash('sha256').update(image).digest('hex').slice(0, 16);
-}
-
-/**
- * Takes a ready pooled sandbox of `image` out of the pool (`claimedFrom` reads its id, none when
- * the pool has none ready). SKIP LOCKED: concurrent creates each take a different one, and none
- * waits on another's; a create that rolls back puts it back.
- */
-export function claimWarmStatement(config: Config, image: string): Statement {
-  return {
-    sql: `delete from warm_sandboxes where id = (
-       select id from warm_sandboxes where deployment = ? and image = ? and status = 'ready' order by ready_at limit 1 for update skip locked)
-     returning id`,
-    params: [deploymentOf(config), image],
-  };
-}
-
-export function claimedFrom(rows: Rows): string | undefined {
-  return rows[0]?.id as string | undefined;
 }

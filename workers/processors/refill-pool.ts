@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import { parsePayload } from '../../shared/jobs/catalogue.ts';
 import { newId } from '../../shared/ids.ts';
 import { POOL_ACCOUNT } from '../../shared/pool/warm-pool.ts';
+import { addStarting, countPooled, markReady, removePooled } from '../../shared/repositories/warm-pool.ts';
 import { deploymentOf } from '../../shared/deployment.ts';
 import type { WorkerDeps } from '../context.ts';
 
@@ -15,9 +16,7 @@ export async function refillPoolJob(job: Job, deps: WorkerDeps): Promise<string>
   const deployment = deploymentOf(deps.config);
   let started = 0;
   for (;;) {
-    const [{ held } = { held: 0 }] = await deps.orm.em
-      .fork()
-      .execute<{ held: number }[]>(`select count(*)::int as held from warm_sandboxes where deployment = ? and image = ?`, [deployment, image]);
+    const held = await countPooled(deps.orm.em.fork(), deployment, image);
     const missing = deps.config.PADDOCK_WARM_POOL_SIZE - held;
     if (missing <= 0) return `started ${started}`;
     // Several starts at once: a pod takes seconds to start (a local sandbox too on a busy host), and
@@ -33,18 +32,16 @@ export async function refillPoolJob(job: Job, deps: WorkerDeps): Promise<string>
 async function startPooled(deps: WorkerDeps, deployment: string, image: string): Promise<void> {
   const em = deps.orm.em.fork();
   const id = newId('sbx');
-  // The row first: a crash between it and the runtime leaves a row the sweep removes, never a
-  // runtime sandbox the sweep cannot tell from an orphan.
-  await em.execute(`insert into warm_sandboxes (id, deployment, image, status) values (?, ?, ?, 'starting')`, [id, deployment, image]);
+  await addStarting(em, id, deployment, image);
   try {
     // Its cap starts at the claim: the runtime's own backstop allows the longest wait in the
     // pool and a whole session after it.
     const capSeconds = deps.config.PADDOCK_WARM_POOL_MAX_AGE_SECONDS + deps.config.PADDOCK_SESSION_CAP_SECONDS;
     await deps.runtime.create({ id, accountId: POOL_ACCOUNT, image, capSeconds }, { timeoutMs: deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000 });
   } catch (err) {
-    await em.execute(`delete from warm_sandboxes where id = ?`, [id]);
+    await removePooled(em, [id]);
     await deps.runtime.destroy(id).catch(() => undefined);
     throw err;
   }
-  await em.execute(`update warm_sandboxes set status = 'ready', ready_at = now() where id = ?`, [id]);
+  await markReady(em, id);
 }
