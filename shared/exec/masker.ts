@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * The shortest value masked, and so the shortest secret POST /v1/secrets accepts: masking a one-
  * or two-character value would turn every occurrence of those characters in the output into ***.
@@ -24,7 +26,7 @@ export class SecretMasker {
 
   constructor(values: Iterable<string>) {
     const secrets = [...new Set(values)].map((v) => Buffer.from(v, 'utf8')).filter((b) => b.length >= MASK_MIN_BYTES);
-    this.automaton = secrets.length > 0 ? new Automaton(secrets) : undefined;
+    this.automaton = secrets.length > 0 ? automatonFor(secrets) : undefined;
   }
 
   get active(): boolean {
@@ -113,60 +115,148 @@ export class SecretMasker {
 }
 
 /**
+ * Automata built lately, by their secrets: every exec of an account builds a masker from the same
+ * secrets until they change, and at the secret caps a build is tens of milliseconds on the API's
+ * event loop. Least recently used first; bounded by the secrets' bytes (an automaton takes about
+ * 18 bytes a byte), and one unused for a minute is dropped, so values do not outlive their use
+ * here by long. The key is a digest of the secrets, never the values themselves.
+ */
+const CACHE_BYTES = 1024 * 1024;
+const CACHE_IDLE_MS = 60_000;
+const cache = new Map<string, { automaton: Automaton; bytes: number; usedAt: number }>();
+let cachedBytes = 0;
+
+function automatonFor(secrets: Buffer[]): Automaton {
+  const now = Date.now();
+  const digest = createHash('sha256');
+  for (const secret of [...secrets].sort(Buffer.compare)) digest.update(secret).update(SEPARATOR);
+  const key = digest.digest('base64');
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    if (now - hit.usedAt <= CACHE_IDLE_MS) {
+      hit.usedAt = now;
+      cache.set(key, hit);
+      return hit.automaton;
+    }
+    cachedBytes -= hit.bytes;
+  }
+  const automaton = new Automaton(secrets);
+  const bytes = secrets.reduce((n, s) => n + s.length, 0);
+  for (const [oldest, entry] of cache) {
+    if (cachedBytes + bytes <= CACHE_BYTES && now - entry.usedAt <= CACHE_IDLE_MS) break;
+    cache.delete(oldest);
+    cachedBytes -= entry.bytes;
+  }
+  if (bytes <= CACHE_BYTES) {
+    cache.set(key, { automaton, bytes, usedAt: now });
+    cachedBytes += bytes;
+  }
+  return automaton;
+}
+
+// A digest of a secret's length and bytes each would do too; a byte no UTF-8 text holds is simpler.
+const SEPARATOR = Buffer.from([0xff]);
+
+/**
  * The Aho-Corasick automaton of a set of byte strings: a trie whose states are the prefixes of
  * the secrets, with failure links. A step follows failure links until a child matches, which
- * is constant time amortised over the stream (each byte deepens the state by at most one), and
- * memory is proportional to the secrets' bytes.
+ * is constant time amortised over the stream (each byte deepens the state by at most one).
+ *
+ * Flat typed arrays, sized once from the secrets' bytes (a state per byte at most): an account
+ * may hold half a megabyte of secrets, built into a masker at every exec on the API's event
+ * loop. With a Map of children per state that was 350 ms and 140 MB a build; here a state with one
+ * child (nearly every state of a long secret) keeps it in two array slots, and only a state with
+ * several has a Map.
  */
 class Automaton {
-  /** Per state: its children by byte. */
-  private readonly next: Map<number, number>[] = [new Map()];
-  private readonly fail: number[] = [0];
+  /** Per state: its one child's byte (-1: none, or several, kept in `branches`). */
+  private readonly onlyByte: Int16Array;
+  private readonly onlyChild: Int32Array;
+  /** Per state with several children: 1 + the index of its children by byte in `branches`; 0 for none. */
+  private readonly branchOf: Int32Array;
+  private readonly branches: Map<number, number>[] = [];
+  private readonly fail: Int32Array;
   /** Per state: the length of the prefix it stands for. */
-  readonly depth: number[] = [0];
+  readonly depth: Int32Array;
   /** Per state: the longest secret that ends here (itself or through failure links), 0 for none. */
-  readonly matchLength: number[] = [0];
+  readonly matchLength: Int32Array;
   /** Per byte: 1 if some secret begins with it (the root has a child for it). */
   readonly starts = new Uint8Array(256);
+  private states = 1;
 
   constructor(patterns: Buffer[]) {
+    const most = 1 + patterns.reduce((n, p) => n + p.length, 0);
+    this.onlyByte = new Int16Array(most).fill(-1);
+    this.onlyChild = new Int32Array(most);
+    this.branchOf = new Int32Array(most);
+    this.fail = new Int32Array(most);
+    this.depth = new Int32Array(most);
+    this.matchLength = new Int32Array(most);
     for (const pattern of patterns) {
       let state = 0;
-      for (const byte of pattern) {
-        let child = this.next[state]!.get(byte);
+      for (let i = 0; i < pattern.length; i++) {
+        const byte = pattern[i]!;
+        let child = this.child(state, byte);
         if (child === undefined) {
-          child = this.next.length;
-          this.next.push(new Map());
-          this.fail.push(0);
-          this.depth.push(this.depth[state]! + 1);
-          this.matchLength.push(0);
-          this.next[state]!.set(byte, child);
+          child = this.states++;
+          this.depth[child] = this.depth[state]! + 1;
+          this.addChild(state, byte, child);
         }
         state = child;
       }
       this.matchLength[state] = Math.max(this.matchLength[state]!, pattern.length);
     }
-    for (const byte of this.next[0]!.keys()) this.starts[byte] = 1;
     // Breadth first, so a state's failure target is done before the state.
-    const queue: number[] = [...this.next[0]!.values()];
-    for (let head = 0; head < queue.length; head++) {
+    const queue = new Int32Array(this.states);
+    let tail = 0;
+    this.eachChild(0, (byte, child) => {
+      this.starts[byte] = 1;
+      queue[tail++] = child;
+    });
+    for (let head = 0; head < tail; head++) {
       const state = queue[head]!;
-      for (const [byte, child] of this.next[state]!) {
+      this.eachChild(state, (byte, child) => {
         let f = this.fail[state]!;
-        while (f !== 0 && !this.next[f]!.has(byte)) f = this.fail[f]!;
-        const target = this.next[f]!.get(byte);
+        while (f !== 0 && this.child(f, byte) === undefined) f = this.fail[f]!;
+        const target = this.child(f, byte);
         this.fail[child] = target !== undefined && target !== child ? target : 0;
         this.matchLength[child] = Math.max(this.matchLength[child]!, this.matchLength[this.fail[child]!]!);
-        queue.push(child);
-      }
+        queue[tail++] = child;
+      });
     }
   }
 
   step(state: number, byte: number): number {
     for (let s = state; ; s = this.fail[s]!) {
-      const child = this.next[s]!.get(byte);
+      const child = this.child(s, byte);
       if (child !== undefined) return child;
       if (s === 0) return 0;
     }
+  }
+
+  private child(state: number, byte: number): number | undefined {
+    if (this.onlyByte[state] === byte) return this.onlyChild[state];
+    const branch = this.branchOf[state]!;
+    return branch === 0 ? undefined : this.branches[branch - 1]!.get(byte);
+  }
+
+  private addChild(state: number, byte: number, child: number): void {
+    const branch = this.branchOf[state]!;
+    if (branch !== 0) {
+      this.branches[branch - 1]!.set(byte, child);
+    } else if (this.onlyByte[state] === -1) {
+      this.onlyByte[state] = byte;
+      this.onlyChild[state] = child;
+    } else {
+      this.branchOf[state] = this.branches.push(new Map([[this.onlyByte[state]!, this.onlyChild[state]!], [byte, child]]));
+      this.onlyByte[state] = -1;
+    }
+  }
+
+  private eachChild(state: number, visit: (byte: number, child: number) => void): void {
+    const branch = this.branchOf[state]!;
+    if (branch !== 0) for (const [byte, child] of this.branches[branch - 1]!) visit(byte, child);
+    else if (this.onlyByte[state] !== -1) visit(this.onlyByte[state]!, this.onlyChild[state]!);
   }
 }

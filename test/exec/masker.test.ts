@@ -140,3 +140,15 @@ test('after a release, a secret finished a byte at a time is masked from where t
   assert.deepEqual(out, ['', '', '', '', '', '', '', '']);
   assert.equal(masker.push(Buffer.from(' done')).toString() + masker.flush().toString(), '*** done');
 });
+
+test('maskers share a built automaton only for the same secrets: split differently, or in another order', () => {
+  const mask = (secrets: string[], text: string) => {
+    const masker = new SecretMasker(secrets);
+    return Buffer.concat([masker.push(Buffer.from(text)), masker.flush()]).toString();
+  };
+  assert.equal(mask(['abcd', 'efgh'], 'x abcd efgh abcdefgh'), 'x *** *** ******');
+  assert.equal(mask(['abcdefgh'], 'x abcd efgh abcdefgh'), 'x abcd efgh ***');
+  assert.equal(mask(['efgh', 'abcd'], 'abcd'), '***');
+  assert.equal(mask(['abcd', 'efgh'], 'abcdefgh'), '******');
+  assert.equal(mask(['abcdefgh'], 'abcd'), 'abcd');
+});
