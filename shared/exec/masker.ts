@@ -165,17 +165,24 @@ const SEPARATOR = Buffer.from([0xff]);
  *
  * Flat typed arrays, sized once from the secrets' bytes (a state per byte at most): an account
  * may hold half a megabyte of secrets, built into a masker at every exec on the API's event
- * loop. With a Map of children per state that was 350 ms and 140 MB a build; here a state with one
+ * loop. With a Map of children per state that was 260 ms and 140 MB a build; here a state with one
  * child (nearly every state of a long secret) keeps it in two array slots, and only a state with
- * several has a Map.
+ * several has a table of its own.
  */
+/** No child: the root is no state's child. */
+const NONE = 0;
+
 class Automaton {
   /** Per state: its one child's byte (-1: none, or several, kept in `branches`). */
   private readonly onlyByte: Int16Array;
   private readonly onlyChild: Int32Array;
-  /** Per state with several children: 1 + the index of its children by byte in `branches`; 0 for none. */
+  /**
+   * Per state with several children: 1 + the index of its table of children in `branches`; 0 for
+   * none. A table has a slot per byte (0: no child, as no child is the root): each secret makes at
+   * most one state branch, so there are few, and a lookup in one is an array read.
+   */
   private readonly branchOf: Int32Array;
-  private readonly branches: Map<number, number>[] = [];
+  private readonly branches: Int32Array[] = [];
   private readonly fail: Int32Array;
   /** Per state: the length of the prefix it stands for. */
   readonly depth: Int32Array;
@@ -198,7 +205,7 @@ class Automaton {
       for (let i = 0; i < pattern.length; i++) {
         const byte = pattern[i]!;
         let child = this.child(state, byte);
-        if (child === undefined) {
+        if (child === NONE) {
           child = this.states++;
           this.depth[child] = this.depth[state]! + 1;
           this.addChild(state, byte, child);
@@ -210,53 +217,64 @@ class Automaton {
     // Breadth first, so a state's failure target is done before the state.
     const queue = new Int32Array(this.states);
     let tail = 0;
-    this.eachChild(0, (byte, child) => {
+    for (let byte = 0; byte < 256; byte++) {
+      const child = this.child(0, byte);
+      if (child === NONE) continue;
       this.starts[byte] = 1;
       queue[tail++] = child;
-    });
+    }
     for (let head = 0; head < tail; head++) {
       const state = queue[head]!;
-      this.eachChild(state, (byte, child) => {
-        let f = this.fail[state]!;
-        while (f !== 0 && this.child(f, byte) === undefined) f = this.fail[f]!;
-        const target = this.child(f, byte);
-        this.fail[child] = target !== undefined && target !== child ? target : 0;
-        this.matchLength[child] = Math.max(this.matchLength[child]!, this.matchLength[this.fail[child]!]!);
-        queue[tail++] = child;
-      });
+      const branch = this.branchOf[state]!;
+      if (branch === 0) {
+        if (this.onlyByte[state] !== -1) queue[tail++] = this.link(state, this.onlyByte[state]!, this.onlyChild[state]!);
+      } else {
+        const table = this.branches[branch - 1]!;
+        for (let byte = 0; byte < 256; byte++) if (table[byte] !== 0) queue[tail++] = this.link(state, byte, table[byte]!);
+      }
     }
   }
 
   step(state: number, byte: number): number {
     for (let s = state; ; s = this.fail[s]!) {
       const child = this.child(s, byte);
-      if (child !== undefined) return child;
+      if (child !== NONE) return child;
       if (s === 0) return 0;
     }
   }
 
-  private child(state: number, byte: number): number | undefined {
-    if (this.onlyByte[state] === byte) return this.onlyChild[state];
+  /** Sets the failure link of `child` (reached from `state` by `byte`); answers the child. */
+  private link(state: number, byte: number, child: number): number {
+    let f = this.fail[state]!;
+    while (f !== 0 && this.child(f, byte) === NONE) f = this.fail[f]!;
+    const target = this.child(f, byte);
+    const fail = target !== NONE && target !== child ? target : 0;
+    this.fail[child] = fail;
+    this.matchLength[child] = Math.max(this.matchLength[child]!, this.matchLength[fail]!);
+    return child;
+  }
+
+  private child(state: number, byte: number): number {
+    if (this.onlyByte[state] === byte) return this.onlyChild[state]!;
     const branch = this.branchOf[state]!;
-    return branch === 0 ? undefined : this.branches[branch - 1]!.get(byte);
+    if (branch === 0) return NONE;
+    const child = this.branches[branch - 1]![byte]!;
+    return child === 0 ? NONE : child;
   }
 
   private addChild(state: number, byte: number, child: number): void {
     const branch = this.branchOf[state]!;
     if (branch !== 0) {
-      this.branches[branch - 1]!.set(byte, child);
+      this.branches[branch - 1]![byte] = child;
     } else if (this.onlyByte[state] === -1) {
       this.onlyByte[state] = byte;
       this.onlyChild[state] = child;
     } else {
-      this.branchOf[state] = this.branches.push(new Map([[this.onlyByte[state]!, this.onlyChild[state]!], [byte, child]]));
+      const table = new Int32Array(256);
+      table[this.onlyByte[state]!] = this.onlyChild[state]!;
+      table[byte] = child;
+      this.branchOf[state] = this.branches.push(table);
       this.onlyByte[state] = -1;
     }
-  }
-
-  private eachChild(state: number, visit: (byte: number, child: number) => void): void {
-    const branch = this.branchOf[state]!;
-    if (branch !== 0) for (const [byte, child] of this.branches[branch - 1]!) visit(byte, child);
-    else if (this.onlyByte[state] !== -1) visit(this.onlyByte[state]!, this.onlyChild[state]!);
   }
 }
