@@ -53,8 +53,8 @@ export const maskingBenchmark: Benchmark = {
       const made = () => Array.from({ length: count }, () => randomBytes(bytes).toString('base64').slice(0, bytes));
       const sets = Array.from({ length: ROUNDS }, made);
       const floor = medianMs((round) => void sets[round]!.map((v) => Buffer.from(v, 'utf8')));
-      const built = medianMs((round) => void new SecretMasker(sets[round]!));
-      const again = medianMs(() => void new SecretMasker(sets[0]!));
+      const built = medianMs((round) => void new SecretMasker(sets[round]!, 'acc_bench/sbx_bench'));
+      const again = medianMs(() => void new SecretMasker(sets[0]!, 'acc_bench/sbx_bench'));
       const subject = `a masker of ${count} secrets of ${bytes} bytes`;
       ctx.log(`  ${subject}: built ${built.toFixed(2)} ms, again ${again.toFixed(3)} ms; their bytes copied ${floor.toFixed(3)} ms (×${(built / floor).toFixed(0)}, ×${(again / floor).toFixed(1)})`);
       rows.push({

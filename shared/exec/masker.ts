@@ -24,9 +24,15 @@ export class SecretMasker {
   /** Masked spans within `pending`, as [start, end) offsets, sorted and disjoint. */
   private spans: [number, number][] = [];
 
-  constructor(values: Iterable<string>) {
+  /**
+   * `cacheScope` names whose secrets these are (an account and its sandbox): a masker built for
+   * the same secrets of the same scope lately is reused, and never another scope's, which would
+   * tell a tenant by its exec's speed that another holds secrets it guessed. Without one, built anew.
+   */
+  constructor(values: Iterable<string>, cacheScope?: string) {
     const secrets = [...new Set(values)].map((v) => Buffer.from(v, 'utf8')).filter((b) => b.length >= MASK_MIN_BYTES);
-    this.automaton = secrets.length > 0 ? automatonFor(secrets) : undefined;
+    if (secrets.length === 0) this.automaton = undefined;
+    else this.automaton = cacheScope === undefined ? new Automaton(secrets) : automatonFor(cacheScope, secrets);
   }
 
   get active(): boolean {
@@ -115,7 +121,7 @@ export class SecretMasker {
 }
 
 /**
- * Automata built lately, by their secrets: every exec of an account builds a masker from the same
+ * Automata built lately, by their scope and secrets: every exec of an account builds a masker from the same
  * secrets until they change, and at the secret caps a build is tens of milliseconds on the API's
  * event loop. Least recently used first; bounded by the secrets' bytes (an automaton takes about
  * 18 bytes a byte), and one unused for a minute is dropped, so values do not outlive their use
@@ -126,9 +132,9 @@ const CACHE_IDLE_MS = 60_000;
 const cache = new Map<string, { automaton: Automaton; bytes: number; usedAt: number }>();
 let cachedBytes = 0;
 
-function automatonFor(secrets: Buffer[]): Automaton {
+function automatonFor(scope: string, secrets: Buffer[]): Automaton {
   const now = Date.now();
-  const digest = createHash('sha256');
+  const digest = createHash('sha256').update(scope).update(SEPARATOR);
   for (const secret of [...secrets].sort(Buffer.compare)) digest.update(secret).update(SEPARATOR);
   const key = digest.digest('base64');
   const hit = cache.get(key);

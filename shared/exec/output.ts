@@ -14,8 +14,9 @@ export class OutputStream {
   /** Bytes the command wrote to this stream, kept or not. */
   received = 0;
 
-  constructor(secrets: Iterable<string>, maxBytes: number) {
-    this.masker = new SecretMasker(secrets);
+  /** `cacheScope`: whose secrets they are (SecretMasker). */
+  constructor(secrets: Iterable<string>, maxBytes: number, cacheScope?: string) {
+    this.masker = new SecretMasker(secrets, cacheScope);
     this.maxBytes = maxBytes;
   }
 

@@ -30,7 +30,8 @@ function reference(text: Buffer, secrets: string[]): Buffer {
 }
 
 function maskInChunks(text: Buffer, secrets: string[], cuts: number[]): Buffer {
-  const masker = new SecretMasker(secrets);
+  // One scope for every run: sets met before take the automaton built then.
+  const masker = new SecretMasker(secrets, 'acc_property/sbx_property');
   const out: Buffer[] = [];
   let from = 0;
   for (const cut of [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)) {
@@ -141,9 +142,9 @@ test('after a release, a secret finished a byte at a time is masked from where t
   assert.equal(masker.push(Buffer.from(' done')).toString() + masker.flush().toString(), '*** done');
 });
 
-test('maskers share a built automaton only for the same secrets: split differently, or in another order', () => {
+test('maskers share a built automaton only for the same secrets of the same scope', () => {
   const mask = (secrets: string[], text: string) => {
-    const masker = new SecretMasker(secrets);
+    const masker = new SecretMasker(secrets, 'acc_a/sbx_a');
     return Buffer.concat([masker.push(Buffer.from(text)), masker.flush()]).toString();
   };
   assert.equal(mask(['abcd', 'efgh'], 'x abcd efgh abcdefgh'), 'x *** *** ******');
@@ -151,4 +152,14 @@ test('maskers share a built automaton only for the same secrets: split different
   assert.equal(mask(['efgh', 'abcd'], 'abcd'), '***');
   assert.equal(mask(['abcd', 'efgh'], 'abcdefgh'), '******');
   assert.equal(mask(['abcdefgh'], 'abcd'), 'abcd');
+});
+
+test('a built automaton is reused within its scope, and never across scopes or without one', () => {
+  const automaton = (masker: SecretMasker) => Reflect.get(masker, 'automaton') as object;
+  const secrets = ['k9-reuse-secret-one', 'k9-reuse-secret-two'];
+  const first = automaton(new SecretMasker(secrets, 'acc_1/sbx_1'));
+  assert.equal(automaton(new SecretMasker([...secrets].reverse(), 'acc_1/sbx_1')), first, 'the same secrets, in any order');
+  assert.notEqual(automaton(new SecretMasker(secrets, 'acc_2/sbx_2')), first, 'another account: its own build');
+  assert.notEqual(automaton(new SecretMasker(secrets)), first, 'no scope: its own build');
+  assert.notEqual(automaton(new SecretMasker([...secrets, 'k9-reuse-secret-three'], 'acc_1/sbx_1')), first);
 });

@@ -82,8 +82,9 @@ export async function runExecBytes(
   options: RunOptions = {},
 ): Promise<ExecOutcome> {
   const max = deps.config.PADDOCK_EXEC_OUTPUT_MAX_BYTES;
-  const out = new OutputStream(prepared.secrets, max);
-  const err = new OutputStream(prepared.secrets, max);
+  const scope = `${prepared.accountId}/${sandboxId}`;
+  const out = new OutputStream(prepared.secrets, max, scope);
+  const err = new OutputStream(prepared.secrets, max, scope);
   const overflow = new AbortController();
   const emit = (bytes: Buffer, to: (b: Buffer) => void | Promise<void>): void | Promise<void> => {
     const limit = max + OVERFLOW_GRACE_BYTES;
