@@ -58,6 +58,16 @@ test('without Redis: /readyz answers 503, /healthz still 200, requests answer 50
   }
 });
 
+test('without its queue\'s own Redis connection (not yet back after an outage), a web is not ready: creates and destroys would answer 503', async () => {
+  const lagging = await startTestApi();
+  assert.equal((await call(lagging.url, 'GET', '/readyz')).status, 200);
+  (await lagging.deps.queue.backend.client).disconnect();
+  const ready = await call(lagging.url, 'GET', '/readyz');
+  assert.equal(ready.status, 503);
+  assert.deepEqual(ready.body, { status: 'unavailable', checks: { postgres: true, redis: false } });
+  assert.equal((await call(lagging.url, 'GET', '/healthz')).status, 200);
+});
+
 test('without PostgreSQL: /readyz answers 503 naming it, and requests answer 503 service_unavailable', async () => {
   // Nothing listens on port 1: every query fails to connect.
   const broken = await startTestApi({ overrides: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/paddock' } });

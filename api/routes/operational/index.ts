@@ -18,7 +18,9 @@ export function mountOperationalRoutes(router: ShapedRouter, deps: AppDeps): voi
   router.get('/readyz', async (ctx: AppContext) => {
     const [postgres, redis] = await Promise.all([
       check(() => deps.orm.em.getConnection().execute('select 1')),
-      check(() => deps.redis.ping()),
+      // The queue's own connection too: after Redis comes back, it reconnects on its own schedule,
+      // and until it has, every create and destroy through this process would answer 503.
+      check(() => Promise.all([deps.redis.ping(), queueConnected(deps)])),
     ]);
     const ready = postgres && redis;
     ctx.status = ready ? 200 : 503;
@@ -37,6 +39,11 @@ export function mountOperationalRoutes(router: ShapedRouter, deps: AppDeps): voi
     ctx.type = deps.metrics.registry.contentType;
     ctx.body = await deps.metrics.registry.metrics();
   });
+}
+
+async function queueConnected(deps: AppDeps): Promise<void> {
+  const { status } = await deps.queue.backend.client;
+  if (status !== 'ready') throw new Error(`the queue's Redis connection is ${status}`);
 }
 
 async function check(probe: () => Promise<unknown>): Promise<boolean> {
