@@ -5,19 +5,8 @@
 // share the cores) samples land on the frame it stopped in, usually a socket write, so on a busy
 // machine writeBuffer/writeUtf8String look far costlier than they are; `perf record -e cpu-clock`
 // with `node --perf-basic-prof` counts CPU only (docs/benchmarks.md).
-import { readFileSync } from 'node:fs';
+import { readProfile, type ProfileNode } from './cpu-profile.ts';
 import { relative, resolve } from 'node:path';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
 
 const root = resolve(import.meta.dirname, '..');
 const file = process.argv[2];
@@ -26,7 +15,7 @@ if (!file) {
   process.stderr.write('usage: node bench/profile-summary.ts FILE.cpuprofile [TOP]\n');
   process.exit(2);
 }
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const profile = readProfile(file);
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();

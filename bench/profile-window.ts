@@ -2,26 +2,14 @@
 // a `--cpu-prof` profile (BENCH_PROFILE=1) after its first SKIP_SECONDS, by self and inclusive
 // time, to see what a process did in a short burst that a whole-run summary
 // (bench/profile-summary.ts) averages away. Wall-clock samples, as there.
-import { readFileSync } from 'node:fs';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-  startTime: number;
-}
+import { readProfile } from './cpu-profile.ts';
 
 const [file, skipArg, windowArg] = process.argv.slice(2);
 if (!file) {
   process.stderr.write('usage: node bench/profile-window.ts FILE.cpuprofile [SKIP_SECONDS] [WINDOW_MS]\n');
   process.exit(2);
 }
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const profile = readProfile(file);
 const skip = Number(skipArg ?? 0) * 1e6;
 const windowUs = Number(windowArg ?? 300) * 1000;
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
