@@ -121,11 +121,11 @@ export class SecretMasker {
 }
 
 /**
- * Automata built lately, by their scope and secrets: every exec of an account builds a masker from the same
- * secrets until they change, and at the secret caps a build is tens of milliseconds on the API's
- * event loop. Least recently used first; bounded by the secrets' bytes (an automaton takes about
- * 18 bytes a byte), and one unused for a minute is dropped, so values do not outlive their use
- * here by long. The key is a digest of the secrets, never the values themselves.
+ * Automata built lately, by their scope and secrets: every exec in a sandbox builds a masker from
+ * the same secrets until they change, and at the secret caps a build is tens of milliseconds on
+ * the API's event loop. Least recently used first; bounded by the secrets' bytes (an automaton
+ * takes about 18 bytes a byte), and one unused for a minute is dropped, so values do not outlive
+ * their use here by long. The key is a digest of the scope and the secrets, never the values.
  */
 const CACHE_BYTES = 1024 * 1024;
 const CACHE_IDLE_MS = 60_000;
@@ -164,6 +164,9 @@ function automatonFor(scope: string, secrets: Buffer[]): Automaton {
 // A digest of a secret's length and bytes each would do too; a byte no UTF-8 text holds is simpler.
 const SEPARATOR = Buffer.from([0xff]);
 
+/** No child: the root is no state's child. */
+const NONE = 0;
+
 /**
  * The Aho-Corasick automaton of a set of byte strings: a trie whose states are the prefixes of
  * the secrets, with failure links. A step follows failure links until a child matches, which
@@ -175,9 +178,6 @@ const SEPARATOR = Buffer.from([0xff]);
  * child (nearly every state of a long secret) keeps it in two array slots, and only a state with
  * several has a table of its own.
  */
-/** No child: the root is no state's child. */
-const NONE = 0;
-
 class Automaton {
   /** Per state: its one child's byte (-1: none, or several, kept in `branches`). */
   private readonly onlyByte: Int16Array;
