@@ -40,11 +40,17 @@ test('the budget: a burst at once, then the refill rate; accounts apart; 0 is no
   for (let i = 0; i < 100; i++) assert.equal(unlimited.spend('acct_a', 1 << 20), undefined);
 });
 
-test('many accounts come and go: the whole budgets are let go, the others kept', () => {
+test('many accounts come and go: the whole budgets are let go, the others kept', async () => {
   const budget = new OutputBudget(1024, 1024);
-  for (let i = 0; i < 5000; i++) void budget.spend(`acct_${i}`, 1);
+  // A byte each, refilled after a millisecond: each batch's are whole again by the next batch. (In
+  // one tight loop, a fast run added a thousand in less than that, none of them whole yet.)
+  const BATCH = 100;
+  for (let i = 0; i < 5000; i++) {
+    void budget.spend(`acct_${i}`, 1);
+    if (i % BATCH === BATCH - 1) await new Promise((resolve) => setTimeout(resolve, 3));
+  }
   const held = (budget as unknown as { accounts: Map<string, unknown> }).accounts;
-  assert.ok(held.size <= 1025, `${held.size} accounts held`);
+  assert.ok(held.size <= 1024 + BATCH, `${held.size} accounts held`);
   assert.ok(held.has('acct_4999'));
 });
 
