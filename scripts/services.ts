@@ -11,6 +11,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { withLock } from '../shared/runtime/local/lock.ts';
+import { isRunning, readStat } from '../shared/runtime/local/processes.ts';
 
 const run = promisify(execFile);
 const isRoot = process.getuid?.() === 0;
@@ -165,7 +166,7 @@ class StackUsers {
 
   join(): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    writeFileSync(join(this.dir, String(process.pid)), startTimeOf(process.pid) ?? '', { mode: 0o600 });
+    writeFileSync(join(this.dir, String(process.pid)), readStat(process.pid)?.startTime ?? '', { mode: 0o600 });
   }
 
   /** Leaves, and answers the pids of the users still running (forgetting those that are gone). */
@@ -175,19 +176,10 @@ class StackUsers {
     for (const name of existsSync(this.dir) ? readdirSync(this.dir) : []) {
       const pid = Number(name);
       const startTime = readFileSync(join(this.dir, name), 'utf8');
-      if (Number.isInteger(pid) && startTime !== '' && startTimeOf(pid) === startTime) others.push(pid);
+      if (Number.isInteger(pid) && startTime !== '' && isRunning(pid, startTime)) others.push(pid);
       else rmSync(join(this.dir, name), { force: true });
     }
     return others;
-  }
-}
-
-function startTimeOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
   }
 }
 
