@@ -18,6 +18,7 @@ import { createApiMetrics } from './metrics.ts';
 import { SecretCipher } from '../shared/secrets/cipher.ts';
 import { requestFrame } from './middleware/request-frame.ts';
 import { OutputBudget } from './services/exec/output-budget.ts';
+import { OpenedSecretsCache } from './services/opened-secrets.ts';
 import { mountRoutes } from './routes/mount.ts';
 import { ShapedRouter } from './routes/shaped-router.ts';
 import { allRoutes } from './routes/index.ts';
@@ -56,6 +57,7 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS, config.PADDOCK_JWT_SECRET_PREVIOUS),
     metrics: createApiMetrics(),
     outputBudget: new OutputBudget(config.PADDOCK_EXEC_OUTPUT_BYTES_PER_SECOND, config.PADDOCK_EXEC_OUTPUT_BURST_BYTES),
+    openedSecrets: new OpenedSecretsCache(),
     queue,
     queueEvents,
     runtime,

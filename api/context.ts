@@ -1,3 +1,4 @@
+import type { OpenedSecretsCache } from './services/opened-secrets.ts';
 import type { OutputBudget } from './services/exec/output-budget.ts';
 import type { Scope } from '../shared/scopes.ts';
 import type { ParameterizedContext } from 'koa';
@@ -37,6 +38,8 @@ export interface AppDeps {
   metrics: ApiMetrics;
   /** Each account's share of this process's work on command output. */
   outputBudget: OutputBudget;
+  /** Secrets opened lately, by account and sandbox (services/opened-secrets.ts). */
+  openedSecrets: OpenedSecretsCache;
   /** Where sandbox create and destroy jobs go. */
   queue: Queue;
   /** Completion events of those jobs, for requests that wait for a sandbox. */

@@ -7,6 +7,7 @@ import { SandboxPages } from './20261123000002_sandbox_pages.ts';
 import { UsageRollups } from './20261123000003_usage_rollups.ts';
 import { WarmPool } from './20261123000004_warm_pool.ts';
 import { SandboxDeployment } from './20261124000001_sandbox_deployment.ts';
+import { SecretVersions } from './20261126000001_secret_versions.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
@@ -19,4 +20,5 @@ export const migrationsList = [
   { name: '20261123000003_usage_rollups', class: UsageRollups },
   { name: '20261123000004_warm_pool', class: WarmPool },
   { name: '20261124000001_sandbox_deployment', class: SandboxDeployment },
+  { name: '20261126000001_secret_versions', class: SecretVersions },
 ];

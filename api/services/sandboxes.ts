@@ -19,11 +19,13 @@ import type { AppDeps } from '../context.ts';
 import { checkEnvironment } from '../../shared/allowlist/index.ts';
 import { currentPeriod, limitsOf } from './account-usage.ts';
 import { lockAccountStatement, overridesFrom, usageFrom, usageStatement, type Usage } from '../../shared/repositories/accounts.ts';
-import { getAllowlist } from '../../shared/repositories/policy.ts';
+import { getAllowlist, type Allowlist } from '../../shared/repositories/policy.ts';
 import * as sandboxes from '../../shared/repositories/sandboxes.ts';
-import type { SandboxPage, SandboxWithPolicy } from '../../shared/repositories/sandboxes.ts';
+import type { SandboxPage } from '../../shared/repositories/sandboxes.ts';
+import type { OpenedSecrets } from './opened-secrets.ts';
+import { openSecrets } from './secrets.ts';
 
-export type { SandboxPage, SandboxWithPolicy };
+export type { SandboxPage };
 
 export interface CreateSandboxInput {
   image?: string;
@@ -301,11 +303,24 @@ export async function findOwnSandbox(pool: Pool, accountId: string, id: string):
   return sandbox;
 }
 
-/** The caller's sandbox with the policy an exec in it obeys (one round trip), or 404. */
-export async function findOwnSandboxWithPolicy(pool: Pool, accountId: string, id: string): Promise<SandboxWithPolicy> {
-  const found = isId('sbx', id) ? await sandboxes.findOwnSandboxWithPolicy(pool, accountId, id) : undefined;
+/** A sandbox, the allowlist its commands obey, and the secrets they get. */
+export interface ExecContext {
+  sandbox: Sandbox;
+  allowlist: Allowlist;
+  /** Decrypts what the read brought, if anything: called only for a command that may run. */
+  openSecrets(): OpenedSecrets;
+}
+
+/**
+ * The caller's sandbox with the policy an exec in it obeys (one round trip), or 404. The read
+ * brings the secrets' ciphertexts only if they changed since this process last opened them.
+ */
+export async function findOwnSandboxWithPolicy(deps: AppDeps, accountId: string, id: string): Promise<ExecContext> {
+  const held = isId('sbx', id) ? deps.openedSecrets.get(accountId, id) : undefined;
+  const found = isId('sbx', id) ? await sandboxes.findOwnSandboxWithPolicy(deps.pg, accountId, id, held?.version ?? undefined) : undefined;
   if (!found) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
-  return found;
+  const { sandbox, allowlist, secrets } = found;
+  return { sandbox, allowlist, openSecrets: () => openSecrets(deps, accountId, id, secrets, held) };
 }
 
 /** One page of the caller's sandboxes, newest first; 404 for a cursor that is not one of them. */

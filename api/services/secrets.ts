@@ -4,7 +4,8 @@ import { ApiError } from '../../shared/errors.ts';
 import type { SecretCipher } from '../../shared/secrets/cipher.ts';
 import { secretContext } from '../../shared/secrets/cipher.ts';
 import * as policy from '../../shared/repositories/policy.ts';
-import type { SecretSummary, SecretUsage, StoredSecret } from '../../shared/repositories/policy.ts';
+import type { SecretsRead, SecretSummary, SecretUsage, StoredSecret } from '../../shared/repositories/policy.ts';
+import { NO_SECRETS, OpenedSecrets } from './opened-secrets.ts';
 import type { AppDeps } from '../context.ts';
 import { findOwnSandbox } from './sandboxes.ts';
 
@@ -62,10 +63,9 @@ function admitSecret(config: Config, usage: SecretUsage, sandboxId: string | nul
 
 /**
  * The environment an exec gets from secrets, decrypted: the account's, then the sandbox's own,
- * which win on a name clash (the order they are stored in). Read at every exec, so a change
- * applies to the next one.
+ * which win on a name clash (the order they are stored in).
  */
-export function secretEnv(deps: AppDeps, accountId: string, stored: StoredSecret[]): Record<string, string> {
+function secretEnv(deps: AppDeps, accountId: string, stored: StoredSecret[]): Record<string, string> {
   if (stored.length === 0) return {};
   const cipher = cipherOf(deps);
   const env: Record<string, string> = {};
@@ -82,7 +82,25 @@ export function secretEnv(deps: AppDeps, accountId: string, stored: StoredSecret
   return env;
 }
 
-/** The secrets' values that reach the sandbox: what its output is masked with. */
-export async function secretValuesFor(deps: AppDeps, accountId: string, sandboxId: string): Promise<string[]> {
-  return Object.values(secretEnv(deps, accountId, await policy.secretsForSandbox(deps.pg, accountId, sandboxId)));
+/**
+ * The secrets that reach the sandbox, opened: what `read` brought (read with `held`'s version,
+ * the one this process holds), decrypted; or, when they have not changed since, `held` itself.
+ * Read at every exec, so a change applies to the next one, on every replica.
+ */
+export function openSecrets(deps: AppDeps, accountId: string, sandboxId: string, read: SecretsRead, held: OpenedSecrets | undefined): OpenedSecrets {
+  if (read.stored === undefined) {
+    if (held && held.version === read.version) return held;
+    throw new Error('the secrets were read as unchanged from a version this process does not hold');
+  }
+  if (read.version === null && read.stored.length === 0) return NO_SECRETS;
+  const opened = new OpenedSecrets(read.version, secretEnv(deps, accountId, read.stored));
+  deps.openedSecrets.put(accountId, sandboxId, opened);
+  return opened;
+}
+
+/** The secrets that reach the sandbox, opened (from this process's cache while unchanged). */
+export async function openedSecretsFor(deps: AppDeps, accountId: string, sandboxId: string): Promise<OpenedSecrets> {
+  const held = deps.openedSecrets.get(accountId, sandboxId);
+  const read = await policy.secretsForSandbox(deps.pg, accountId, sandboxId, held?.version ?? undefined);
+  return openSecrets(deps, accountId, sandboxId, read, held);
 }

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 /**
  * The shortest value masked, and so the shortest secret POST /v1/secrets accepts: masking a one-
  * or two-character value would turn every occurrence of those characters in the output into ***.
@@ -25,14 +23,11 @@ export class SecretMasker {
   private spans: [number, number][] = [];
 
   /**
-   * `cacheScope` names whose secrets these are (an account and its sandbox): a masker built for
-   * the same secrets of the same scope lately is reused, and never another scope's, which would
-   * tell a tenant by its exec's speed that another holds secrets it guessed. Without one, built anew.
+   * The values to mask, or a MaskSet of them built before: every masker of an exec's secrets
+   * (its stdout's and its stderr's, and the next exec's while they are unchanged) shares one.
    */
-  constructor(values: Iterable<string>, cacheScope?: string) {
-    const secrets = [...new Set(values)].map((v) => Buffer.from(v, 'utf8')).filter((b) => b.length >= MASK_MIN_BYTES);
-    if (secrets.length === 0) this.automaton = undefined;
-    else this.automaton = cacheScope === undefined ? new Automaton(secrets) : automatonFor(cacheScope, secrets);
+  constructor(values: Iterable<string> | MaskSet | undefined) {
+    this.automaton = values instanceof MaskSet ? values.automaton : values === undefined ? undefined : MaskSet.of(values)?.automaton;
   }
 
   get active(): boolean {
@@ -121,48 +116,25 @@ export class SecretMasker {
 }
 
 /**
- * Automata built lately, by their scope and secrets: every exec in a sandbox builds a masker from
- * the same secrets until they change, and at the secret caps a build is tens of milliseconds on
- * the API's event loop. Least recently used first; bounded by the secrets' bytes (an automaton
- * takes about 18 bytes a byte), and one unused for a minute is dropped, so values do not outlive
- * their use here by long. The key is a digest of the scope and the secrets, never the values.
+ * Secrets built into the automaton that masks them: a build is tens of milliseconds at the
+ * secret caps, so it is made once for a set of secrets and shared by the maskers of it.
  */
-const CACHE_BYTES = 1024 * 1024;
-const CACHE_IDLE_MS = 60_000;
-const cache = new Map<string, { automaton: Automaton; bytes: number; usedAt: number }>();
-let cachedBytes = 0;
+export class MaskSet {
+  readonly automaton: Automaton;
+  /** The secrets' bytes: what a cache of sets counts them by (an automaton takes about 18 a byte). */
+  readonly bytes: number;
 
-function automatonFor(scope: string, secrets: Buffer[]): Automaton {
-  const now = Date.now();
-  const digest = createHash('sha256').update(scope).update(SEPARATOR);
-  for (const secret of [...secrets].sort(Buffer.compare)) digest.update(secret).update(SEPARATOR);
-  const key = digest.digest('base64');
-  const hit = cache.get(key);
-  if (hit) {
-    cache.delete(key);
-    if (now - hit.usedAt <= CACHE_IDLE_MS) {
-      hit.usedAt = now;
-      cache.set(key, hit);
-      return hit.automaton;
-    }
-    cachedBytes -= hit.bytes;
+  private constructor(secrets: Buffer[]) {
+    this.automaton = new Automaton(secrets);
+    this.bytes = secrets.reduce((n, b) => n + b.length, 0);
   }
-  const automaton = new Automaton(secrets);
-  const bytes = secrets.reduce((n, s) => n + s.length, 0);
-  for (const [oldest, entry] of cache) {
-    if (cachedBytes + bytes <= CACHE_BYTES && now - entry.usedAt <= CACHE_IDLE_MS) break;
-    cache.delete(oldest);
-    cachedBytes -= entry.bytes;
+
+  /** Undefined when no value is long enough to be masked. */
+  static of(values: Iterable<string>): MaskSet | undefined {
+    const secrets = [...new Set(values)].map((v) => Buffer.from(v, 'utf8')).filter((b) => b.length >= MASK_MIN_BYTES);
+    return secrets.length === 0 ? undefined : new MaskSet(secrets);
   }
-  if (bytes <= CACHE_BYTES) {
-    cache.set(key, { automaton, bytes, usedAt: now });
-    cachedBytes += bytes;
-  }
-  return automaton;
 }
-
-// A digest of a secret's length and bytes each would do too; a byte no UTF-8 text holds is simpler.
-const SEPARATOR = Buffer.from([0xff]);
 
 /** No child: the root is no state's child. */
 const NONE = 0;

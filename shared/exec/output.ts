@@ -1,4 +1,4 @@
-import { SecretMasker } from './masker.ts';
+import { SecretMasker, type MaskSet } from './masker.ts';
 
 /**
  * One output stream of an exec (stdout or stderr) on its way to the client: secrets masked and
@@ -14,9 +14,9 @@ export class OutputStream {
   /** Bytes the command wrote to this stream, kept or not. */
   received = 0;
 
-  /** `cacheScope`: whose secrets they are (SecretMasker). */
-  constructor(secrets: Iterable<string>, maxBytes: number, cacheScope?: string) {
-    this.masker = new SecretMasker(secrets, cacheScope);
+  /** `masks`: the secrets to mask, built (SecretMasker). */
+  constructor(masks: MaskSet | undefined, maxBytes: number) {
+    this.masker = new SecretMasker(masks);
     this.maxBytes = maxBytes;
   }
 

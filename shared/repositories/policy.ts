@@ -17,6 +17,14 @@ export interface StoredSecret {
   ciphertext: Buffer;
 }
 
+/** The secrets that reach a sandbox, as of one version of its account's secrets. */
+export interface SecretsRead {
+  /** Changes with every write to the account's secrets; null while it never had any. */
+  version: string | null;
+  /** The ciphertexts; undefined when `version` is the one the caller said it holds. */
+  stored?: StoredSecret[];
+}
+
 export interface SecretSummary {
   name: string;
   sandbox_id: string | null;
@@ -43,12 +51,14 @@ const PUT_ALLOWLIST = {
 };
 const CLEAR_ALLOWLIST = { name: 'paddock-clear-allowlist', text: 'delete from allowlists where account_id = $1' };
 // The account's secrets that reach an exec in the sandbox $2, account-wide first, so that the
-// sandbox's own win on a name clash when applied in order.
+// sandbox's own win on a name clash when applied in order; none when their version is $3, the
+// one the caller holds. One row at least, for the version, read in the rows' snapshot.
 const SECRETS = {
   name: 'paddock-secrets-for-sandbox',
-  text: `select name, sandbox_id, ciphertext from secrets
-          where account_id = $1 and (sandbox_id is null or sandbox_id = $2)
-          order by sandbox_id nulls first, name`,
+  text: `select v.version, x.name, x.sandbox_id, x.ciphertext
+           from (select (select version from secret_versions where account_id = $1) as version) v
+           left join secrets x on x.account_id = $1 and (x.sandbox_id is null or x.sandbox_id = $2) and v.version is distinct from $3::uuid
+          order by x.sandbox_id nulls first, x.name`,
 };
 const LIST_SECRETS = {
   name: 'paddock-list-secrets',
@@ -105,8 +115,13 @@ export async function clearAllowlist(pool: Pool, accountId: string): Promise<voi
   await pool.query({ ...CLEAR_ALLOWLIST, values: [accountId] });
 }
 
-export async function secretsForSandbox(pool: Pool, accountId: string, sandboxId: string): Promise<StoredSecret[]> {
-  return storedSecretsOf((await pool.query({ ...SECRETS, values: [accountId, sandboxId] })).rows);
+/** The secrets that reach the sandbox; their ciphertexts only if their version is not `heldVersion`. */
+export async function secretsForSandbox(pool: Pool, accountId: string, sandboxId: string, heldVersion?: string): Promise<SecretsRead> {
+  type Row = { version: string | null; name: string | null; sandbox_id: string | null; ciphertext: Buffer | null };
+  const rows = (await pool.query<Row>({ ...SECRETS, values: [accountId, sandboxId, heldVersion ?? null] })).rows;
+  const version = rows[0]?.version ?? null;
+  if (heldVersion !== undefined && version === heldVersion) return { version };
+  return { version, stored: storedSecretsOf(rows.filter((r) => r.name !== null) as { name: string; sandbox_id: string | null; ciphertext: Buffer }[]) };
 }
 
 export async function listSecrets(pool: Pool, accountId: string, sandboxId: string | undefined): Promise<SecretSummary[]> {

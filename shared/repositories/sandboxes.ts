@@ -3,13 +3,19 @@ import type { Sandbox } from '../db/entities.ts';
 import type { Statement } from '../db/batch.ts';
 import { dateOf } from '../db/timestamps.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
-import { allowlistOf, storedSecretsOf, type Allowlist, type StoredSecret } from './policy.ts';
+import { allowlistOf, storedSecretsOf, type Allowlist, type SecretsRead } from './policy.ts';
 
 // The reads of the sandbox aggregate, as named statements on the driver's pool: every sandbox
 // route reads its sandbox first, and the rows are only presented or inspected, never flushed back
 // through the ORM. Its birth is one statement in the create's transaction, sent with its events
 // (insertSandboxStatement); its state changes are transactions with their events
 // (sandboxes/transitions.ts).
+
+// The secrets that reach the sandbox $1 of the account $2, account-wide first, so that the
+// sandbox's own win on a name clash when applied in order.
+const SECRETS_JSON = `(select coalesce(json_agg(json_build_object('name', x.name, 'sandbox_id', x.sandbox_id, 'ciphertext', encode(x.ciphertext, 'base64'))
+                                     order by x.sandbox_id nulls first, x.name), '[]'::json)
+              from secrets x where x.account_id = $2 and (x.sandbox_id is null or x.sandbox_id = $1))`;
 
 interface SandboxRow extends SnapshotRow {
   env: Record<string, string>;
@@ -21,14 +27,16 @@ const OWN_SANDBOX = {
 };
 
 // The sandbox and the policy an exec in it obeys, in one round trip: the exec path's only read.
+// The secrets' ciphertexts come only when their version is not $3, the one the caller holds
+// opened: at the caps an exec would otherwise carry, parse and decrypt half a megabyte each time.
 const OWN_SANDBOX_WITH_POLICY = {
   name: 'paddock-own-sandbox-with-policy',
   text: `select ${SANDBOX_COLUMNS}, env,
            (select row_to_json(a) from (select commands, updated_at from allowlists where account_id = $2) a) as allowlist,
-           (select coalesce(json_agg(json_build_object('name', x.name, 'sandbox_id', x.sandbox_id, 'ciphertext', encode(x.ciphertext, 'base64'))
-                                     order by x.sandbox_id nulls first, x.name), '[]'::json)
-              from secrets x where x.account_id = $2 and (x.sandbox_id is null or x.sandbox_id = $1)) as secrets
-      from sandboxes where id = $1 and account_id = $2`,
+           v.version as secrets_version,
+           case when v.version = $3::uuid then null else ${SECRETS_JSON} end as secrets
+      from sandboxes, (select (select version from secret_versions where account_id = $2) as version) v
+     where id = $1 and account_id = $2`,
 };
 
 /**
@@ -73,25 +81,30 @@ export async function findOwnSandbox(pool: Pool, accountId: string, id: string):
   return row && sandboxOf(row);
 }
 
-/** A sandbox, its account's allowlist, and the secrets that reach it (ciphertexts). */
+/** A sandbox, its account's allowlist, and the secrets that reach it. */
 export interface SandboxWithPolicy {
   sandbox: Sandbox;
   allowlist: Allowlist;
-  secrets: StoredSecret[];
+  secrets: SecretsRead;
 }
 
-/** The account's sandbox with the policy an exec in it obeys, or undefined. */
-export async function findOwnSandboxWithPolicy(pool: Pool, accountId: string, id: string): Promise<SandboxWithPolicy | undefined> {
+/**
+ * The account's sandbox with the policy an exec in it obeys, or undefined. `heldVersion`: the
+ * version of the account's secrets the caller holds opened, if any; their ciphertexts then come
+ * only if they changed since.
+ */
+export async function findOwnSandboxWithPolicy(pool: Pool, accountId: string, id: string, heldVersion?: string): Promise<SandboxWithPolicy | undefined> {
   type Row = SandboxRow & {
     allowlist: { commands: string[]; updated_at: string } | null;
-    secrets: { name: string; sandbox_id: string | null; ciphertext: string }[];
+    secrets_version: string | null;
+    secrets: { name: string; sandbox_id: string | null; ciphertext: string }[] | null;
   };
-  const row = (await pool.query<Row>({ ...OWN_SANDBOX_WITH_POLICY, values: [id, accountId] })).rows[0];
+  const row = (await pool.query<Row>({ ...OWN_SANDBOX_WITH_POLICY, values: [id, accountId, heldVersion ?? null] })).rows[0];
   if (!row) return undefined;
   return {
     sandbox: sandboxOf(row),
     allowlist: allowlistOf(row.allowlist ?? undefined),
-    secrets: storedSecretsOf(row.secrets.map((s) => ({ ...s, ciphertext: Buffer.from(s.ciphertext, 'base64') }))),
+    secrets: { version: row.secrets_version, stored: row.secrets ? storedSecretsOf(row.secrets.map((s) => ({ ...s, ciphertext: Buffer.from(s.ciphertext, 'base64') }))) : undefined },
   };
 }
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { MASK_MIN_BYTES, SecretMasker } from '../../shared/exec/masker.ts';
+import { MASK_MIN_BYTES, MaskSet, SecretMasker } from '../../shared/exec/masker.ts';
 
 /**
  * The masking rule stated plainly: every occurrence of any secret is masked; occurrences that
@@ -30,8 +30,8 @@ function reference(text: Buffer, secrets: string[]): Buffer {
 }
 
 function maskInChunks(text: Buffer, secrets: string[], cuts: number[]): Buffer {
-  // One scope for every run: sets met before take the automaton built then.
-  const masker = new SecretMasker(secrets, 'acc_property/sbx_property');
+  // Built as an exec builds it, once, into a set its maskers share.
+  const masker = new SecretMasker(MaskSet.of(secrets));
   const out: Buffer[] = [];
   let from = 0;
   for (const cut of [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)) {
@@ -142,24 +142,15 @@ test('after a release, a secret finished a byte at a time is masked from where t
   assert.equal(masker.push(Buffer.from(' done')).toString() + masker.flush().toString(), '*** done');
 });
 
-test('maskers share a built automaton only for the same secrets of the same scope', () => {
-  const mask = (secrets: string[], text: string) => {
-    const masker = new SecretMasker(secrets, 'acc_a/sbx_a');
-    return Buffer.concat([masker.push(Buffer.from(text)), masker.flush()]).toString();
-  };
-  assert.equal(mask(['abcd', 'efgh'], 'x abcd efgh abcdefgh'), 'x *** *** ******');
-  assert.equal(mask(['abcdefgh'], 'x abcd efgh abcdefgh'), 'x abcd efgh ***');
-  assert.equal(mask(['efgh', 'abcd'], 'abcd'), '***');
-  assert.equal(mask(['abcd', 'efgh'], 'abcdefgh'), '******');
-  assert.equal(mask(['abcdefgh'], 'abcd'), 'abcd');
-});
-
-test('a built automaton is reused within its scope, and never across scopes or without one', () => {
+test('maskers of one built set share its automaton, each with its own place in its own stream', () => {
+  const set = MaskSet.of(['abcd', 'efgh', 'k9-shared-secret'])!;
   const automaton = (masker: SecretMasker) => Reflect.get(masker, 'automaton') as object;
-  const secrets = ['k9-reuse-secret-one', 'k9-reuse-secret-two'];
-  const first = automaton(new SecretMasker(secrets, 'acc_1/sbx_1'));
-  assert.equal(automaton(new SecretMasker([...secrets].reverse(), 'acc_1/sbx_1')), first, 'the same secrets, in any order');
-  assert.notEqual(automaton(new SecretMasker(secrets, 'acc_2/sbx_2')), first, 'another account: its own build');
-  assert.notEqual(automaton(new SecretMasker(secrets)), first, 'no scope: its own build');
-  assert.notEqual(automaton(new SecretMasker([...secrets, 'k9-reuse-secret-three'], 'acc_1/sbx_1')), first);
+  const [stdout, stderr] = [new SecretMasker(set), new SecretMasker(set)];
+  assert.equal(automaton(stdout), automaton(stderr));
+  // Interleaved, as an exec's two streams are: a secret begun in one is not finished by the other.
+  const out = [stdout.push(Buffer.from('x ab')), stderr.push(Buffer.from('cd k9-shared')), stdout.push(Buffer.from('cd y')), stderr.push(Buffer.from('-secret'))];
+  assert.equal(Buffer.concat([out[0]!, out[2]!, stdout.flush()]).toString(), 'x *** y');
+  assert.equal(Buffer.concat([out[1]!, out[3]!, stderr.flush()]).toString(), 'cd ***');
+  assert.equal(MaskSet.of(['abc', '']), undefined, 'nothing long enough to mask: no set');
+  assert.equal(new SecretMasker(undefined).active, false);
 });

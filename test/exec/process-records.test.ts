@@ -33,17 +33,17 @@ function listWith(layout: (dir: string) => void, killDoes: string): string {
 test('a process whose runner ends between LIST’s two looks is read with its exit status, not as lost', () => {
   // The first look finds no exit; the runner then records it and ends; the second look finds it.
   const text = listWith(() => undefined, `echo "4 1700000001000000000" > "$d/exit"; return 1`);
-  const [record] = parseRecords(text, []);
+  const [record] = parseRecords(text, undefined);
   assert.equal(record?.status, 'exited', text);
   assert.equal(record?.exitCode, 4, text);
   assert.equal(record?.signal, null);
 });
 
 test('a runner gone without recording an exit is lost; a live one is running; a recorded exit is read', () => {
-  const lost = parseRecords(listWith(() => undefined, 'return 1'), [])[0];
+  const lost = parseRecords(listWith(() => undefined, 'return 1'), undefined)[0];
   assert.deepEqual([lost?.status, lost?.exitCode, lost?.signal], ['exited', null, null]);
-  const running = parseRecords(listWith(() => undefined, 'return 0'), [])[0];
+  const running = parseRecords(listWith(() => undefined, 'return 0'), undefined)[0];
   assert.deepEqual([running?.status, running?.endedAt], ['running', null]);
-  const recorded = parseRecords(listWith((dir) => writeFileSync(join(dir, 'exit'), '137 1700000002000000000\n'), 'return 1'), [])[0];
+  const recorded = parseRecords(listWith((dir) => writeFileSync(join(dir, 'exit'), '137 1700000002000000000\n'), 'return 1'), undefined)[0];
   assert.deepEqual([recorded?.exitCode, recorded?.signal], [null, 'SIGKILL']);
 });

@@ -58,7 +58,7 @@ export const execRoute = route(
     ],
   },
   async (ctx, { params, body }, deps) => {
-    const context = await findOwnSandboxWithPolicy(deps.pg, accountIdOf(ctx), params.id);
+    const context = await findOwnSandboxWithPolicy(deps, accountIdOf(ctx), params.id);
     const { sandbox } = context;
     if (body.background) {
       const { background: _background, ...input } = body;

@@ -33,9 +33,9 @@ export const terminalRoute = route(
   },
   async (ctx, { params, query }, deps) => {
     checkUpgrade(ctx, TERMINAL_SUBPROTOCOL);
-    const context = await findOwnSandboxWithPolicy(deps.pg, accountIdOf(ctx), params.id);
+    const context = await findOwnSandboxWithPolicy(deps, accountIdOf(ctx), params.id);
     const { sandbox } = context;
-    const prepared = prepareTerminal(deps, context, query.command);
+    const prepared = prepareTerminal(context, query.command);
     let opened;
     try {
       opened = await openTerminal(deps, sandbox.id, prepared, { cols: query.cols ?? 80, rows: query.rows ?? 24 }, ctx.req.socket);

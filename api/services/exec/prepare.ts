@@ -1,8 +1,8 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
-import type { SandboxWithPolicy } from '../../../shared/repositories/sandboxes.ts';
+import type { MaskSet } from '../../../shared/exec/masker.ts';
 import type { AppDeps } from '../../context.ts';
-import { secretEnv } from '../secrets.ts';
+import type { ExecContext } from '../sandboxes.ts';
 
 export interface ExecInput {
   command: string | string[];
@@ -20,8 +20,8 @@ export interface PreparedExec {
   env: Record<string, string>;
   stdin?: Uint8Array;
   timeoutMs: number;
-  /** Values to mask in the output. */
-  secrets: string[];
+  /** The secrets to mask in the output, built; undefined for none. */
+  masks: MaskSet | undefined;
 }
 
 /**
@@ -30,7 +30,7 @@ export interface PreparedExec {
  * secrets, then the sandbox's secrets, then the request's env. The sandbox and its policy come
  * read together, in one round trip (findOwnSandboxWithPolicy).
  */
-export function prepareExec(deps: AppDeps, { sandbox, allowlist, secrets: stored }: SandboxWithPolicy, input: ExecInput): PreparedExec {
+export function prepareExec(deps: AppDeps, { sandbox, allowlist, openSecrets }: ExecContext, input: ExecInput): PreparedExec {
   if (sandbox.state !== 'active' || sandbox.status !== 'running') {
     throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; commands run only while it is running.`);
   }
@@ -50,9 +50,9 @@ export function prepareExec(deps: AppDeps, { sandbox, allowlist, secrets: stored
     }
   }
 
-  // Decrypted only for a command the allowlist lets run.
-  const secrets = secretEnv(deps, sandbox.accountId, stored);
-  const env = { ...sandbox.env, ...secrets, ...input.env };
+  // Opened only for a command the allowlist lets run.
+  const secrets = openSecrets();
+  const env = { ...sandbox.env, ...secrets.env, ...input.env };
   // The whole environment the command starts with, not only the request's: the sandbox's
   // create-time env and the secrets' names reach it too, and an allowlist may be newer than both.
   const envVerdict = checkEnvironment(allowlist.commands, env);
@@ -68,7 +68,7 @@ export function prepareExec(deps: AppDeps, { sandbox, allowlist, secrets: stored
     env,
     stdin: input.stdin !== undefined ? Buffer.from(input.stdin, 'utf8') : undefined,
     timeoutMs: Math.round(timeoutSeconds * 1000),
-    secrets: Object.values(secrets),
+    masks: secrets.masks,
   };
 }
 

@@ -82,9 +82,8 @@ export async function runExecBytes(
   options: RunOptions = {},
 ): Promise<ExecOutcome> {
   const max = deps.config.PADDOCK_EXEC_OUTPUT_MAX_BYTES;
-  const scope = `${prepared.accountId}/${sandboxId}`;
-  const out = new OutputStream(prepared.secrets, max, scope);
-  const err = new OutputStream(prepared.secrets, max, scope);
+  const out = new OutputStream(prepared.masks, max);
+  const err = new OutputStream(prepared.masks, max);
   const overflow = new AbortController();
   const emit = (bytes: Buffer, to: (b: Buffer) => void | Promise<void>): void | Promise<void> => {
     const limit = max + OVERFLOW_GRACE_BYTES;

@@ -5,8 +5,9 @@ import type { AppDeps } from '../../context.ts';
 import { prepareExec, type ExecInput } from '../exec/prepare.ts';
 import { runExec, STREAM_IDLE_RELEASE_MS, type ExecOutcome, type OutputSink } from '../exec/run.ts';
 import { runScript, type ScriptResult } from '../files/run.ts';
-import { secretValuesFor } from '../secrets.ts';
-import type { SandboxWithPolicy } from '../../../shared/repositories/sandboxes.ts';
+import { openedSecretsFor } from '../secrets.ts';
+import type { ExecContext } from '../sandboxes.ts';
+import type { MaskSet } from '../../../shared/exec/masker.ts';
 import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
 import { EXIT, LIST, LIST_MAX, OUTPUT, RUNNER, SIGNAL, START, STDIN } from './scripts.ts';
 
@@ -30,7 +31,7 @@ export interface StartedProcess {
 }
 
 /** Starts `input` in the background: the allowlist, secrets and environment as for exec. */
-export async function startProcess(deps: AppDeps, context: SandboxWithPolicy, input: ExecInput): Promise<StartedProcess> {
+export async function startProcess(deps: AppDeps, context: ExecContext, input: ExecInput): Promise<StartedProcess> {
   const { sandbox } = context;
   if (input.timeoutSeconds !== undefined || input.stdin !== undefined) {
     const field = input.timeoutSeconds !== undefined ? 'timeoutSeconds' : 'stdin';
@@ -69,11 +70,11 @@ export async function startProcess(deps: AppDeps, context: SandboxWithPolicy, in
 }
 
 export async function listProcesses(deps: AppDeps, sandbox: Sandbox, only?: string): Promise<ProcessRecord[]> {
-  const secrets = secretValues(deps, sandbox);
-  secrets.catch(() => undefined);
+  const masks = masksOf(deps, sandbox);
+  masks.catch(() => undefined);
   const result = await runScript(deps, sandbox.id, LIST, only ? [only] : [], { timeoutMs: SHORT_OP_MS, maxStdoutBytes: (LIST_MAX + 1) * 12 * 1024 });
   if (result.timedOut) throw new ApiError('operation_timed_out', 'Listing the processes did not finish in time.');
-  return parseRecords(result.stdout.toString('latin1'), await secrets);
+  return parseRecords(result.stdout.toString('latin1'), await masks);
 }
 
 /** One process; 404 for an id the sandbox does not hold (forged, mistyped, or pruned). */
@@ -106,7 +107,7 @@ export async function streamOutput(
       cwd: '/',
       env: {},
       timeoutMs: follow ? Math.max(1000, untilCap) : SHORT_OP_MS,
-      secrets: await secretValues(deps, sandbox),
+      masks: await masksOf(deps, sandbox),
     },
     sink,
     signal,
@@ -153,8 +154,8 @@ export function requireRunning(sandbox: Sandbox): void {
   }
 }
 
-function secretValues(deps: AppDeps, sandbox: Sandbox): Promise<string[]> {
-  return secretValuesFor(deps, sandbox.accountId, sandbox.id);
+async function masksOf(deps: AppDeps, sandbox: Sandbox): Promise<MaskSet | undefined> {
+  return (await openedSecretsFor(deps, sandbox.accountId, sandbox.id)).masks;
 }
 
 function goneAsNotRunning(sandboxId: string) {

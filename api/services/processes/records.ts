@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import { isId } from '../../../shared/ids.ts';
-import { SecretMasker } from '../../../shared/exec/masker.ts';
+import { SecretMasker, type MaskSet } from '../../../shared/exec/masker.ts';
 
 export interface ProcessRecord {
   id: string;
@@ -46,7 +46,7 @@ const LINE = /^(proc_[0-9a-z]{24}) ([0-9]{1,20}) (running|lost|[0-9]{1,3}) (-|[0
  * The records the LIST script printed. Its directory is writable by the tenant's own commands, so
  * anything that is not exactly what the scripts write is skipped, never trusted or echoed.
  */
-export function parseRecords(text: string, secrets: string[]): ProcessRecord[] {
+export function parseRecords(text: string, masks: MaskSet | undefined): ProcessRecord[] {
   const records: ProcessRecord[] = [];
   for (const line of text.split('\n')) {
     const m = LINE.exec(line);
@@ -57,7 +57,7 @@ export function parseRecords(text: string, secrets: string[]): ProcessRecord[] {
     const running = m[3] === 'running';
     records.push({
       id: m[1]!,
-      command: masked(Buffer.from(m[5]!, 'base64').toString('utf8').slice(0, COMMAND_SHOWN_MAX), secrets),
+      command: masked(Buffer.from(m[5]!, 'base64').toString('utf8').slice(0, COMMAND_SHOWN_MAX), masks),
       startedAt,
       status: running ? 'running' : 'exited',
       ...(running ? { exitCode: null, signal: null } : ending(m[3]!)),
@@ -74,8 +74,8 @@ function fromNanos(nanos: string): Date | undefined {
 }
 
 /** Secrets masked in a command as in the output: its text may hold one (`curl -H "…$TOKEN…"` expanded by a client). */
-export function masked(text: string, secrets: string[]): string {
-  const masker = new SecretMasker(secrets);
+export function masked(text: string, masks: MaskSet | undefined): string {
+  const masker = new SecretMasker(masks);
   if (!masker.active) return text;
   return Buffer.concat([masker.push(Buffer.from(text, 'utf8')), masker.flush()]).toString('utf8');
 }

@@ -1,5 +1,5 @@
 import type { WebSocket, RawData } from 'ws';
-import { SecretMasker } from '../../../shared/exec/masker.ts';
+import { SecretMasker, type MaskSet } from '../../../shared/exec/masker.ts';
 import { SandboxGoneError, type TerminalSession } from '../../../shared/runtime/types.ts';
 import { STREAM_IDLE_RELEASE_MS } from '../exec/run.ts';
 
@@ -27,7 +27,8 @@ export const MAX_SIZE = 1000;
 
 export interface BridgeOptions {
   idleMs: number;
-  secrets: string[];
+  /** The secrets to mask in the output, built; undefined for none. */
+  masks: MaskSet | undefined;
   /** Spends the output's bytes from its account's budget; a promise while that account is past it. */
   pace(bytes: number): void | Promise<void>;
   /** Why the sandbox went (its destroyReason), for the close reason. */
@@ -54,7 +55,7 @@ export class TerminalBridge {
 
   constructor(options: BridgeOptions) {
     this.options = options;
-    this.masker = new SecretMasker(options.secrets);
+    this.masker = new SecretMasker(options.masks);
     let resolve!: () => void;
     this.gate = { open: new Promise<void>((r) => (resolve = r)), resolve };
   }

@@ -25,7 +25,7 @@ export async function openTerminal(
 ): Promise<{ bridge: TerminalBridge; session: TerminalSession }> {
   const bridge = new TerminalBridge({
     idleMs: deps.config.PADDOCK_TERMINAL_IDLE_SECONDS * 1000,
-    secrets: prepared.secrets,
+    masks: prepared.masks,
     pace: (bytes) => deps.outputBudget.spend(prepared.accountId, bytes),
     goneReason: async () => {
       const row = await deps.pg

@@ -1,17 +1,16 @@
 import { posix } from 'node:path';
 import { ApiError } from '../../../shared/errors.ts';
 import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
-import type { SandboxWithPolicy } from '../../../shared/repositories/sandboxes.ts';
-import type { AppDeps } from '../../context.ts';
-import { secretEnv } from '../secrets.ts';
+import type { MaskSet } from '../../../shared/exec/masker.ts';
+import type { ExecContext } from '../sandboxes.ts';
 
 export interface PreparedTerminal {
   /** Whose output it is: the account's output budget pays for it (exec/output-budget.ts). */
   accountId: string;
   argv: string[];
   env: Record<string, string>;
-  /** Values to mask in the output. */
-  secrets: string[];
+  /** The secrets to mask in the output, built; undefined for none. */
+  masks: MaskSet | undefined;
 }
 
 // Shells a terminal may run interactively: the program is what the allowlist decides on, since an
@@ -32,18 +31,18 @@ const LOGIN_SHELL = [
  * allow its program (nothing runs otherwise), and the environment is exec's: the sandbox's own,
  * then the account's secrets, then the sandbox's.
  */
-export function prepareTerminal(deps: AppDeps, { sandbox, allowlist: policy, secrets: stored }: SandboxWithPolicy, command: string[] | undefined): PreparedTerminal {
+export function prepareTerminal({ sandbox, allowlist: policy, openSecrets }: ExecContext, command: string[] | undefined): PreparedTerminal {
   if (sandbox.state !== 'active' || sandbox.status !== 'running') {
     throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; a terminal opens only while it is running.`);
   }
   const allowlist = policy.commands;
   const argv = command ?? loginShell(allowlist);
   if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
-  const secrets = secretEnv(deps, sandbox.accountId, stored);
-  const env = { TERM: 'xterm-256color', ...sandbox.env, ...secrets };
+  const secrets = openSecrets();
+  const env = { TERM: 'xterm-256color', ...sandbox.env, ...secrets.env };
   const envVerdict = checkEnvironment(allowlist, env);
   if (!envVerdict.allowed) throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
-  return { accountId: sandbox.accountId, argv, env, secrets: Object.values(secrets) };
+  return { accountId: sandbox.accountId, argv, env, masks: secrets.masks };
 }
 
 function loginShell(allowlist: readonly string[]): string[] {
