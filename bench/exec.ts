@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
 import { call, callOk, createRunningSandbox, inBatches, localRuntimeOn, percentile, round, startStack } from './stack.ts';
@@ -24,6 +25,28 @@ function rawBwrap(): Promise<number> {
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve(performance.now() - started) : reject(new Error(`bwrap … /bin/true exited ${code}`))));
   });
+}
+
+// The default caps (PADDOCK_SECRETS_MAX_PER_ACCOUNT, and PADDOCK_SECRETS_MAX_BYTES_PER_ACCOUNT, which
+// counts each ciphertext's 29 bytes of overhead too): every exec gets them all in its environment,
+// and its output is masked with them.
+const CAPPED_SECRETS = 200;
+const CAPPED_SECRET_BYTES = 2560;
+
+/** COUNT sequential execs of `true` by an account holding secrets at the caps, after WARMUP. */
+async function execsWithSecretsAtTheCaps(url: string): Promise<number[]> {
+  const key = await mintApiKey(url);
+  const sandbox = await createRunningSandbox(url, key);
+  await inBatches(Array.from({ length: CAPPED_SECRETS }, (_, i) => i), 10, (i) =>
+    callOk(url, key, 'POST', '/v1/secrets', { name: `CAPPED_${i}`, value: randomBytes(CAPPED_SECRET_BYTES).toString('base64').slice(0, CAPPED_SECRET_BYTES) }),
+  );
+  const ms: number[] = [];
+  for (let i = 0; i < WARMUP + COUNT; i++) {
+    const answer = await callOk(url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, TRUE);
+    if ((answer.body as { exitCode: number }).exitCode !== 0) throw new Error(`exec answered ${JSON.stringify(answer.body)}`);
+    if (i >= WARMUP) ms.push(answer.ms);
+  }
+  return ms;
 }
 
 export const execBenchmark: Benchmark = {
@@ -59,11 +82,13 @@ export const execBenchmark: Benchmark = {
         apiRun.push((answer.body as { durationMs: number }).durationMs);
         rawRun.push(result.durationMs);
       }
+      const withSecrets = await execsWithSecretsAtTheCaps(stack.url);
       const ratio = percentile(api, 50) / percentile(raw, 50);
       ctx.log(`  sequential: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms (×${ratio.toFixed(2)})`);
       ctx.log(`  the command itself, p50: ${percentile(apiRun, 50)} ms in the API, ${percentile(rawRun, 50)} ms raw`);
       const floorRatio = percentile(api, 50) / percentile(bwrap, 50);
       ctx.log(`  a fresh bwrap … /bin/true, p50 ${percentile(bwrap, 50)} ms: API ×${floorRatio.toFixed(2)}`);
+      ctx.log(`  with ${CAPPED_SECRETS} secrets of ${CAPPED_SECRET_BYTES} bytes: API p50 ${percentile(withSecrets, 50)} ms, p99 ${percentile(withSecrets, 99)} ms`);
 
       ctx.log(`  ${ACCOUNTS} accounts, a sandbox each…`);
       const keys = await inBatches(Array.from({ length: ACCOUNTS }), 5, () => mintApiKey(stack.url));
@@ -106,6 +131,16 @@ export const execBenchmark: Benchmark = {
           figures: { n: api.length, 'p50 ms': percentile(api, 50), 'p99 ms': percentile(api, 99), 'API / raw p50': `×${ratio.toFixed(2)}` },
           goal: { text: `API p50 ≤ ${GOAL_RATIO}× raw p50`, met: ratio <= GOAL_RATIO },
           detail: { samples: api.map((v) => round(v)) },
+        },
+        {
+          subject: `API POST /exec true, sequential, the account holding ${CAPPED_SECRETS} secrets of ${CAPPED_SECRET_BYTES} bytes`,
+          figures: {
+            n: withSecrets.length,
+            'p50 ms': percentile(withSecrets, 50),
+            'p99 ms': percentile(withSecrets, 99),
+            'over no secrets, p50 ms': round(percentile(withSecrets, 50) - percentile(api, 50)),
+          },
+          detail: { samples: withSecrets.map((v) => round(v)) },
         },
         {
           subject: `API POST /exec true, ${ACCOUNTS} accounts in parallel, ${LOAD_SECONDS} s`,
