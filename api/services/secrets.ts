@@ -93,6 +93,9 @@ export function openSecrets(deps: AppDeps, accountId: string, sandboxId: string,
     throw new Error('the secrets were read as unchanged from a version this process does not hold');
   }
   if (read.version === null && read.stored.length === 0) return NO_SECRETS;
+  // Execs sent at once all read before the first opened them: the first one's serves the rest.
+  const meanwhile = read.version === null ? undefined : deps.openedSecrets.get(accountId, sandboxId);
+  if (meanwhile?.version === read.version) return meanwhile;
   const opened = new OpenedSecrets(read.version, secretEnv(deps, accountId, read.stored));
   deps.openedSecrets.put(accountId, sandboxId, opened);
   return opened;

@@ -6,6 +6,7 @@ import { newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { secretContext, type SecretCipher } from '../../shared/secrets/cipher.ts';
 import { OpenedSecrets, OpenedSecretsCache } from '../../api/services/opened-secrets.ts';
+import { findOwnSandboxWithPolicy } from '../../api/services/sandboxes.ts';
 
 // An API process opens (decrypts) a sandbox's secrets once for a version of them and reuses them
 // while they are unchanged: these tests count the decryptions each replica makes.
@@ -85,6 +86,19 @@ test('a secret changed in the database by any writer (the re-encryption script, 
   assert.equal((await first!.deps.pg.query(versions, [gone.id])).rows[0].n, 1);
   await first!.deps.pg.query('delete from accounts where id = $1', [gone.id]);
   assert.equal((await first!.deps.pg.query(versions, [gone.id])).rows[0].n, 0);
+});
+
+test('execs that read the same version at once open it once', async () => {
+  const { a, s, secret } = await setup();
+  for (const name of ['AT_ONCE_1', 'AT_ONCE_2', 'AT_ONCE_3']) assert.equal((await secret({ name, value: `value-of-${name}` })).status, 201);
+  const deps = first!.deps;
+  // Both reads are made before either opens what it read, as for execs sent together.
+  const reads = await Promise.all([findOwnSandboxWithPolicy(deps, a.id, s.id), findOwnSandboxWithPolicy(deps, a.id, s.id)]);
+  decryptsOnFirst();
+  const [one, two] = reads.map((read) => read.openSecrets());
+  assert.equal(decryptsOnFirst(), 3, 'the second took what the first opened');
+  assert.equal(one, two);
+  assert.equal(one!.env.AT_ONCE_2, 'value-of-AT_ONCE_2');
 });
 
 test("each sandbox's secrets are opened apart: neither another sandbox's nor another account's are reused", async () => {
