@@ -33,8 +33,15 @@ function rawBwrap(): Promise<number> {
 const CAPPED_SECRETS = 200;
 const CAPPED_SECRET_BYTES = 2560;
 
-/** COUNT sequential execs of `true` by an account holding secrets at the caps, after WARMUP. */
-async function execsWithSecretsAtTheCaps(url: string): Promise<number[]> {
+// Started one after another; the listing holds those the sandbox keeps (the running ones and the
+// newest ended ones).
+const STARTED_PROCESSES = 64;
+
+/**
+ * COUNT sequential execs of `true` by an account holding secrets at the caps, after WARMUP; then
+ * listings of its background processes (each record's command is masked), after STARTED_PROCESSES.
+ */
+async function withSecretsAtTheCaps(url: string): Promise<{ execs: number[]; listings: number[]; listed: number }> {
   const key = await mintApiKey(url);
   const sandbox = await createRunningSandbox(url, key);
   await inBatches(Array.from({ length: CAPPED_SECRETS }, (_, i) => i), 10, (i) =>
@@ -46,7 +53,16 @@ async function execsWithSecretsAtTheCaps(url: string): Promise<number[]> {
     if ((answer.body as { exitCode: number }).exitCode !== 0) throw new Error(`exec answered ${JSON.stringify(answer.body)}`);
     if (i >= WARMUP) ms.push(answer.ms);
   }
-  return ms;
+  for (let i = 0; i < STARTED_PROCESSES; i++) await callOk(url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, { ...TRUE, background: true });
+  const listings: number[] = [];
+  let listed = 0;
+  for (let i = 0; i < 10; i++) {
+    const answer = await callOk(url, key, 'GET', `/v1/sandboxes/${sandbox.id}/processes`);
+    listed = (answer.body as { data: unknown[] }).data.length;
+    if (listed === 0) throw new Error('the listing holds no process');
+    listings.push(answer.ms);
+  }
+  return { execs: ms, listings, listed };
 }
 
 export const execBenchmark: Benchmark = {
@@ -82,13 +98,14 @@ export const execBenchmark: Benchmark = {
         apiRun.push((answer.body as { durationMs: number }).durationMs);
         rawRun.push(result.durationMs);
       }
-      const withSecrets = await execsWithSecretsAtTheCaps(stack.url);
+      const { execs: withSecrets, listings, listed } = await withSecretsAtTheCaps(stack.url);
       const ratio = percentile(api, 50) / percentile(raw, 50);
       ctx.log(`  sequential: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms (×${ratio.toFixed(2)})`);
       ctx.log(`  the command itself, p50: ${percentile(apiRun, 50)} ms in the API, ${percentile(rawRun, 50)} ms raw`);
       const floorRatio = percentile(api, 50) / percentile(bwrap, 50);
       ctx.log(`  a fresh bwrap … /bin/true, p50 ${percentile(bwrap, 50)} ms: API ×${floorRatio.toFixed(2)}`);
       ctx.log(`  with ${CAPPED_SECRETS} secrets of ${CAPPED_SECRET_BYTES} bytes: API p50 ${percentile(withSecrets, 50)} ms, p99 ${percentile(withSecrets, 99)} ms`);
+      ctx.log(`  listing ${listed} background processes of that account: p50 ${percentile(listings, 50)} ms`);
 
       ctx.log(`  ${ACCOUNTS} accounts, a sandbox each…`);
       const keys = await inBatches(Array.from({ length: ACCOUNTS }), 5, () => mintApiKey(stack.url));
@@ -141,6 +158,11 @@ export const execBenchmark: Benchmark = {
             'over no secrets, p50 ms': round(percentile(withSecrets, 50) - percentile(api, 50)),
           },
           detail: { samples: withSecrets.map((v) => round(v)) },
+        },
+        {
+          subject: `API GET /processes, ${listed} background processes listed, the same account`,
+          figures: { n: listings.length, 'p50 ms': percentile(listings, 50), 'p99 ms': percentile(listings, 99) },
+          detail: { samples: listings.map((v) => round(v)) },
         },
         {
           subject: `API POST /exec true, ${ACCOUNTS} accounts in parallel, ${LOAD_SECONDS} s`,
