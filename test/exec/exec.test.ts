@@ -80,6 +80,20 @@ test('output beyond the cap is cut and flagged, per stream', async () => {
   assert.equal(res.body.exitCode, 0);
 });
 
+test("a small buffered answer, sent whole, is the output's TextDecoder text, as a paced one is", async () => {
+  // A byte-order mark first (dropped), a NUL, a quote, a backslash, invalid bytes, a character cut short.
+  const bytes = Buffer.from([0xef, 0xbb, 0xbf, 0x61, 0x00, 0x62, 0x22, 0x5c, 0xff, 0xfe, 0x63, 0xe2, 0x82]);
+  const octal = [...bytes].map((b) => `\\${b.toString(8).padStart(3, '0')}`).join('');
+  const res = await exec({ command: `printf '${octal}'; printf '${octal}' >&2` });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+  const text = new TextDecoder('utf-8').decode(bytes);
+  assert.equal(res.body.stdout, text);
+  assert.equal(res.body.stderr, text);
+  assert.deepEqual(Object.keys(res.body).slice(-2), ['stdout', 'stderr']);
+  assert.equal(res.body.exitCode, 0);
+});
+
 test('streamed output comes in order as it is produced, with the exit line last', async () => {
   const lines = await streamLines({ command: 'echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; exit 4' });
   const last = lines.at(-1);
