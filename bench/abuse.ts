@@ -28,7 +28,7 @@ const NEIGHBOURS = 8;
 const NEIGHBOUR_EXEC_EVERY_MS = 100;
 
 /** Every limit at its default, except signing up: the bench makes several accounts from one address. */
-function defaultLimits(): NodeJS.ProcessEnv {
+export function defaultLimits(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PADDOCK_RATE_AUTH_PER_MIN: '10000' };
   const shape = configSchema.shape as Record<string, { parse(v: unknown): unknown }>;
   for (const name of Object.keys(UNLIMITED)) {

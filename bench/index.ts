@@ -2,6 +2,7 @@ import type { Benchmark } from './types.ts';
 import { abuseBenchmark } from './abuse.ts';
 import { accountBenchmark } from './account.ts';
 import { archivesBenchmark } from './archives.ts';
+import { burstBenchmark } from './burst.ts';
 import { createBenchmark } from './create.ts';
 import { execBenchmark } from './exec.ts';
 import { expiryBenchmark } from './expiry.ts';
@@ -16,4 +17,4 @@ import { refusalsBenchmark } from './refusals.ts';
 import { terminalBenchmark } from './terminal.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, refusalsBenchmark, fleetBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, fleetBenchmark];
