@@ -16,8 +16,8 @@ import type { Benchmark, BenchRow } from './types.ts';
 const PHASE_SECONDS = Number(process.env.BENCH_ABUSE_SECONDS ?? 10);
 /** BENCH_ABUSE_ONLY=text runs the quiet phase and the attacks whose name holds the text. */
 const ONLY = process.env.BENCH_ABUSE_ONLY;
-const GOAL_P99_RATIO = 2;
-const GOAL_P99_SLACK_MS = 10;
+export const GOAL_P99_RATIO = 2;
+export const GOAL_P99_SLACK_MS = 10;
 const MEMORY_BUDGET_MB = 256;
 /**
  * The neighbour is several accounts taking turns, each within its own sandbox_ops bucket at the

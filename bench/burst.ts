@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { defaultLimits } from './abuse.ts';
+import { defaultLimits, GOAL_P99_RATIO as GOAL_RATIO, GOAL_P99_SLACK_MS as GOAL_SLACK_MS } from './abuse.ts';
 import { startAttacker } from './attacker-process.ts';
 import { mintApiKey } from './targets.ts';
 import { call, createRunningSandbox, percentile, round, startStack } from './stack.ts';
@@ -22,8 +22,6 @@ const WINDOW_MS = 600;
 const NEIGHBOURS = 20;
 /** The attacker's commands time out this long after they start: their kill storm comes between bursts. */
 const TIMEOUT_SECONDS = 2;
-const GOAL_RATIO = 2;
-const GOAL_SLACK_MS = 10;
 
 interface Kind {
   name: string;
