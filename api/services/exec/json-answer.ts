@@ -21,9 +21,10 @@ function outputBytes(outputs: Record<string, Buffer[]>): number {
 
 /**
  * A buffered exec's answer: one JSON document; with more than SMALL_ANSWER_BYTES of output,
- * written a slice at a time as the client takes it, a turn of the event loop between slices. `head` holds the small fields; `outputs` each output
- * field's bytes in the parts they came in, decoded as UTF-8 as they are written (invalid bytes as
- * U+FFFD). A client that takes nothing for `writeTimeoutMs` is dropped, as a streamed answer's is.
+ * written a slice at a time as the client takes it, a turn of the event loop between slices.
+ * `head` holds the small fields; `outputs` each output field's bytes in the parts they came in,
+ * decoded as UTF-8 as they are written (invalid bytes as U+FFFD). A client that takes nothing for
+ * `writeTimeoutMs` is dropped, as a streamed answer's is (a small answer, by the write deadline).
  * The slices go through buffers used again (slices.ts), so the answer is written to the response
  * here rather than through a stream Koa pipes.
  */
