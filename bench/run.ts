@@ -34,6 +34,9 @@ const stop = async () => {
   killAll();
   await services.stop();
 };
+// A run that dies (an unhandled rejection in a benchmark) still takes the processes it started
+// with it: a worker left behind would go on retrying a Redis that is gone.
+process.on('exit', killAll);
 for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
   process.on(signal, () => void stop().then(() => process.exit(code)));
 }
