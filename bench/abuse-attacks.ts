@@ -16,7 +16,7 @@ interface AttackAnswer {
 }
 
 /** One request from the attacker's address on a connection of its own; `hold` leaves the answer unread. */
-function attack(stack: { url: string }, key: string, method: string, path: string, body?: string | Buffer, hold = false): Promise<AttackAnswer> {
+export function attack(stack: { url: string }, key: string, method: string, path: string, body?: string | Buffer, hold = false): Promise<AttackAnswer> {
   const url = new URL(path, stack.url);
   return new Promise((resolve) => {
     const req = request(url, {

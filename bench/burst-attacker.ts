@@ -1,10 +1,9 @@
 // One burst of bench/burst.ts's attacker, in a process of its own (as bench/abuse-attacker.ts):
 // `node bench/burst-attacker.ts <url> <key> <sandbox ids as JSON> <count> <timeout seconds>` sends
 // `count` execs of a command that outlives its timeout, all at once, each on a connection of its
-// own from another loopback address than the neighbour's, when the bench says go; prints the
-// statuses it was answered, as JSON [[status, count], …].
-import { request } from 'node:http';
-import { ATTACKER_ADDRESS } from './abuse-attacks.ts';
+// own from another loopback address than the neighbour's (abuse-attacks.ts's `attack`), when the
+// bench says go; prints the statuses it was answered, as JSON [[status, count], …].
+import { attack } from './abuse-attacks.ts';
 import { readyThenGo } from './attacker-process.ts';
 
 const [url, key, boxesJson, count, timeoutSeconds] = process.argv.slice(2);
@@ -15,28 +14,12 @@ if (!url || !key || !boxesJson || !count || !timeoutSeconds) {
 const boxes = JSON.parse(boxesJson) as string[];
 const body = JSON.stringify({ command: `sleep ${Number(timeoutSeconds) + 5}`, timeoutSeconds: Number(timeoutSeconds) });
 const statuses = new Map<number, number>();
-const answered = (status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1);
 await readyThenGo();
 await Promise.all(
-  Array.from(
-    { length: Number(count) },
-    (_, i) =>
-      new Promise<void>((resolve) => {
-        const req = request(new URL(`/v1/sandboxes/${boxes[i % boxes.length]}/exec`, url), {
-          method: 'POST',
-          localAddress: ATTACKER_ADDRESS,
-          agent: false,
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        });
-        req.on('error', () => resolve(void answered(0)));
-        req.on('response', (res) => {
-          answered(res.statusCode ?? 0);
-          res.resume();
-          res.on('close', resolve);
-        });
-        req.end(body);
-      }),
-  ),
+  Array.from({ length: Number(count) }, async (_, i) => {
+    const { status } = await attack({ url }, key, 'POST', `/v1/sandboxes/${boxes[i % boxes.length]}/exec`, body);
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+  }),
 );
 process.stdout.write(JSON.stringify([...statuses]));
 process.exit(0);
