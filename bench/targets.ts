@@ -44,6 +44,21 @@ export async function startFloor(ctx: BenchContext): Promise<NodeProcess> {
   });
 }
 
+/** The burst's floor (bench/burst-floor.ts), on the same footing as the web it is compared with. */
+export async function startBurstFloor(ctx: BenchContext): Promise<NodeProcess> {
+  const port = await freePort();
+  return startNodeProcess({
+    name: 'burst-floor',
+    script: 'bench/burst-floor.ts',
+    env: baseEnv(ctx, port),
+    port,
+    readyPath: '/',
+    logFile: logFile(ctx.dir, 'burst-floor'),
+    profileDir: profileDir(ctx),
+    memoryLimitMb: WEB_MEMORY_LIMIT_MB,
+  });
+}
+
 /** The web's memory limit in its Kubernetes deployment, under which the bench runs it too. */
 export const WEB_MEMORY_LIMIT_MB = deployedMemoryLimitMb('api-deployment.yaml');
 
