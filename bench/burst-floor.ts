@@ -2,13 +2,14 @@
 // and pool size as Paddock, so the burst's cost to a neighbour is read against what the machine
 // itself allows. Per `POST /v1/sandboxes/{id}/exec`: the body read and parsed; one Redis round
 // trip that stands for the key's lookup and takes a place in flight (16 an account, as Paddock's
-// default); the refused answered 429 at once; the admitted run one `SELECT 1` and spawn their
-// command straight from this process (no sandbox), killed at its timeout, answering its output.
+// default); the refused answered 429 at once; the admitted run one `SELECT 1` and hand their
+// command to a runner process (no sandbox), killed at its timeout, answering its output.
 // Run as its own process by bench/targets.ts (startBurstFloor).
 import Koa from 'koa';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 
 const env = process.env;
 const port = Number(env.PORT);
@@ -36,31 +37,21 @@ interface Outcome {
   timedOut: boolean;
 }
 
+// Commands run in a runner process of the floor's own (bench/burst-floor-spawner.ts).
+const runner = spawn(process.execPath, [new URL('./burst-floor-spawner.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
+const waiting = new Map<number, (outcome: Outcome) => void>();
+let lastId = 0;
+createInterface({ input: runner.stdout }).on('line', (line) => {
+  const { id, ...outcome } = JSON.parse(line) as Outcome & { id: number };
+  waiting.get(id)?.(outcome);
+  waiting.delete(id);
+});
+
 function run(command: string | string[], timeoutSeconds: number): Promise<Outcome> {
-  const [file, args] = typeof command === 'string' ? ['/bin/sh', ['-c', command]] : [command[0]!, command.slice(1)];
+  const id = ++lastId;
   return new Promise((done) => {
-    const child = spawn(file, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out = { stdout: '', stderr: '' };
-    for (const name of ['stdout', 'stderr'] as const) {
-      child[name].setEncoding('utf8').on('data', (text: string) => {
-        if (out[name].length < OUTPUT_LIMIT) out[name] += text.slice(0, OUTPUT_LIMIT - out[name].length);
-      });
-    }
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, timeoutSeconds * 1000);
-    const settle = (exitCode: number | null) => {
-      clearTimeout(timer);
-      done({ exitCode, ...out, timedOut });
-    };
-    child.once('error', () => settle(null));
-    child.once('close', (code) => settle(code));
+    waiting.set(id, done);
+    runner.stdin.write(`${JSON.stringify({ id, command, timeoutSeconds })}\n`);
   });
 }
 
@@ -122,6 +113,7 @@ const server = app.listen(port, '127.0.0.1');
 process.on('SIGTERM', () => {
   server.close();
   server.closeAllConnections();
+  runner.kill();
   void pool.end().finally(() => {
     redis.disconnect();
     process.exit(0);
