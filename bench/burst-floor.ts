@@ -17,7 +17,6 @@ if (!env.DATABASE_URL || !env.REDIS_URL || !port) throw new Error('burst-floor n
 
 const PLACES = 16;
 const BODY_LIMIT = 1 << 20;
-const OUTPUT_LIMIT = 16 << 10;
 const EXEC_PATH = /^\/v1\/sandboxes\/[^/]+\/exec$/;
 const prefix = `bench:burst-floor:${port}`;
 
