@@ -29,32 +29,27 @@ function profileDir(ctx: BenchContext): string | undefined {
   return ctx.profile ? join(ctx.dir, 'profiles') : undefined;
 }
 
-export async function startFloor(ctx: BenchContext): Promise<NodeProcess> {
-  const port = await freePort();
-  return startNodeProcess({
-    name: 'floor',
-    script: 'bench/floor-server.ts',
-    env: baseEnv(ctx, port),
-    port,
-    readyPath: '/',
-    logFile: logFile(ctx.dir, 'floor'),
-    profileDir: profileDir(ctx),
-    // On the same footing as the web it is compared with.
-    memoryLimitMb: WEB_MEMORY_LIMIT_MB,
-  });
+/** The floor server of `account` and its reads (bench/floor-server.ts). */
+export function startFloor(ctx: BenchContext): Promise<NodeProcess> {
+  return startFloorScript(ctx, 'floor', 'bench/floor-server.ts');
 }
 
-/** The burst's floor (bench/burst-floor.ts), on the same footing as the web it is compared with. */
-export async function startBurstFloor(ctx: BenchContext): Promise<NodeProcess> {
+/** The burst's floor (bench/burst-floor.ts). */
+export function startBurstFloor(ctx: BenchContext): Promise<NodeProcess> {
+  return startFloorScript(ctx, 'burst-floor', 'bench/burst-floor.ts');
+}
+
+async function startFloorScript(ctx: BenchContext, name: string, script: string): Promise<NodeProcess> {
   const port = await freePort();
   return startNodeProcess({
-    name: 'burst-floor',
-    script: 'bench/burst-floor.ts',
+    name,
+    script,
     env: baseEnv(ctx, port),
     port,
     readyPath: '/',
-    logFile: logFile(ctx.dir, 'burst-floor'),
+    logFile: logFile(ctx.dir, name),
     profileDir: profileDir(ctx),
+    // On the same footing as the web it is compared with.
     memoryLimitMb: WEB_MEMORY_LIMIT_MB,
   });
 }
