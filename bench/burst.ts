@@ -1,8 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultLimits, GOAL_P99_RATIO as GOAL_RATIO, GOAL_P99_SLACK_MS as GOAL_SLACK_MS } from './abuse.ts';
 import { startAttacker } from './attacker-process.ts';
-import { randomBytes } from 'node:crypto';
 import { mintApiKey, startBurstFloor } from './targets.ts';
 import { call, createRunningSandbox, percentile, round, startStack } from './stack.ts';
 import type { Benchmark, BenchRow } from './types.ts';
@@ -81,6 +81,7 @@ interface Burst {
 
 /** One burst of a kind against a target, the neighbour's execs timed through it. */
 async function burst(target: Target, kind: Kind, neighbourExec: (target: Target) => Promise<number>): Promise<Burst> {
+  // An attacker of its own for each burst, its bucket full, as bench/abuse.ts's phase has it.
   const key = await target.newKey();
   const boxes = [await target.newBox(key), await target.newBox(key)];
   const exec = (command: string) => ({ command, timeoutSeconds: TIMEOUT_SECONDS });
