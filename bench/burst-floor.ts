@@ -40,6 +40,14 @@ interface Outcome {
 const runner = spawn(process.execPath, [new URL('./burst-floor-spawner.ts', import.meta.url).pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
 const waiting = new Map<number, (outcome: Outcome) => void>();
 let lastId = 0;
+let stopping = false;
+// Without its runner no command would ever be answered: the floor stops, so the bench fails
+// instead of waiting forever.
+runner.once('exit', () => {
+  if (stopping) return;
+  process.stderr.write('burst-floor: its runner exited\n');
+  process.exit(1);
+});
 createInterface({ input: runner.stdout }).on('line', (line) => {
   const { id, ...outcome } = JSON.parse(line) as Outcome & { id: number };
   waiting.get(id)?.(outcome);
@@ -110,6 +118,7 @@ app.use(async (ctx) => {
 
 const server = app.listen(port, '127.0.0.1');
 process.on('SIGTERM', () => {
+  stopping = true;
   server.close();
   server.closeAllConnections();
   runner.kill();
