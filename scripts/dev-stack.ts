@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { freePort, reachableDir, startServices } from './services.ts';
+import { canListen, freePort, reachableDir, startServices } from './services.ts';
 import { openOrm, migrate } from '../shared/db/orm.ts';
 import { parseConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
@@ -44,15 +44,7 @@ async function choosePort(): Promise<number> {
   if (process.env.PORT) return Number(process.env.PORT);
   // A stable default is friendlier to a saved CLI config; fall back to any free port.
   const preferred = 8787;
-  const probe = await import('node:net').then(
-    ({ createServer }) =>
-      new Promise<boolean>((ok) => {
-        const s = createServer();
-        s.once('error', () => ok(false));
-        s.listen(preferred, '127.0.0.1', () => s.close(() => ok(true)));
-      }),
-  );
-  return probe ? preferred : freePort();
+  return (await canListen(preferred)) ? preferred : freePort();
 }
 
 /** Shows a process's JSON log lines as short human lines. */

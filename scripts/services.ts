@@ -102,7 +102,8 @@ export async function freePort(): Promise<number> {
   throw new Error('no free port between 20000 and 32000');
 }
 
-function canListen(port: number): Promise<boolean> {
+/** Whether a listener on 127.0.0.1:`port` could start now (another may take it a moment later). */
+export function canListen(port: number): Promise<boolean> {
   return new Promise((resolveFree) => {
     const server = createServer();
     server.once('error', () => resolveFree(false));
