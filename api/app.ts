@@ -25,6 +25,7 @@ import { allRoutes } from './routes/index.ts';
 import type { Route } from './routes/route.ts';
 import { mountOperationalRoutes } from './routes/operational/index.ts';
 import { EventAnnouncer } from '../shared/events/announce.ts';
+import { ReadViews } from '../shared/cache/read-views.ts';
 import { webhookCipher } from '../shared/webhooks/secrets.ts';
 import type { EventHub } from './services/events/hub.ts';
 
@@ -43,6 +44,7 @@ export interface AppParts {
 
 export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime, webhookQueue, eventHub }: AppParts): AppDeps {
   const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
+  const views = new ReadViews(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_READ_CACHE_SECONDS);
   return {
     config,
     orm,
@@ -65,7 +67,8 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
       ? new SecretCipher(config.PADDOCK_SECRETS_KEY, config.PADDOCK_SECRETS_KEY_PREVIOUS)
       : undefined,
     webhookQueue,
-    events: new EventAnnouncer(webhookQueue, redis, config.PADDOCK_REDIS_PREFIX, log),
+    views,
+    events: new EventAnnouncer(webhookQueue, redis, config.PADDOCK_REDIS_PREFIX, log, views),
     eventHub,
     webhookCipher: webhookCipher(config),
   };

@@ -19,6 +19,7 @@ import type { ApiMetrics } from './metrics.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import type { EventAnnouncer } from '../shared/events/announce.ts';
+import type { ReadViews } from '../shared/cache/read-views.ts';
 import type { EventHub } from './services/events/hub.ts';
 
 /** Everything a route needs, built once per process by createApp and shared by all requests. */
@@ -50,6 +51,8 @@ export interface AppDeps {
   secretCipher?: SecretCipher;
   /** Where webhook jobs go (dispatch of new events). */
   webhookQueue: Queue;
+  /** The hottest reads, kept in Redis while what they answer is unchanged. */
+  views: ReadViews;
   /** Starts the delivery of events recorded by a request, after its commit. */
   events: EventAnnouncer;
   /** This process's event streams, rung through Redis pub/sub. */

@@ -14,6 +14,9 @@ import { createLogger } from '../shared/logger.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
 import { markDestroyed } from '../shared/sandboxes/transitions.ts';
 import { removePooled } from '../shared/repositories/warm-pool.ts';
+import { ReadViews } from '../shared/cache/read-views.ts';
+import { createRequestRedis } from '../shared/redis.ts';
+import type { RecordedEvent } from '../shared/events/types.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const stackDir = resolve(root, '.paddock/dev');
@@ -95,21 +98,30 @@ if (applied.length) say(`migrations applied: ${applied.join(', ')}`);
  * usage and events stay right. Runs once the web and the worker are gone: nothing creates meanwhile.
  */
 async function destroySandboxes(): Promise<void> {
-  const runtime = createRuntime(parseConfig(env, 'worker'), createLogger('silent', 'dev-stack'));
+  const config = parseConfig(env, 'worker');
+  const runtime = createRuntime(config, createLogger('silent', 'dev-stack'));
   try {
     const left = await runtime.list();
     if (left.length === 0) return;
     say(`destroying ${left.length} sandbox${left.length === 1 ? '' : 'es'}…`);
     const orm = await openOrm(services.databaseUrl, 2);
+    // The next start's web, on the same Redis, serves no view of them as they were.
+    const redis = createRequestRedis(services.redisUrl, { enableOfflineQueue: true });
+    const views = new ReadViews(redis, config.PADDOCK_REDIS_PREFIX, 0);
+    const changed = (accountIds: Iterable<string>) => views.changed(accountIds).catch(() => undefined);
+    const staleViews = {
+      announce: (events: readonly (RecordedEvent | undefined)[]) => changed(events.flatMap((e) => (e ? [e.accountId] : []))),
+      changed,
+    };
     try {
       for (const { id } of left) {
         await runtime.destroy(id);
-        await markDestroyed(orm.em.fork(), id, 'user');
+        await markDestroyed(orm.em.fork(), id, 'user', undefined, staleViews);
         // A pooled one has no sandbox row, only its place in the pool.
         await removePooled(orm.em.fork(), [id]);
       }
     } finally {
-      await orm.close(true);
+      await Promise.allSettled([orm.close(true), redis.quit()]);
     }
   } finally {
     await runtime.close();

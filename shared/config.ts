@@ -62,6 +62,7 @@ export const configSchema = z.object({
   PADDOCK_SECRETS_MAX_BYTES_PER_SANDBOX: int(1024).default(128 * 1024),
   PADDOCK_SCRYPT_LOG_N: int(10, 20).default(15),
   PADDOCK_API_KEY_CACHE_SECONDS: int(0, 3600).default(300),
+  PADDOCK_READ_CACHE_SECONDS: int(0, 3600).default(10),
   PADDOCK_RATE_SANDBOX_OPS_PER_MIN: int(1).default(120),
   PADDOCK_RATE_SANDBOX_LIFECYCLE_PER_MIN: int(1).default(20),
   PADDOCK_RATE_AUTH_PER_MIN: int(1).default(10),

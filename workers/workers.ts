@@ -9,6 +9,7 @@ import { isDependencyUnavailable } from '../shared/unavailable.ts';
 import { SANDBOX_QUEUE, createSandboxQueue, type JobName } from '../shared/jobs/catalogue.ts';
 import { WEBHOOK_QUEUE, createWebhookQueue, type WebhookJobName } from '../shared/jobs/webhooks.ts';
 import { EventAnnouncer } from '../shared/events/announce.ts';
+import { ReadViews } from '../shared/cache/read-views.ts';
 import { InFlightLeases } from '../shared/leases.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
 import { webhookCipher } from '../shared/webhooks/secrets.ts';
@@ -81,7 +82,8 @@ export async function startWorkers(
     log,
     metrics: createWorkerMetrics({ queue, orm }),
     webhookQueue,
-    events: new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log),
+    // The workers only mark views stale: the API replicas read them.
+    events: new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log, new ReadViews(queueRedis, config.PADDOCK_REDIS_PREFIX, 0)),
     leases: new InFlightLeases(queueRedis, config.PADDOCK_REDIS_PREFIX),
     webhookCipher: webhookCipher(config),
     transport: options.webhookTransport ?? systemTransport,

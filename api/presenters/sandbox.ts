@@ -1,5 +1,7 @@
 import type { Sandbox } from '../../shared/db/entities.ts';
 
+export type PresentedSandbox = ReturnType<typeof presentSandbox>;
+
 export function presentSandbox(sandbox: Sandbox) {
   return {
     id: sandbox.id,

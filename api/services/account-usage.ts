@@ -1,5 +1,6 @@
-import type { Pool } from 'pg';
 import type { Config } from '../../shared/config.ts';
+import type { AppDeps } from '../context.ts';
+import { secondsUsedAt } from '../../shared/usage/billing.ts';
 import * as accounts from '../../shared/repositories/accounts.ts';
 import type { LimitOverrides } from '../../shared/repositories/accounts.ts';
 
@@ -30,18 +31,22 @@ export function currentPeriod(now = new Date()): { start: Date; end: Date } {
   return { start, end };
 }
 
-/** The account and its usage this month, in one round trip (GET /v1/account). */
+/**
+ * The account and its usage this month (GET /v1/account): a view kept in Redis while none of the
+ * account's sandboxes changes (shared/cache/read-views.ts), else one round trip to PostgreSQL.
+ */
 export async function accountWithUsage(
-  pool: Pool,
+  deps: Pick<AppDeps, 'pg' | 'views' | 'config'>,
   accountId: string,
-  config: Config,
+  now = new Date(),
 ): Promise<{ id: string; email: string; usage: AccountUsage } | undefined> {
-  const period = currentPeriod();
-  const found = await accounts.accountWithUsage(pool, accountId, period.start);
+  const period = currentPeriod(now);
+  const found = await deps.views.view(accountId, `account:${period.start.getTime()}`, () => accounts.accountWithUsage(deps.pg, accountId, period.start));
   if (!found) return undefined;
+  const used = Math.max(0, secondsUsedAt(found.usage, now.getTime()));
   return {
     id: found.id,
     email: found.email,
-    usage: { limits: limitsOf(found.overrides, config), activeSandboxes: found.usage.active, sandboxHoursUsed: found.usage.hours, period },
+    usage: { limits: limitsOf(found.overrides, deps.config), activeSandboxes: found.usage.active, sandboxHoursUsed: used / 3600, period },
   };
 }

@@ -8,7 +8,7 @@ import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, enqueueAll, jobCatalogue, type JobPayload, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
 import { eventsStatement, recordedFrom, type NewEvent } from '../../shared/events/record.ts';
-import { presentSandbox } from '../presenters/sandbox.ts';
+import { presentSandbox, type PresentedSandbox } from '../presenters/sandbox.ts';
 import { withTransition } from '../../shared/events/ring.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { isPooled } from '../../shared/pool/warm-pool.ts';
@@ -119,6 +119,8 @@ export async function createSandbox(
       throw unqueued;
     }
   } else if (!outcome.replayed) {
+    // Its account's views (its usage) change before the answer, as after any create.
+    await deps.events.changed([accountId]);
     // A claimed one runs already and is answered at once, its jobs and events queued once the
     // answer is written (their synchronous part, the scripts and payloads, runs ahead of it in the
     // microtasks before it). Should this process die before they are queued, the reaper's sweep
@@ -232,7 +234,7 @@ export async function completeIdempotencyKey(em: EntityManager, accountId: strin
 /** Asks for the sandbox's destruction; an already destroyed sandbox is left as it is. */
 export async function requestDestroy(deps: AppDeps, em: EntityManager, sandbox: Sandbox): Promise<void> {
   if (sandbox.state === 'destroyed') return;
-  await markTerminating(em, sandbox.id, 'user');
+  await markTerminating(em, sandbox.id, 'user', deps.events);
   await enqueue(deps.queue, 'destroy', { sandboxId: sandbox.id, reason: 'user' });
 }
 
@@ -301,6 +303,21 @@ export async function findOwnSandbox(pool: Pool, accountId: string, id: string):
   const sandbox = isId('sbx', id) ? await sandboxes.findOwnSandbox(pool, accountId, id) : undefined;
   if (!sandbox) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
   return sandbox;
+}
+
+/**
+ * The account's sandbox as GET /v1/sandboxes/{id} presents it: a view kept in Redis while none of
+ * the account's sandboxes changes (shared/cache/read-views.ts), else one round trip to PostgreSQL.
+ */
+export async function presentedOwnSandbox(deps: Pick<AppDeps, 'pg' | 'views'>, accountId: string, id: string): Promise<PresentedSandbox> {
+  // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
+  const load = async () => {
+    const sandbox = await sandboxes.findOwnSandbox(deps.pg, accountId, id);
+    return sandbox && presentSandbox(sandbox);
+  };
+  const presented = isId('sbx', id) ? await deps.views.view(accountId, `sandbox:${id}`, load) : undefined;
+  if (!presented) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+  return presented;
 }
 
 /** A sandbox, the allowlist its commands obey, and the secrets they get. */

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { secondsUsedSql } from '../usage/billing.ts';
+import { secondsUsedSql, type UsageParts } from '../usage/billing.ts';
 import type { Rows, Statement } from '../db/batch.ts';
 
 // The account aggregate with its usage: its quota overrides, its active sandboxes and the month's
@@ -16,9 +16,12 @@ export interface Usage {
   hours: number;
 }
 
-interface UsageColumns {
+interface OverrideColumns {
   concurrent_sandboxes_limit: number | null;
   monthly_sandbox_hours_limit: number | null;
+}
+
+interface UsageColumns {
   active: string | number;
   seconds: string | number | null;
 }
@@ -26,28 +29,46 @@ interface UsageColumns {
 const activeCount = (account: string) => `select count(*) from sandboxes where account_id = ${account} and state = 'active'`;
 
 // A named statement: GET /v1/account is on every client's hot path (whoami, the picker's footer).
+// It answers the parts of the month's usage, not their sum at the database's now: the sum is taken
+// when answered (billing.ts, secondsUsedAt), so the parts can be kept as a view (cache/read-views.ts).
 const ACCOUNT_WITH_USAGE = {
-  name: 'paddock-account-with-usage',
+  name: 'paddock-account-with-usage-parts',
   text: `select a.id, a.email, a.concurrent_sandboxes_limit, a.monthly_sandbox_hours_limit,
-                (${activeCount('a.id')}) as active,
-                (${secondsUsedSql('$1', 'a.id')}) as seconds
+                coalesce((select r.seconds from usage_rollups r where r.account_id = a.id and r.period_start = $1::timestamptz), 0) as rolled,
+                (select coalesce(json_agg(extract(epoch from s.ready_at) * 1000), '[]'::json)
+                   from sandboxes s where s.account_id = a.id and s.state = 'active') as active
            from accounts a where a.id = $2`,
 };
 
-const overridesOf = (row: UsageColumns): LimitOverrides => ({
+const overridesOf = (row: OverrideColumns): LimitOverrides => ({
   concurrentSandboxesLimit: row.concurrent_sandboxes_limit,
   monthlySandboxHoursLimit: row.monthly_sandbox_hours_limit,
 });
 
-/** The account and its usage in the month from `periodStart`, in one round trip; undefined when there is no such account. */
-export async function accountWithUsage(
-  pool: Pool,
-  accountId: string,
-  periodStart: Date,
-): Promise<{ id: string; email: string; overrides: LimitOverrides; usage: Usage } | undefined> {
-  const row = (await pool.query<UsageColumns & { id: string; email: string }>({ ...ACCOUNT_WITH_USAGE, values: [periodStart, accountId] })).rows[0];
+/** The account with the parts of its usage in a month: plain JSON, so that it can be kept as a view. */
+export interface AccountRecord {
+  id: string;
+  email: string;
+  overrides: LimitOverrides;
+  usage: UsageParts;
+}
+
+/** The account and the parts of its usage in the month from `periodStart`, in one round trip; undefined when there is no such account. */
+export async function accountWithUsage(pool: Pool, accountId: string, periodStart: Date): Promise<AccountRecord | undefined> {
+  type Row = OverrideColumns & { id: string; email: string; rolled: string | number; active: (number | null)[] };
+  const row = (await pool.query<Row>({ ...ACCOUNT_WITH_USAGE, values: [periodStart, accountId] })).rows[0];
   if (!row) return undefined;
-  return { id: row.id, email: row.email, overrides: overridesOf(row), usage: { active: Number(row.active), hours: Math.max(0, Number(row.seconds ?? 0)) / 3600 } };
+  return {
+    id: row.id,
+    email: row.email,
+    overrides: overridesOf(row),
+    usage: {
+      periodStart: periodStart.getTime(),
+      rolledSeconds: Number(row.rolled),
+      active: row.active.length,
+      runningSince: row.active.filter((at): at is number => at !== null).map(Number),
+    },
+  };
 }
 
 /**
@@ -62,7 +83,7 @@ export function lockAccountStatement(accountId: string): Statement {
 }
 
 export function overridesFrom(rows: Rows): LimitOverrides | undefined {
-  const row = rows[0] as UsageColumns | undefined;
+  const row = rows[0] as OverrideColumns | undefined;
   return row && overridesOf(row);
 }
 

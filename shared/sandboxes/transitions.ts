@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Sandbox, type DestroyReason } from '../db/entities.ts';
-import type { EventAnnouncer } from '../events/announce.ts';
+import type { Announcer } from '../events/announce.ts';
 import { eventsLockStatement, eventsStatement, recordedFrom, recordEvent, type NewEvent } from '../events/record.ts';
 import { inBatchedTransaction } from '../db/batch.ts';
 import { ADD_DESTROYED_TO_ROLLUP } from '../usage/billing.ts';
@@ -21,7 +21,7 @@ export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'm
  * round trip: the update, its account's lock (the event's order, see recordEvent), and the event,
  * inserted only where the update applied (its `ready_at` is this call's own), with the commit.
  */
-export async function markRunning(em: EntityManager, sandbox: PendingSandbox, announcer?: EventAnnouncer): Promise<boolean> {
+export async function markRunning(em: EntityManager, sandbox: PendingSandbox, announcer?: Announcer): Promise<boolean> {
   const readyAt = new Date();
   const row: SandboxRow = { ...sandbox, state: 'active', status: 'running', ready_at: readyAt, destroyed_at: null, destroy_reason: null, failure_message: null };
   const ours = { sql: `select 1 from sandboxes where id = ? and status = 'running' and ready_at = ?`, params: [sandbox.id, readyAt] };
@@ -39,9 +39,15 @@ export async function markRunning(em: EntityManager, sandbox: PendingSandbox, an
 }
 
 /** Asks for destruction: status terminating, the first reason given wins. False if already destroyed. */
-export async function markTerminating(em: EntityManager, id: string, reason: DestroyReason): Promise<boolean> {
-  const n = await em.nativeUpdate(Sandbox, { id, state: 'active', status: { $ne: 'terminating' } }, { status: 'terminating', destroyReason: reason });
-  if (n === 1) return true;
+export async function markTerminating(em: EntityManager, id: string, reason: DestroyReason, announcer: Announcer): Promise<boolean> {
+  const [updated] = await em.execute<{ account_id: string }[]>(
+    `update sandboxes set status = 'terminating', destroy_reason = ? where id = ? and state = 'active' and status <> 'terminating' returning account_id`,
+    [reason, id],
+  );
+  if (updated) {
+    await announcer.changed([updated.account_id]);
+    return true;
+  }
   const row = await em.findOne(Sandbox, { id }, { fields: ['state'], disableIdentityMap: true });
   return row?.state === 'active';
 }
@@ -55,7 +61,7 @@ export async function markDestroyed(
   id: string,
   reason: DestroyReason,
   failureMessage?: string,
-  announcer?: EventAnnouncer,
+  announcer?: Announcer,
 ): Promise<boolean> {
   const events = await em.transactional(async (tx) => {
     const [row] = await tx.execute<SandboxRow[]>(
@@ -89,7 +95,7 @@ export async function markDestroyed(
  * Records sandbox.expiring once for an active sandbox whose cap is near (the delayed job, or the
  * sweep when that job was lost). False when already warned, destroyed or past its cap.
  */
-export async function markExpiring(em: EntityManager, id: string, announcer?: EventAnnouncer): Promise<boolean> {
+export async function markExpiring(em: EntityManager, id: string, announcer?: Announcer): Promise<boolean> {
   const events = await em.transactional(async (tx) => {
     const [row] = await tx.execute<SandboxRow[]>(
       `update sandboxes set expiry_warned_at = now()

@@ -34,3 +34,23 @@ export const secondsUsedSql = (periodStart: string, account: string) => `
   + coalesce((select sum(extract(epoch from (now() - greatest(s.ready_at, ${periodStart}::timestamptz))))
                 from sandboxes s
                where s.account_id = ${account} and s.state = 'active' and s.ready_at is not null), 0)`;
+
+/**
+ * The parts of an account's usage in a month, as read at one moment: what its destroyed sandboxes
+ * rolled up, and when each of its active ones became ready (epoch ms; a pending one has none yet).
+ */
+export interface UsageParts {
+  /** The month's first instant, epoch ms. */
+  periodStart: number;
+  rolledSeconds: number;
+  /** Its active sandboxes, pending ones included. */
+  active: number;
+  runningSince: number[];
+}
+
+/** secondsUsedSql's sum, taken at `now` (epoch ms): the parts stay right while no sandbox changes. */
+export function secondsUsedAt(parts: UsageParts, now: number): number {
+  let seconds = parts.rolledSeconds;
+  for (const readyAt of parts.runningSince) seconds += (now - Math.max(readyAt, parts.periodStart)) / 1000;
+  return seconds;
+}

@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
@@ -19,6 +20,23 @@ test('GET /v1/account answers the account, its limits and the current UTC month'
   const now = new Date();
   assert.equal(res.body.period.start, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
   assert.equal(res.body.period.end, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString());
+});
+
+test('GET /v1/account is kept as a view for PADDOCK_READ_CACHE_SECONDS: a hand edit of the account shows once it expires; 0 keeps none', async () => {
+  const [kept, none] = await Promise.all([
+    startTestApi({ overrides: { PADDOCK_READ_CACHE_SECONDS: '1' } }),
+    startTestApi({ overrides: { PADDOCK_READ_CACHE_SECONDS: '0' } }),
+  ]);
+  for (const [api, keeps] of [[kept, true], [none, false]] as const) {
+    const account = await newAccount(api.url, keeps ? 'view-kept' : 'view-none');
+    assert.equal((await call(api.url, 'GET', '/v1/account', { token: account.key })).body.email, account.email);
+    await api.deps.pg.query('update accounts set concurrent_sandboxes_limit = 4 where id = $1', [account.id]);
+    const soon = await call(api.url, 'GET', '/v1/account', { token: account.key });
+    assert.equal(soon.body.usage.concurrentSandboxes.limit, keeps ? 2 : 4);
+    if (!keeps) continue;
+    await sleep(1100);
+    assert.equal((await call(api.url, 'GET', '/v1/account', { token: account.key })).body.usage.concurrentSandboxes.limit, 4);
+  }
 });
 
 // One stack for the rest of the file, closed when the file ends.
@@ -57,6 +75,8 @@ describe('GET /v1/account', () => {
     // The key's row goes with the account (on delete cascade); a cached lookup may still name it.
     assert.equal((await call(api.url, 'GET', '/v1/account', { token: account.key })).status, 200);
     await api.deps.orm.em.getConnection().execute('delete from accounts where id = ?', [account.id]);
+    // No writer announces a hand edit: its views expire (PADDOCK_READ_CACHE_SECONDS) or are marked stale.
+    await api.deps.views.changed([account.id]);
     assertProblem(await call(api.url, 'GET', '/v1/account', { token: account.key }), 401, 'invalid_credential');
   });
 

@@ -64,6 +64,8 @@ test('the pool fills with running sandboxes of no account: neither listed, count
 test('a create claims a pooled sandbox: running at once, its cap from the claim, the create-time env applied; the pool refills', async () => {
   const pooled = await fullPool();
   const a = await newAccount(stack.url);
+  // Its account's view is kept before the claim: the claim marks it stale before answering.
+  assert.equal((await call(stack.url, 'GET', '/v1/account', { token: a.key })).body.usage.concurrentSandboxes.active, 0);
   const res = await createSandbox(stack.url, a.key, '?wait=false', { env: { GREETING: 'from-the-pool' }, metadata: { via: 'pool' } });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const s = res.body;

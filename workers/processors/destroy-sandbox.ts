@@ -37,7 +37,7 @@ export async function destroySandbox(
   const em = deps.orm.em.fork();
   const row = await em.findOne(Sandbox, { id: sandboxId });
   if (!row) return 'unknown';
-  if (row.state === 'active') await markTerminating(em, sandboxId, reason);
+  if (row.state === 'active') await markTerminating(em, sandboxId, reason, deps.events);
   await deps.runtime.destroy(sandboxId);
   const destroyed = await markDestroyed(em, sandboxId, reason, undefined, deps.events);
   if (destroyed) {

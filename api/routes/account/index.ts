@@ -18,7 +18,7 @@ export const getAccount = route(
     errors: ['rate_limited', 'insufficient_scope', 'missing_credential', 'invalid_credential', 'wrong_credential_type', 'invalid_request'],
   },
   async (ctx, _input, deps) => {
-    const found = await accountWithUsage(deps.pg, accountIdOf(ctx), deps.config);
+    const found = await accountWithUsage(deps, accountIdOf(ctx));
     if (!found) throw new ApiError('invalid_credential');
     ctx.body = presentAccount(found, found.usage);
   },

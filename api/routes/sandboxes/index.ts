@@ -7,6 +7,7 @@ import {
   destroyJobId,
   findOwnSandbox,
   listOwnSandboxes,
+  presentedOwnSandbox,
   requestDestroy,
   waitForJob,
 } from '../../services/sandboxes.ts';
@@ -110,7 +111,7 @@ export const getSandbox = route(
     errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
   },
   async (ctx, { params }, deps) => {
-    ctx.body = presentSandbox(await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id));
+    ctx.body = await presentedOwnSandbox(deps, accountIdOf(ctx), params.id);
   },
 );
 
