@@ -4,8 +4,13 @@ import { mintApiKey, startFloor, startPaddock } from './targets.ts';
 import type { NodeProcess } from './processes.ts';
 
 // Both levels, because one access-log line per request is a real share of a request this cheap:
-// warn shows the code path alone, info (the production default) what a deployment gets.
-const LOG_LEVELS = ['warn', 'info'];
+// warn shows the code path alone, info (the production default) what a deployment gets. The last
+// reads PostgreSQL every time (no view kept in Redis, shared/cache/read-views.ts): what the views save.
+const WEBS = [
+  { name: 'log warn', level: 'warn', env: {} },
+  { name: 'log info', level: 'info', env: {} },
+  { name: 'log info, no views', level: 'info', env: { PADDOCK_READ_CACHE_SECONDS: '0' } },
+];
 
 export const accountBenchmark: Benchmark = {
   name: 'account',
@@ -16,8 +21,8 @@ export const accountBenchmark: Benchmark = {
       const floor = await startFloor(ctx);
       processes.push(floor);
       const paddocks: NodeProcess[] = [];
-      for (const level of LOG_LEVELS) {
-        const paddock = await startPaddock(ctx, level);
+      for (const web of WEBS) {
+        const paddock = await startPaddock(ctx, web.level, { name: `paddock-${web.name.replaceAll(/[^a-z]+/g, '-')}`, env: web.env });
         processes.push(paddock);
         paddocks.push(paddock);
       }
@@ -26,7 +31,7 @@ export const accountBenchmark: Benchmark = {
       const subjects: Subject[] = [
         { name: 'floor: Koa + Redis GET + SELECT 1', target: { url: `${floor.url}/`, pid: floor.pid }, rounds: [] },
         ...paddocks.map((p, i) => ({
-          name: `paddock GET /v1/account (log ${LOG_LEVELS[i]})`,
+          name: `paddock GET /v1/account (${WEBS[i]!.name})`,
           target: { url: `${p.url}/v1/account`, headers: { authorization: `Bearer ${apiKey}` }, pid: p.pid },
           rounds: [],
         })),
