@@ -37,9 +37,18 @@ type WithStore = Redis & {
 };
 
 /** A view's text, or the generation to store one under once read from the database. */
-export type ViewRead = { hit: string } | { seen: string };
+type ViewRead = { hit: string } | { seen: string };
 
 const token = () => randomBytes(12).toString('base64url');
+
+/** A view that is not JSON (written by something else under our prefix) is a miss, not a 500. */
+function parsed<T>(text: string): T | undefined {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
+}
 
 export class ReadViews {
   private readonly redis: WithStore;
@@ -69,9 +78,12 @@ export class ReadViews {
    */
   async view<T>(accountId: string, view: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
     const read = await this.read(accountId, view).catch(() => undefined);
-    if (read && 'hit' in read) return JSON.parse(read.hit) as T;
+    if (read && 'hit' in read) {
+      const hit = parsed<T>(read.hit);
+      if (hit !== undefined) return hit;
+    }
     const value = await load();
-    if (value !== undefined && read) await this.store(accountId, view, read.seen, JSON.stringify(value)).catch(() => undefined);
+    if (value !== undefined && read && 'seen' in read) await this.store(accountId, view, read.seen, JSON.stringify(value)).catch(() => undefined);
     return value;
   }
 
