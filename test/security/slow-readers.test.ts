@@ -138,6 +138,9 @@ function execReadSlowly(id: string, key: string, body: unknown, accept = 'applic
     const req = request(new URL(`/v1/sandboxes/${id}/exec`, patient.url), {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept },
+      // A connection of its own: one kept alive from the test before may meet the server's idle
+      // close just as it is reused ("socket hang up").
+      agent: false,
     });
     req.on('error', reject);
     req.on('response', (response) => {
