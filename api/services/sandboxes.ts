@@ -315,7 +315,9 @@ export async function presentedOwnSandbox(deps: Pick<AppDeps, 'pg' | 'views'>, a
     const sandbox = await sandboxes.findOwnSandbox(deps.pg, accountId, id);
     return sandbox && presentSandbox(sandbox);
   };
-  const presented = isId('sbx', id) ? await deps.views.view(accountId, `sandbox:${id}`, load) : undefined;
+  // Only an active one is kept: an account holds at most its concurrent cap of them, so what it
+  // can make Redis hold is bounded, however many destroyed sandboxes it reads.
+  const presented = isId('sbx', id) ? await deps.views.view(accountId, `sandbox:${id}`, load, (s) => s.state === 'active') : undefined;
   if (!presented) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
   return presented;
 }

@@ -73,17 +73,17 @@ export class ReadViews {
 
   /**
    * The account's view `view` (a name the caller chose: 'account', 'sandbox:<id>'): from Redis when
-   * it holds it at the account's generation, else `load`ed and stored. Undefined (nothing there) is
-   * not stored. With Redis away, the database answers.
+   * it holds it at the account's generation, else `load`ed and stored when `keep` says so.
+   * Undefined (nothing there) is never stored. With Redis away, the database answers.
    */
-  async view<T>(accountId: string, view: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+  async view<T>(accountId: string, view: string, load: () => Promise<T | undefined>, keep: (value: T) => boolean = () => true): Promise<T | undefined> {
     const read = await this.read(accountId, view).catch(() => undefined);
     if (read && 'hit' in read) {
       const hit = parsed<T>(read.hit);
       if (hit !== undefined) return hit;
     }
     const value = await load();
-    if (value !== undefined && read && 'seen' in read) await this.store(accountId, view, read.seen, JSON.stringify(value)).catch(() => undefined);
+    if (value !== undefined && keep(value) && read && 'seen' in read) await this.store(accountId, view, read.seen, JSON.stringify(value)).catch(() => undefined);
     return value;
   }
 

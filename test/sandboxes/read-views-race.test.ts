@@ -83,6 +83,11 @@ test('an evicted generation, a view that is not JSON, and 0 seconds each read th
   await none.view('acct_none', 'account', direct.load);
   assert.equal(direct.reads, 2);
   assert.deepEqual(await redis.keys(`${prefix}-none:*`), [], 'nothing stored');
+  // What `keep` refuses is not kept.
+  const refused = loader(() => 'destroyed');
+  await views.view('acct_keep', 'sandbox:sbx_y', refused.load, (v) => v !== 'destroyed');
+  await views.view('acct_keep', 'sandbox:sbx_y', refused.load, (v) => v !== 'destroyed');
+  assert.equal(refused.reads, 2);
   // Nothing found is not kept either.
   const missing = loader(() => undefined);
   await views.view('acct_missing', 'sandbox:sbx_x', missing.load);

@@ -88,6 +88,10 @@ test('GET /v1/sandboxes/{id} follows each transition, whoever makes it: pending,
   assert.equal(gone.status, 'terminated');
   assert.equal(gone.destroyReason, 'user');
   assert.deepEqual(gone.metadata, { label: 'hand-edited' }, 'read again after the change');
+  // A destroyed sandbox's answer is not kept (what an account can make Redis hold stays within its
+  // concurrent cap): each read is the database's.
+  await stack.sql(`update sandboxes set metadata = '{"label":"edited-when-destroyed"}' where id = $1`, [id]);
+  assert.deepEqual((await sandbox(webB, a.key, id)).body.metadata, { label: 'edited-when-destroyed' });
 });
 
 test("another account's sandbox answers 404 on every replica, though its owner's view is kept", async () => {
