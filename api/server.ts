@@ -72,9 +72,17 @@ export async function startApi(
   // WebSocket upgrades (the terminal) go through the app like any request (services/terminal/upgrade.ts).
   server.on('upgrade', serveUpgrades(app.callback()));
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket));
-  await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
-  const { port } = server.address() as AddressInfo;
-  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  await new Promise<void>((resolve, reject) => {
+    const listening = () => {
+      server.off('error', reject);
+      resolve();
+    };
+    server.once('error', reject);
+    if (config.PADDOCK_LISTEN_FD !== undefined) server.listen({ fd: config.PADDOCK_LISTEN_FD }, listening);
+    else server.listen(config.PORT, config.HOST, listening);
+  });
+  const { port, address } = server.address() as AddressInfo;
+  const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address;
 
   let closing: Promise<void> | undefined;
   const close = () =>

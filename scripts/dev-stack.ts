@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { canListen, freePort, reachableDir, startServices } from './services.ts';
+import { freePort, reachableDir, startServices } from './services.ts';
+import { bindListener, type HandedListener } from './listener.ts';
 import { openOrm, migrate } from '../shared/db/orm.ts';
 import { parseConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
@@ -43,11 +44,22 @@ function devSecrets(): { jwtSecret: string; secretsKey: string; webhookSecretsKe
   return secrets;
 }
 
-async function choosePort(): Promise<number> {
-  if (process.env.PORT) return Number(process.env.PORT);
-  // A stable default is friendlier to a saved CLI config; fall back to any free port.
-  const preferred = 8787;
-  return (await canListen(preferred)) ? preferred : freePort();
+/**
+ * The web's socket, bound here: `PORT` if given, else 8787 (a stable default is friendlier to a
+ * saved CLI config) or any free port when another process holds it.
+ */
+async function webListener(host: string): Promise<HandedListener> {
+  const given = process.env.PORT;
+  if (given !== undefined && !/^\d{1,5}$/.test(given)) {
+    say(`PORT must be a port number (0 picks any), not ${JSON.stringify(given)}`);
+    await services.stop();
+    process.exit(1);
+  }
+  const listener = await bindListener(host, given !== undefined ? [Number(given)] : [8787, 0]);
+  if (listener) return listener;
+  say(`port ${given} on ${host} is taken: set PORT to a free one (0 picks any)`);
+  await services.stop();
+  process.exit(1);
 }
 
 /** Shows a process's JSON log lines as short human lines. */
@@ -70,12 +82,14 @@ function relay(child: ChildProcess, role: string): void {
 
 const services = await startServices({ dir: stackDir, database: 'paddock', persistRedis: true, log: say });
 const secrets = devSecrets();
-const port = await choosePort();
+const host = process.env.HOST ?? '127.0.0.1';
+const listener = await webListener(host);
+const port = listener.port;
 const env: NodeJS.ProcessEnv = {
   ...process.env,
   PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`,
   NODE_ENV: 'development',
-  HOST: process.env.HOST ?? '127.0.0.1',
+  HOST: host,
   PORT: String(port),
   DATABASE_URL: services.databaseUrl,
   REDIS_URL: services.redisUrl,
@@ -156,7 +170,11 @@ async function stopAll(code: number): Promise<never> {
 }
 
 for (const [role, script] of [['web', 'api/main.ts'], ['worker', 'workers/main.ts']] as const) {
-  const child = spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The web serves the socket bound above, as its descriptor 3.
+  const child =
+    role === 'web'
+      ? spawn(process.execPath, [script], { cwd: root, env: { ...env, PADDOCK_LISTEN_FD: '3' }, stdio: ['ignore', 'pipe', 'pipe', listener.fd] })
+      : spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   relay(child, role);
   child.on('exit', (code, signal) => {
     if (!stopping) {
@@ -166,6 +184,7 @@ for (const [role, script] of [['web', 'api/main.ts'], ['worker', 'workers/main.t
   });
   children.push(child);
 }
+listener.close();
 process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 

@@ -42,6 +42,11 @@ export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('production'),
   HOST: z.string().min(1).default('0.0.0.0'),
   PORT: int(0, 65535).default(3000),
+  /**
+   * A listening socket the API inherits, by descriptor, instead of binding HOST:PORT: the launcher
+   * bound it, so no other process can take the port between its choice and the API's start.
+   */
+  PADDOCK_LISTEN_FD: int(3, 65535).optional(),
   DATABASE_URL: url(['postgres:', 'postgresql:']),
   PADDOCK_DB_POOL_MAX: int(1, 1000).default(10),
   REDIS_URL: url(['redis:', 'rediss:']),

@@ -149,3 +149,9 @@ test('node api/main.ts in production without PADDOCK_JWT_SECRET refuses to start
   assert.notEqual(code, 0);
   assert.match(stderr, /PADDOCK_JWT_SECRET/);
 });
+
+test('PADDOCK_LISTEN_FD is unset by default; a descriptor below 3 (stdin, stdout, stderr) is refused', () => {
+  assert.equal(parseConfig(BASE).PADDOCK_LISTEN_FD, undefined);
+  assert.equal(parseConfig({ ...BASE, PADDOCK_LISTEN_FD: '3' }).PADDOCK_LISTEN_FD, 3);
+  for (const bad of ['0', '2', 'three', '-3']) assert.match(configErrorOf({ ...BASE, PADDOCK_LISTEN_FD: bad }), /PADDOCK_LISTEN_FD/);
+});

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -121,4 +122,29 @@ test('a worker whose metrics port is taken stops the stack, which never says it 
   } finally {
     holder.close();
   }
+});
+
+test('a port another process answers on is refused at once, never reported as this stack\'s', { timeout: 120_000 }, async () => {
+  // An impostor that answers every request 200, /readyz included: a launcher that only checked
+  // the port, then waited for something there to answer, said "running" at the impostor's URL.
+  const impostor = createHttpServer((_req, res) => res.end('{"status":"ok"}'));
+  await new Promise<void>((ok) => impostor.listen(0, '127.0.0.1', ok));
+  const taken = (impostor.address() as { port: number }).port;
+  try {
+    const s = startDevStack({ PORT: String(taken) });
+    const { code } = await exited(s.child);
+    assert.equal(code, 1, s.stderr());
+    assert.doesNotMatch(s.stdout(), /Paddock is running/);
+    assert.match(s.stderr(), new RegExp(`port ${taken} on 127\\.0\\.0\\.1 is taken: set PORT`));
+    assert.doesNotMatch(s.stderr(), /web\s/, 'no web was started');
+  } finally {
+    impostor.close();
+  }
+});
+
+test('PORT that is not a number is refused with the variable named', { timeout: 120_000 }, async () => {
+  const s = startDevStack({ PORT: 'eighty' });
+  const { code } = await exited(s.child);
+  assert.equal(code, 1, s.stderr());
+  assert.match(s.stderr(), /PORT must be a port number \(0 picks any\), not "eighty"/);
 });
