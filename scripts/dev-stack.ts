@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { freePort, reachableDir, startServices } from './services.ts';
+import { reachableDir, startServices } from './services.ts';
 import { bindListener, type HandedListener } from './listener.ts';
 import { openOrm, migrate } from '../shared/db/orm.ts';
 import { parseConfig } from '../shared/config.ts';
@@ -62,13 +62,14 @@ async function webListener(host: string): Promise<HandedListener> {
   process.exit(1);
 }
 
-/** Shows a process's JSON log lines as short human lines. */
-function relay(child: ChildProcess, role: string): void {
+/** Shows a process's JSON log lines as short human lines; `heard` sees each line's fields. */
+function relay(child: ChildProcess, role: string, heard?: (entry: Record<string, unknown>) => void): void {
   for (const stream of [child.stdout, child.stderr]) {
     if (!stream) continue;
     createInterface({ input: stream }).on('line', (line) => {
       try {
         const entry = JSON.parse(line) as { time?: string; msg?: string; level?: number; [k: string]: unknown };
+        heard?.(entry);
         const { time, msg, level, pid: _pid, role: _role, name: _name, ...rest } = entry;
         const extra = Object.keys(rest).length ? ` ${JSON.stringify(rest)}` : '';
         const tag = (level ?? 30) >= 50 ? 'ERROR ' : (level ?? 30) >= 40 ? 'WARN ' : '';
@@ -97,8 +98,9 @@ const env: NodeJS.ProcessEnv = {
   PADDOCK_SECRETS_KEY: process.env.PADDOCK_SECRETS_KEY ?? secrets.secretsKey,
   PADDOCK_WEBHOOK_SECRETS_KEY: process.env.PADDOCK_WEBHOOK_SECRETS_KEY ?? secrets.webhookSecretsKey,
   PADDOCK_DATA_DIR: process.env.PADDOCK_DATA_DIR ?? reachableDir(join(stackDir, 'data')),
-  // Another stack (or a test's) on this host may hold the production default, 9091.
-  PADDOCK_WORKER_METRICS_PORT: process.env.PADDOCK_WORKER_METRICS_PORT ?? String(await freePort()),
+  // Another stack (or a test's) on this host may hold the production default, 9091: by default
+  // the worker binds any free port and says which on its "worker started" line.
+  PADDOCK_WORKER_METRICS_PORT: process.env.PADDOCK_WORKER_METRICS_PORT ?? '0',
 };
 
 const orm = await openOrm(services.databaseUrl, 2);
@@ -143,6 +145,8 @@ async function destroySandboxes(): Promise<void> {
 }
 
 const children: ChildProcess[] = [];
+/** The worker's probes' port, once the worker says it has bound it. */
+let workerMetricsPort: number | undefined;
 let stopping = false;
 async function stopAll(code: number): Promise<never> {
   if (!stopping) {
@@ -175,7 +179,9 @@ for (const [role, script] of [['web', 'api/main.ts'], ['worker', 'workers/main.t
     role === 'web'
       ? spawn(process.execPath, [script], { cwd: root, env: { ...env, PADDOCK_LISTEN_FD: '3' }, stdio: ['ignore', 'pipe', 'pipe', listener.fd] })
       : spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  relay(child, role);
+  relay(child, role, (entry) => {
+    if (role === 'worker' && entry.msg === 'worker started' && typeof entry.metricsPort === 'number') workerMetricsPort = entry.metricsPort;
+  });
   child.on('exit', (code, signal) => {
     if (!stopping) {
       say(`${role} exited (${signal ?? code}); stopping the stack`);
@@ -189,11 +195,10 @@ process.on('SIGINT', () => void stopAll(0));
 process.on('SIGTERM', () => void stopAll(0));
 
 const baseUrl = `http://127.0.0.1:${port}`;
-const workerUrl = `http://127.0.0.1:${env.PADDOCK_WORKER_METRICS_PORT}`;
 const up = (url: string) => fetch(url).then((r) => r.ok, () => false);
 // "Running" only once both answer: a process that failed to start has stopped the stack instead.
 const deadline = Date.now() + 60_000;
-while (!stopping && !((await up(`${baseUrl}/readyz`)) && (await up(`${workerUrl}/healthz`)))) {
+while (!stopping && !(workerMetricsPort !== undefined && (await up(`${baseUrl}/readyz`)) && (await up(`http://127.0.0.1:${workerMetricsPort}/healthz`)))) {
   if (Date.now() > deadline) {
     say('the web or the worker did not become ready within 60 s; stopping the stack');
     await stopAll(1);
