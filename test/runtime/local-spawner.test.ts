@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { readStat } from '../../shared/runtime/local/processes.ts';
+import { CommandSpawner, HostCommandError } from '../../shared/runtime/local/spawner.ts';
+import { mountDisk } from '../../shared/runtime/local/disk.ts';
+import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
@@ -130,4 +135,32 @@ test('a process that ran execs exits on its own; one killed takes its spawner an
   killed.kill('SIGKILL');
   await until('its spawner exits', async () => readStat(spawner) === undefined || readStat(spawner)!.state === 'Z');
   await until('its command is killed', async () => (await sleepers('304')).length === 0);
+});
+
+test('the runtime\'s own host commands (the disk\'s truncate, mkfs.ext4, mount) come from the spawner too; a failure carries its stderr', async (t) => {
+  const spawner = new CommandSpawner();
+  t.after(() => spawner.close());
+  await spawner.host('true', []);
+  const [pid] = await spawnersOf(process.pid);
+  assert.ok(pid, 'a spawner serves host commands');
+  // Forking a large process copies its page tables (spawner.ts): a worker creating sandboxes forks nothing.
+  await spawner.host('sh', ['-c', `[ "$PPID" = ${pid} ]`]);
+  await assert.rejects(spawner.host('sh', ['-c', `[ "$PPID" = ${process.pid} ]`]), HostCommandError);
+  await assert.rejects(spawner.host('sh', ['-c', 'echo "no room" >&2; exit 4']), (err: unknown) => {
+    assert.ok(err instanceof HostCommandError);
+    assert.equal(err.message, 'sh exited with 4');
+    assert.equal(err.stderr, 'no room\n');
+    assert.equal(err.exitCode, 4);
+    return true;
+  });
+  await assert.rejects(spawner.host('no-such-command-here', []), /no-such-command-here|ENOENT/);
+  // The disk's failure names what the command said.
+  const dir = await mkdtemp(join(tmpdir(), 'paddock-disk-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  await assert.rejects(mountDisk(spawner.host, join(dir, 'disk.img'), join(dir, 'missing-workspace'), { megabytes: 8, inodes: 64 }, 0), (err: unknown) => {
+    assert.ok(err instanceof PermanentRuntimeError);
+    assert.match(err.message, /the sandbox's disk could not be made \(mount: .*missing-workspace/);
+    return true;
+  });
+  assert.deepEqual(await spawnersOf(process.pid), [pid], 'one spawner served them all');
 });

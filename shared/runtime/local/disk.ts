@@ -1,9 +1,6 @@
-import { execFile } from 'node:child_process';
 import { readFile, rmdir } from 'node:fs/promises';
-import { promisify } from 'node:util';
 import { PermanentRuntimeError } from '../types.ts';
-
-const run = promisify(execFile);
+import type { HostCommand } from './spawner.ts';
 
 // A disk of its own for each sandbox: a sparse file formatted ext4, loop-mounted on the sandbox's
 // workspace before bubblewrap binds it. Its size and its inode count are hard limits (a write
@@ -18,7 +15,7 @@ export interface DiskLimits {
 }
 
 /** Formats and mounts the sandbox's disk at `workspace` (an empty directory), owned by `uid`. */
-export async function mountDisk(image: string, workspace: string, limits: DiskLimits, uid: number): Promise<void> {
+export async function mountDisk(run: HostCommand, image: string, workspace: string, limits: DiskLimits, uid: number): Promise<void> {
   await run('truncate', ['-s', `${limits.megabytes}M`, image]);
   try {
     // No journal (a sandbox's files live for 30 minutes, and a crash ends the sandbox anyway), no
@@ -34,7 +31,7 @@ export async function mountDisk(image: string, workspace: string, limits: DiskLi
 }
 
 /** Unmounts the sandbox's disk if it is mounted (the loop device goes with it); idempotent. */
-export async function unmountDisk(workspace: string): Promise<void> {
+export async function unmountDisk(run: HostCommand, workspace: string): Promise<void> {
   if (!(await isMountPoint(workspace))) return;
   try {
     await run('umount', [workspace]);

@@ -133,7 +133,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       // The disk and the groups are independent: made side by side, a create waits for the slower.
       const disk = async (): Promise<void> => {
         if (diskMb <= 0) return;
-        await mountDisk(diskImage(h.layout, spec.id), workspace, { megabytes: diskMb, inodes: diskInodes }, hostUid);
+        await mountDisk(spawner.host, diskImage(h.layout, spec.id), workspace, { megabytes: diskMb, inodes: diskInodes }, hostUid);
         await chmod(workspace, 0o700);
       };
       await settledAll([disk(), h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 }) ?? Promise.resolve()]);
@@ -242,7 +242,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     if (watcher) await waitUntilEnded(watcher.pid, watcher.startTime, deadline);
     if (state?.network) await waitUntilEnded(state.network.pid, state.network.startTime, deadline);
     // Nothing of the sandbox runs: its disk can go, and its image with the directory.
-    await unmountDisk(workspaceDir(h.layout, id));
+    await unmountDisk(spawner.host, workspaceDir(h.layout, id));
     await discard(dir, h.layout.trash, log);
   }
 

@@ -9,6 +9,25 @@ import { bytesMoved } from '../../reclaim.ts';
 
 const MAIN = fileURLToPath(new URL('./spawner-main.ts', import.meta.url));
 const CLOSE_GRACE_MS = 2000;
+/** A host command of the runtime's own (mkfs.ext4 on a busy host included) ends within this. */
+const HOST_COMMAND_TIMEOUT_MS = 120_000;
+/** Of a failed host command's stderr, this much is kept for its error. */
+const HOST_STDERR_BYTES = 4096;
+
+/** A host command failed: `stderr` says why, as on execFile's errors. */
+export class HostCommandError extends Error {
+  readonly stderr: string;
+  readonly exitCode: number | null;
+
+  constructor(message: string, stderr: string, exitCode: number | null) {
+    super(message);
+    this.stderr = stderr;
+    this.exitCode = exitCode;
+  }
+}
+
+/** Runs a short host command (`file` looked up on the PATH) to its end; rejects with HostCommandError unless it exits 0. */
+export type HostCommand = (file: string, args: string[]) => Promise<void>;
 
 interface Pending {
   request: ExecRequest;
@@ -141,6 +160,29 @@ export class CommandSpawner {
       },
     };
   }
+
+  /**
+   * One of the runtime's own host commands (truncate, mkfs.ext4, mount, umount): from the spawner
+   * too, so that the process creating sandboxes, a worker, does not fork for them on a create's
+   * way. (A destroyed sandbox's files are removed in the background, by an `rm` of its own that
+   * outlives a close: remove-tree.ts.)
+   */
+  readonly host: HostCommand = async (file, args) => {
+    const stderr: Buffer[] = [];
+    let kept = 0;
+    const result = await this.run([file, ...args], {
+      argv: [file, ...args],
+      timeoutMs: HOST_COMMAND_TIMEOUT_MS,
+      onStderr: (chunk) => {
+        if (kept >= HOST_STDERR_BYTES) return;
+        stderr.push(Buffer.from(chunk).subarray(0, HOST_STDERR_BYTES - kept));
+        kept += chunk.byteLength;
+      },
+    });
+    if (result.exitCode === 0) return;
+    const how = result.timedOut ? `did not finish within ${HOST_COMMAND_TIMEOUT_MS / 1000} s` : result.exitCode === null ? `was ended by ${result.signal}` : `exited with ${result.exitCode}`;
+    throw new HostCommandError(`${file} ${how}`, Buffer.concat(stderr).toString('utf8'), result.exitCode);
+  };
 
   /** Stops the spawner: the commands it runs are killed and their calls fail. A later run starts another. */
   async close(): Promise<void> {
