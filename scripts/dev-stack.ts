@@ -50,7 +50,7 @@ function devSecrets(): { jwtSecret: string; secretsKey: string; webhookSecretsKe
  */
 async function webListener(host: string): Promise<HandedListener> {
   const given = process.env.PORT;
-  if (given !== undefined && !/^\d{1,5}$/.test(given)) {
+  if (given !== undefined && !(/^\d{1,5}$/.test(given) && Number(given) <= 65535)) {
     say(`PORT must be a port number (0 picks any), not ${JSON.stringify(given)}`);
     await services.stop();
     process.exit(1);

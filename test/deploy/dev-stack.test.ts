@@ -142,9 +142,11 @@ test('a port another process answers on is refused at once, never reported as th
   }
 });
 
-test('PORT that is not a number is refused with the variable named', { timeout: 120_000 }, async () => {
-  const s = startDevStack({ PORT: 'eighty' });
-  const { code } = await exited(s.child);
-  assert.equal(code, 1, s.stderr());
-  assert.match(s.stderr(), /PORT must be a port number \(0 picks any\), not "eighty"/);
+test('PORT that is not a port number is refused with the variable named', { timeout: 120_000 }, async () => {
+  for (const bad of ['eighty', '65536']) {
+    const s = startDevStack({ PORT: bad });
+    const { code } = await exited(s.child);
+    assert.equal(code, 1, s.stderr());
+    assert.match(s.stderr(), new RegExp(`PORT must be a port number \\(0 picks any\\), not "${bad}"`));
+  }
 });
