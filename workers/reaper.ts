@@ -6,6 +6,7 @@ import { destroySandbox } from './processors/destroy-sandbox.ts';
 import { failSandbox, notReadyMessage } from './processors/create-sandbox.ts';
 import { sweepEvents, type EventSweepReport } from './events-sweep.ts';
 import { tendWarmPool } from './warm-pool-sweep.ts';
+import { jobCatalogue } from '../shared/jobs/catalogue.ts';
 
 // One sweep at a time per deployment (its sandboxes are its own: shared/deployment.ts).
 const REAPER_LOCK_CLASS = 7_361_002;
@@ -13,6 +14,8 @@ const BATCH = 1000;
 const PARALLEL_DESTROYS = 16;
 const IDEMPOTENCY_RETENTION_HOURS = 24;
 const LOCK_CONNECT_TIMEOUT_MS = 3000;
+/** A create job in these states has not settled its sandbox yet ('unread': Redis did not say). */
+const UNSETTLED = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children', 'unread']);
 
 export interface SweepReport {
   expired: number;
@@ -112,7 +115,14 @@ async function collectOrphans(deps: WorkerDeps): Promise<number> {
     [ids, ids],
   );
   const keep = new Set(kept.map((s) => s.id));
-  const orphans = held.filter((s) => !keep.has(s.id));
+  // Not yet an orphan: a sandbox whose create job is still running or queued. The job leaves
+  // beside its create's commit, so the runtime may hold the sandbox before its row is visible (a
+  // commit held up by a lock, a slow database); the job then settles it either way, running it
+  // once the row is there, or undoing it if the row never comes.
+  const createState = (id: string) => deps.queue.getJobState(jobCatalogue.create.jobId({ sandboxId: id })).catch(() => 'unread');
+  const unkept = held.filter((s) => !keep.has(s.id));
+  const states = await Promise.all(unkept.map((s) => createState(s.id)));
+  const orphans = unkept.filter((_, i) => !UNSETTLED.has(states[i]!));
   await inParallel(orphans.map((s) => s.id), async (id) => {
     deps.log.warn({ sandboxId: id }, 'destroying orphan runtime sandbox');
     await deps.runtime.destroy(id);

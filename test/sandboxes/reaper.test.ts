@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Job } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
@@ -67,6 +68,28 @@ test('the sweep removes runtime sandboxes that have no active row (orphans)', as
   assert.ok(created === 'running' || /delet/i.test(created), created);
   const deadline = Date.now() + 10_000;
   // Until it is gone altogether: "terminated" is a destroy still in progress.
+  while (Date.now() < deadline && (await worker().runtime.get(id)) !== undefined) await sleep(100);
+  assert.equal((await worker().runtime.get(id))?.status ?? 'gone', 'gone');
+});
+
+test('a runtime sandbox whose create job has not settled is no orphan: its row may still be committing', async () => {
+  const id = newId('sbx');
+  const jobId = jobCatalogue.create.jobId({ sandboxId: id });
+  // Its create job queued for later, as one a worker has not reached yet (or one running while
+  // its create's commit is held up: the job leaves beside the commit).
+  await worker().queue.add('create', { sandboxId: id }, { jobId, delay: 3_600_000 });
+  assert.equal(await worker().runtime.create({ id, accountId: 'acct_unsettled', capSeconds: 60 }).then(() => 'running', (err: Error) => err.message), 'running');
+  try {
+    // The stack sweeps every second; two sweeps of our own besides.
+    await sweepOnce(worker());
+    await sleep(2500);
+    await sweepOnce(worker());
+    assert.equal((await worker().runtime.get(id))?.status, 'running', 'kept while its create job is queued');
+  } finally {
+    await (await Job.fromId(worker().queue, jobId))?.remove();
+  }
+  // With the job gone, nothing will settle it: the next sweeps remove it.
+  const deadline = Date.now() + 10_000;
   while (Date.now() < deadline && (await worker().runtime.get(id)) !== undefined) await sleep(100);
   assert.equal((await worker().runtime.get(id))?.status ?? 'gone', 'gone');
 });
