@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { readStat } from '../../shared/runtime/local/processes.ts';
-import { CommandSpawner, HostCommandError } from '../../shared/runtime/local/spawner.ts';
+import { CommandSpawner, HostCommandError, SpawnerGoneError, type HostCommand } from '../../shared/runtime/local/spawner.ts';
 import { mountDisk } from '../../shared/runtime/local/disk.ts';
 import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -163,4 +163,25 @@ test('the runtime\'s own host commands (the disk\'s truncate, mkfs.ext4, mount) 
     return true;
   });
   assert.deepEqual(await spawnersOf(process.pid), [pid], 'one spawner served them all');
+});
+
+test('a spawner that dies under a host command is no permanent failure of the disk: the create\'s retry starts another', async (t) => {
+  const spawner = new CommandSpawner();
+  t.after(() => spawner.close());
+  await spawner.host('true', []);
+  const [pid] = await spawnersOf(process.pid);
+  assert.ok(pid);
+  const sleeping = spawner.host('sleep', ['305']);
+  await until('the command runs', async () => (await sleepers('305')).length > 0);
+  process.kill(pid, 'SIGKILL');
+  await assert.rejects(sleeping, SpawnerGoneError);
+  await until('its command is killed', async () => (await sleepers('305')).length === 0);
+  await spawner.host('true', []);
+  // mkfs.ext4 or mount lost with their spawner: the error goes up as it is, for the job to retry.
+  const dir = await mkdtemp(join(tmpdir(), 'paddock-disk-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const gone: HostCommand = async (file) => {
+    if (file !== 'truncate') throw new SpawnerGoneError('the command spawner exited (SIGKILL)');
+  };
+  await assert.rejects(mountDisk(gone, join(dir, 'disk.img'), join(dir, 'ws'), { megabytes: 8, inodes: 64 }, 0), (err: unknown) => err instanceof SpawnerGoneError && !(err instanceof PermanentRuntimeError));
 });

@@ -1,6 +1,6 @@
 import { readFile, rmdir } from 'node:fs/promises';
 import { PermanentRuntimeError } from '../types.ts';
-import type { HostCommand } from './spawner.ts';
+import { HostCommandError, SpawnerGoneError, type HostCommand } from './spawner.ts';
 
 // A disk of its own for each sandbox: a sparse file formatted ext4, loop-mounted on the sandbox's
 // workspace before bubblewrap binds it. Its size and its inode count are hard limits (a write
@@ -23,7 +23,9 @@ export async function mountDisk(run: HostCommand, image: string, workspace: stri
     await run('mkfs.ext4', ['-q', '-F', '-O', '^has_journal', '-m', '0', '-N', String(limits.inodes), '-E', `root_owner=${uid}:${uid},lazy_itable_init=1,nodiscard`, image]);
     await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', image, workspace]);
   } catch (err) {
-    const said = (err as { stderr?: string }).stderr?.trim();
+    // A spawner that died under the commands is not the host's answer: the job's retry starts another.
+    if (err instanceof SpawnerGoneError) throw err;
+    const said = err instanceof HostCommandError ? err.stderr.trim() : '';
     throw new PermanentRuntimeError(`the sandbox's disk could not be made (${said || (err as Error).message}); PADDOCK_LOCAL_DISK_MB=0 runs sandboxes without a disk quota`);
   }
   // mkfs's lost+found is no file of the user's.

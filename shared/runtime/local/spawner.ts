@@ -26,6 +26,9 @@ export class HostCommandError extends Error {
   }
 }
 
+/** The spawner exited (or could not start) while a command was in its hands. */
+export class SpawnerGoneError extends Error {}
+
 /** Runs a short host command (`file` looked up on the PATH) to its end; rejects with HostCommandError unless it exits 0. */
 export type HostCommand = (file: string, args: string[]) => Promise<void>;
 
@@ -285,7 +288,8 @@ export class CommandSpawner {
   }
 
   /** The spawner died (or could not start): its commands fail, and the next one starts another. */
-  private lost(child: ChildProcess, err: Error, rejectStart: (err: Error) => void): void {
+  private lost(child: ChildProcess, cause: Error, rejectStart: (err: Error) => void): void {
+    const err = cause instanceof SpawnerGoneError ? cause : new SpawnerGoneError(cause.message);
     if (this.child !== child) return;
     this.child = undefined;
     this.ready = undefined;
