@@ -64,6 +64,8 @@ export async function startWorkers(
   const webhookRedis = createQueueRedis(config.REDIS_URL);
   for (const r of [queueRedis, workerRedis, webhookRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
+  // Before any job: a failure here is only the first create's to retry.
+  await runtime.warm?.().catch((err: unknown) => log.warn({ err }, 'the runtime could not get ready ahead of its first create'));
   const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
   const webhookQueue = createWebhookQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
   // Without a listener BullMQ prints its errors raw on stderr; connection errors are logged above.

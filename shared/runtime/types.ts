@@ -131,6 +131,8 @@ export interface SandboxRuntime {
    * user, its namespaces and limits). Rejects with SandboxGoneError as exec does.
    */
   terminal(id: string, request: TerminalRequest): Promise<TerminalSession>;
+  /** Readies what a first create would otherwise wait for (the local runtime's command spawner). */
+  warm?(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -185,3 +185,13 @@ test('a spawner that dies under a host command is no permanent failure of the di
   };
   await assert.rejects(mountDisk(gone, join(dir, 'disk.img'), join(dir, 'ws'), { megabytes: 8, inodes: 64 }, 0), (err: unknown) => err instanceof SpawnerGoneError && !(err instanceof PermanentRuntimeError));
 });
+
+test('warm starts the spawner ahead of the first create, whose disk commands then use it', async (t) => {
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  assert.deepEqual(await spawnersOf(process.pid), [], 'no spawner before');
+  await runtime.warm!();
+  const warmed = await spawnersOf(process.pid);
+  assert.equal(warmed.length, 1);
+  await sandbox();
+  assert.deepEqual(await spawnersOf(process.pid), warmed, 'the create used the spawner warm started');
+});

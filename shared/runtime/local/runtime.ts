@@ -397,6 +397,10 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       return { write: session.write, resize: session.resize, exit };
     },
 
+    // A worker's first create would otherwise wait for the spawner's start (a Node process: about
+    // a second on a busy host) before the disk's first command.
+    warm: () => spawner.warm(),
+
     async close() {
       known.clear();
       await spawner.close();

@@ -187,6 +187,11 @@ export class CommandSpawner {
     throw new HostCommandError(`${file} ${how}`, Buffer.concat(stderr).toString('utf8'), result.exitCode);
   };
 
+  /** Starts the spawner ahead of its first command; idle, it holds no process open. */
+  async warm(): Promise<void> {
+    await this.start();
+  }
+
   /** Stops the spawner: the commands it runs are killed and their calls fail. A later run starts another. */
   async close(): Promise<void> {
     const child = this.child;
