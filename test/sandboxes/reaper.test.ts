@@ -11,9 +11,10 @@ import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
 
-// A cap of a few seconds and a one-second sweep, so expiry is observable in a test.
+// A cap of a few seconds and a one-second sweep, so expiry is observable in a test. Not 3 s: a
+// create on a host running two suites at once took longer than that (CI answered `terminating`).
 const stack = await startSandboxStack({
-  overrides: { PADDOCK_SESSION_CAP_SECONDS: '3', PADDOCK_REAPER_SWEEP_SECONDS: '1', PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '10' },
+  overrides: { PADDOCK_SESSION_CAP_SECONDS: '6', PADDOCK_REAPER_SWEEP_SECONDS: '1', PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '10' },
 });
 const worker = () => stack.workers[0]!.deps;
 
