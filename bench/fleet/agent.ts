@@ -36,6 +36,8 @@ export interface Fleet {
   requestTimeoutMs: number;
   /** A create answered from the warm pool (its sandbox was ready when its row was written). */
   pooled(): void;
+  /** The agents' mean think time before each request, ms (0: a closed loop, each request sent as the last is answered). */
+  thinkMs: number;
 }
 
 interface Answer {
@@ -89,6 +91,7 @@ async function send(fleet: Fleet, key: string, route: string, method: string, pa
  * Undefined when the window ended first or the request got no answer.
  */
 async function untilServed(fleet: Fleet, key: string, route: string, method: string, path: string, body?: unknown): Promise<Answer | undefined> {
+  if (fleet.thinkMs > 0) await pause(fleet, thinkTime(fleet.thinkMs) / 1000);
   while (!fleet.stopped()) {
     const answer = await send(fleet, key, route, method, path, body);
     if (!answer) {
@@ -103,6 +106,15 @@ async function untilServed(fleet: Fleet, key: string, route: string, method: str
 
 async function pause(fleet: Fleet, seconds: number): Promise<void> {
   await sleep(Math.max(0.1, seconds) * 1000, undefined, { signal: fleet.stopSignal }).catch(() => undefined);
+}
+
+/**
+ * A think time drawn from an exponential distribution of the given mean (capped at five means):
+ * the fleet's requests then arrive as independent users' do, not in lockstep, and the first
+ * draw spreads the agents' first creates over the window's opening.
+ */
+function thinkTime(meanMs: number): number {
+  return Math.min(5 * meanMs, -Math.log(1 - Math.random()) * meanMs);
 }
 
 /** The agent's loop; returns when the window ends and its last request is answered. */

@@ -18,6 +18,13 @@ import { startWatcher } from './watcher.ts';
 
 const ACCOUNTS = Number(process.env.BENCH_LOAD_ACCOUNTS ?? 200);
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 60);
+/**
+ * Each agent's mean think time before a request, ms. 0, the default: a closed loop, each request
+ * sent as soon as the last is answered, so the fleet offers whatever the machine serves and a
+ * request's time is the agents over the throughput (Little's law). With a think time the fleet
+ * offers about agents / think time requests a second, as that many users at their own pace do.
+ */
+const THINK_MS = Number(process.env.BENCH_LOAD_THINK_MS ?? 0);
 const REQUEST_TIMEOUT_MS = 120_000;
 const SETTLE_TIMEOUT_MS = 120_000;
 /** Busy loops in sandboxes beside the fleet (one sandbox each): by default one per core. */
@@ -92,6 +99,7 @@ export const fleetBenchmark: Benchmark = {
         wrong: (what) => wrong.push(what),
         requestTimeoutMs: REQUEST_TIMEOUT_MS,
         pooled: () => pooledCreates++,
+        thinkMs: THINK_MS,
       };
       const progress = setInterval(() => {
         const s = (Date.now() - startedAt) / 1000;
@@ -104,7 +112,7 @@ export const fleetBenchmark: Benchmark = {
       clearInterval(progress);
       const drainedMs = Date.now() - startedAt - SECONDS * 1000;
       const windowOnly = samples.filter((s) => s.startedAt < startedAt + SECONDS * 1000);
-      const window = { startedAt, agents: accounts.length, requests: windowOnly.length, seconds: SECONDS };
+      const window = { startedAt, agents: accounts.length, requests: windowOnly.length, seconds: SECONDS, thinkMs: THINK_MS };
       const responsiveness = (await watcher?.finish(windowOnly.filter((s) => familyOf(s.route) === 'sandbox lifecycle'), window)) ?? [];
 
       const cpuAfter = processCpu(pids);
@@ -138,6 +146,7 @@ export const fleetBenchmark: Benchmark = {
           figures: {
             accounts: ACCOUNTS,
             'window s': SECONDS,
+            'think time ms': THINK_MS,
             'last answer after window, ms': drainedMs,
             'wrong answers': wrong.length,
             'warm pool size': WARM_POOL,

@@ -22,6 +22,8 @@ export interface Window {
   agents: number;
   requests: number;
   seconds: number;
+  /** The agents' mean think time before each request, ms. */
+  thinkMs: number;
 }
 
 /** Lifecycle requests started this long after the window's start are past its opening burst. */
@@ -95,11 +97,12 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
 }
 
 /**
- * What the fleet's shape alone implies. Its agents send their next request as soon as one is
- * answered (a 429 waited out first), so by Little's law the mean time a request takes is the
- * agents over the requests answered a second, whatever the code; and every agent starts with a
- * create, so the window opens with that many creates at once. The lifecycle's p99 past the
- * opening shows the steady state.
+ * What the fleet's shape alone implies. Each agent thinks (a mean of `thinkMs`, 0 by default)
+ * and sends its next request once the last is answered (a 429 waited out first), so by Little's
+ * law the mean time a request takes is the agents over the requests answered a second, less the
+ * think time, whatever the code; and in a closed loop every agent starts with a create, so the
+ * window opens with that many creates at once. The lifecycle's p99 past the opening shows the
+ * steady state.
  */
 function closedLoopRow(lifecycle: Sample[], window: Window): BenchRow {
   const opening = lifecycle.filter((s) => s.startedAt < window.startedAt + OPENING_MS);
@@ -107,9 +110,9 @@ function closedLoopRow(lifecycle: Sample[], window: Window): BenchRow {
   const perSecond = window.requests / window.seconds;
   return {
     table: "what the fleet's shape implies",
-    subject: `the closed loop: ${window.agents} agents, no think time`,
+    subject: window.thinkMs > 0 ? `${window.agents} agents, ${window.thinkMs} ms mean think time` : `the closed loop: ${window.agents} agents, no think time`,
     figures: {
-      'agents / req/s, ms': perSecond > 0 ? Math.round((window.agents / perSecond) * 1000) : NaN,
+      'agents / req/s - think, ms': perSecond > 0 ? Math.round((window.agents / perSecond) * 1000 - window.thinkMs) : NaN,
       [`lifecycle started in the first ${OPENING_MS / 1000} s`]: opening.length,
       'their p99 ms': percentile(servedMs(opening), 99),
       'lifecycle p99 after them, ms': percentile(servedMs(later), 99),
