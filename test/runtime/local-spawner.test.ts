@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -8,6 +8,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { readStat } from '../../shared/runtime/local/processes.ts';
 import { CommandSpawner, HostCommandError, SpawnerGoneError, type HostCommand } from '../../shared/runtime/local/spawner.ts';
 import { mountDisk } from '../../shared/runtime/local/disk.ts';
+import { sandboxArgs, systemDirArgs } from '../../shared/runtime/local/bwrap-args.ts';
+import { hostUidFor, runningAsRoot } from '../../shared/runtime/local/identity.ts';
+import { sandboxMarker, type LaunchRequest } from '../../shared/runtime/local/launch.ts';
+import { findPrograms } from '../../shared/runtime/local/programs.ts';
 import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
@@ -194,4 +198,99 @@ test('warm starts the spawner ahead of the first create, whose disk commands the
   assert.equal(warmed.length, 1);
   await sandbox();
   assert.deepEqual(await spawnersOf(process.pid), warmed, 'the create used the spawner warm started');
+});
+
+/** A start request like the runtime's, for a sandbox of this test's own, its workspace under `dir`. */
+async function launchRequest(dir: string, id: string, extraArgs: string[] = []): Promise<LaunchRequest> {
+  // As the runtime lays a sandbox out (layout.ts): its user passes through to its own workspace.
+  await chmod(dir, 0o711);
+  const workspace = join(dir, 'workspace');
+  await mkdir(workspace, { mode: 0o700 });
+  const hostUid = hostUidFor(id);
+  if (runningAsRoot) await chown(workspace, hostUid, hostUid);
+  const programs = await findPrograms();
+  assert.ok(programs, 'bubblewrap and nsenter are installed');
+  const args = [...sandboxArgs({ systemDirs: await systemDirArgs(), workspace }), ...extraArgs];
+  return { bwrap: programs.bwrap, id, args, hostUid, logFile: join(dir, 'init.log'), deadline: Date.now() + 60_000 };
+}
+
+/** Host processes whose command line names the sandbox (its bubblewrap and its init). */
+async function sandboxProcesses(id: string) {
+  return (await processes()).filter((p) => p.args.includes(sandboxMarker(id)));
+}
+
+test('a sandbox\'s bubblewrap is started by the spawner, not by the runtime\'s process, and outlives it', async (t) => {
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox();
+  const [spawner] = await spawnersOf(process.pid);
+  assert.ok(spawner, 'a spawner runs');
+  const found = await sandboxProcesses(id);
+  const pids = new Set(found.map((p) => p.pid));
+  const outermost = found.filter((p) => !pids.has(p.ppid));
+  assert.deepEqual(outermost.map((p) => p.ppid), [spawner], JSON.stringify(found));
+  assert.ok(outermost[0]!.args[0]!.endsWith('bwrap'));
+  // Its terminals' devpts was mounted (by nsenter from the spawner too): a terminal opens.
+  assert.equal((await run(runtime, id, ['sh', '-c', 'test -c /dev/pts/ptmx && echo pts'])).stdout, 'pts\n');
+  // The spawner's end is not the sandbox's: it runs on until destroyed.
+  process.kill(spawner, 'SIGKILL');
+  await until('the spawner is gone', async () => (await spawnersOf(process.pid)).length === 0);
+  assert.equal((await run(runtime, id, ['echo', 'still here'])).stdout, 'still here\n');
+});
+
+test('a start whose runtime step fails is undone: the call rejects with that step\'s error, and nothing of the sandbox is left', async (t) => {
+  const spawner = new CommandSpawner();
+  t.after(() => spawner.close());
+  const dir = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const id = `sbx_launchstep${process.pid}`;
+  let held: number | undefined;
+  await assert.rejects(
+    spawner.launch(await launchRequest(dir, id), async (pid) => {
+      held = pid;
+      // Held, not running: the init has not said it runs, and its process is there.
+      assert.ok(readStat(pid), 'the held init exists');
+      throw new Error('the sandbox could not join its groups');
+    }),
+    /^Error: the sandbox could not join its groups$/,
+  );
+  assert.ok(held, 'the runtime was given the held init');
+  await until('the init and bubblewrap are gone', async () => (await sandboxProcesses(id)).length === 0);
+});
+
+test('bubblewrap\'s own refusal is a permanent failure that carries its words', async (t) => {
+  const spawner = new CommandSpawner();
+  t.after(() => spawner.close());
+  const dir = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const id = `sbx_launchrefused${process.pid}`;
+  const request = await launchRequest(dir, id, ['--ro-bind', join(dir, 'no-such-directory'), '/mnt']);
+  await assert.rejects(spawner.launch(request, async () => undefined), (err: unknown) => {
+    assert.ok(err instanceof PermanentRuntimeError, String(err));
+    assert.match(err.message, /^bubblewrap could not start the sandbox: .*no-such-directory/);
+    return true;
+  });
+  await until('nothing of it runs', async () => (await sandboxProcesses(id)).length === 0);
+});
+
+test('a spawner killed while it holds an init fails the start, and the init is killed', async (t) => {
+  const spawner = new CommandSpawner();
+  t.after(() => spawner.close());
+  const dir = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const id = `sbx_launchlost${process.pid}`;
+  const start = spawner.launch(await launchRequest(dir, id), async () => {
+    const [pid] = await spawnersOf(process.pid);
+    process.kill(pid!, 'SIGKILL');
+    await delay(60_000, undefined, { ref: false });
+  });
+  await assert.rejects(start, SpawnerGoneError);
+  await until('the init and bubblewrap are gone', async () => (await sandboxProcesses(id)).length === 0);
+  // The next start takes a new spawner.
+  const again = `sbx_launchagain${process.pid}`;
+  const dir2 = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
+  t.after(() => rm(dir2, { recursive: true, force: true }));
+  const launched = await spawner.launch(await launchRequest(dir2, again), async () => undefined);
+  assert.ok(readStat(launched.pid), 'the second sandbox runs');
+  process.kill(launched.pid, 'SIGKILL');
+  await until('the second one is gone', async () => (await sandboxProcesses(again)).length === 0);
 });

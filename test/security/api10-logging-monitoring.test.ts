@@ -133,8 +133,15 @@ async function expire(by: 'expire-job' | 'sweep') {
   }
   const gone = await waitForSandbox(stack.url, account.key, created.body.id, (s) => s.state === 'destroyed', 30_000);
   assert.equal(gone.destroyReason, 'expired');
-  const after = await workerMetrics();
+  let after = await workerMetrics();
   const delta = (name: string, labels: Record<string, string> = {}) => (metricValue(after, name, labels) ?? 0) - (metricValue(before, name, labels) ?? 0);
+  // The job's own figures are recorded once BullMQ has marked it completed, a moment after the
+  // commit that destroyed the row (seen: not yet, on a busy machine).
+  const done = () => delta('paddock_job_duration_seconds_count', { job: 'expire', outcome: 'ok' }) >= 1;
+  for (let i = 0; by === 'expire-job' && !done() && i < 100; i++) {
+    await sleep(100);
+    after = await workerMetrics();
+  }
   return { gone, lagSeconds: (Date.parse(gone.destroyedAt) - Date.parse(gone.expiresAt)) / 1000, delta, after };
 }
 

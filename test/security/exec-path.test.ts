@@ -248,8 +248,8 @@ test('an environment too large for execve is a 400 before anything runs, and res
 
 test('a flood costs Paddock no process and little memory: commands start from the sandbox\'s agent (local runtime)', { skip: testRuntime() !== 'local' }, async () => {
   const { account, sandboxId } = await tenant('spawnerflood');
-  // Without the agent, a spawner (spawner-main.ts) forks commands for this process. One may run
-  // for the runtime's own host commands (a create's disk), but no command of the flood is its.
+  // Without the agent, a spawner (spawner-main.ts) forks commands for this process. One runs for
+  // the runtime's own work (a create's disk, its bubblewrap), but no command of the flood is its.
   const spawners = () =>
     readdirSync('/proc')
       .filter((name) => /^\d+$/.test(name))
@@ -261,9 +261,18 @@ test('a flood costs Paddock no process and little memory: commands start from th
           return false; // gone
         }
       });
+  // A spawner's children are the sandboxes it started (their bubblewrap, named by their marker,
+  // launch.ts) and the commands it forks.
+  const isSandbox = (pid: string): boolean => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('paddock-sandbox-');
+    } catch {
+      return true; // gone: a command would still be there, held by the flood
+    }
+  };
   const childrenOf = (pid: string): string[] => {
     try {
-      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean);
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).filter((child) => !isSandbox(child));
     } catch {
       return []; // gone
     }

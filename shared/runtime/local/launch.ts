@@ -13,6 +13,11 @@ import { killQuietly, readStat } from './processes.ts';
 // Starting a sandbox's init under bubblewrap. Bubblewrap reports the init's pid (--info-fd), then
 // holds it before it runs anything (--block-fd) so the caller can put it into its cgroups first:
 // nothing inside ever runs outside them.
+//
+// This runs in the runtime's command spawner (spawner-main.ts), not in the process that creates
+// sandboxes: a worker that spawned bubblewrap itself would fork its whole address space on every
+// create (spawner.ts says what that costs), its event loop held meanwhile. The spawner relays the
+// held init's pid to the runtime, which runs beforeStart there (CommandSpawner.launch).
 
 // The sandbox's pid 1 (--as-pid-1). Signals sent from inside never reach a namespace's init, so a
 // user's `kill -9 -1` cannot end the sandbox; `wait` reaps every orphan that is reparented to it,
@@ -35,6 +40,8 @@ export interface LaunchOptions {
   /** Runs while the init is held, given its host pid. */
   beforeStart(pid: number): Promise<void>;
   deadline: number;
+  /** Ends the start (the init and bubblewrap killed) with the signal's reason. */
+  signal?: AbortSignal;
   /**
    * The init is the agent (agent/paddock-agent.c) instead of a shell: its binary, and where its
    * socket is made on the host (the runtime connects there for every exec).
@@ -49,6 +56,9 @@ const AGENT_BINARY_FD = AGENT_SOCKET_FD + 1;
 const AGENT_CGROUP_FD = AGENT_BINARY_FD + 1;
 /** Where the agent is inside the sandbox. */
 export const AGENT_PATH = '/.sandbox-init';
+
+/** What the runtime sends its spawner to start a sandbox's init: all but the callbacks. */
+export type LaunchRequest = Omit<LaunchOptions, 'beforeStart' | 'signal'>;
 
 export interface Launched {
   pid: number;
@@ -96,6 +106,7 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
     const failed = Promise.race([
       once(child, 'exit', { signal: decided.signal }).then(() => Promise.reject(new Error('bubblewrap exited'))),
       timeout(options.deadline, decided.signal),
+      ...(options.signal ? [stopped(options.signal, decided.signal)] : []),
     ]);
     failed.catch(() => undefined);
     const step = <T>(promise: Promise<T>): Promise<T> => Promise.race([promise, failed]);
@@ -145,6 +156,12 @@ async function childPid(info: Readable): Promise<number> {
   // Nothing written: bubblewrap failed, and its exit says so.
   if (typeof pid !== 'number') return new Promise<never>(() => undefined);
   return pid;
+}
+
+/** Rejects with the reason once `signal` aborts (unless `decided` does first). */
+async function stopped(signal: AbortSignal, decided: AbortSignal): Promise<never> {
+  if (!signal.aborted) await once(signal, 'abort', { signal: decided });
+  throw signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
 }
 
 async function timeout(deadline: number, signal: AbortSignal): Promise<never> {

@@ -17,7 +17,7 @@ import { agentBinary } from './agent/binary.ts';
 import { AgentGoneError, runThroughAgent } from './agent/client.ts';
 import { mountPts, terminalCommand } from './terminal.ts';
 import { hostUidFor, runningAsRoot } from './identity.ts';
-import { launchSandbox, sandboxMarker } from './launch.ts';
+import { sandboxMarker } from './launch.ts';
 import {
   initLogFile,
   isSandboxId,
@@ -148,25 +148,25 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         systemDirs: h.systemDirs,
         workspace,
       });
-      const { pid, startTime } = await launchSandbox({
+      const request = {
         bwrap: programs.bwrap,
         id: spec.id,
         args,
         hostUid,
         logFile: initLogFile(h.layout, spec.id),
         ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
-        beforeStart: async (initPid) => {
-          await h.cgroups?.admitInit(spec.id, initPid, { cpuOnceReady: true });
-          if (settings.network) network = await withNetwork(h, programs, spec.id, initPid, deadline);
-        },
         deadline,
+      };
+      const { pid, startTime } = await spawner.launch(request, async (initPid) => {
+        await h.cgroups?.admitInit(spec.id, initPid, { cpuOnceReady: true });
+        if (settings.network) network = await withNetwork(h, programs, spec.id, initPid, deadline);
       });
       // Ready, and nothing of the tenant's has run: the sandbox joins its CPU group before its first command.
       await h.cgroups?.admitInitToCpu(spec.id, pid);
       // Root alone may mount. Without its devpts the sandbox still runs, and only its terminals
       // fail (socat's complaint is their output).
       if (runningAsRoot && programs.mount) {
-        await mountPts(programs.nsenter, programs.mount, pid).catch((err: unknown) =>
+        await mountPts(spawner.host, programs.nsenter, programs.mount, pid).catch((err: unknown) =>
           log?.warn({ sandboxId: spec.id, err }, 'could not mount the sandbox its own devpts; its terminals will not open'),
         );
       }

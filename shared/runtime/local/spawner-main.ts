@@ -4,9 +4,11 @@
 import { ChunkQueue } from '../chunk-queue.ts';
 import { killGroup, type GroupKill } from './cgroups.ts';
 import { runCommand, type RunOptions } from './exec.ts';
+import { launchSandbox, type LaunchRequest } from './launch.ts';
 import { killSession } from './processes.ts';
 import { OUTPUT_WINDOW_BYTES, type FromSpawner, type OutputStreamName, type ToSpawner } from './spawner-protocol.ts';
 import { runTerminal, type TerminalRun } from './terminal.ts';
+import { PermanentRuntimeError } from '../types.ts';
 
 /** A command in progress: how to stop it, its session's leader once spawned, and its output in flight. */
 interface Running {
@@ -35,6 +37,15 @@ interface OpenTerminal {
 }
 
 const terminals = new Map<number, OpenTerminal>();
+
+/** A sandbox's init being started: how to let it run once held, how to give up, and the start itself. */
+interface Launching {
+  go(): void;
+  stop: AbortController;
+  done: Promise<void>;
+}
+
+const launches = new Map<number, Launching>();
 
 function send(message: FromSpawner): void {
   // The parent may be gone: that is handled by 'disconnect', not here.
@@ -93,7 +104,33 @@ function terminalMessage(message: Extract<ToSpawner, { type: `terminal-${string}
   );
 }
 
+/**
+ * Starts a sandbox's init for the runtime: its pid goes back as soon as bubblewrap holds it, and
+ * it runs once the runtime says `launch-go` (beforeStart's work, done in the runtime's process).
+ */
+function launch(id: number, request: LaunchRequest): void {
+  let go!: () => void;
+  const released = new Promise<void>((resolve) => (go = resolve));
+  const stop = new AbortController();
+  const done = launchSandbox({
+    ...request,
+    signal: stop.signal,
+    beforeStart: async (pid) => {
+      send({ type: 'launch-held', id, pid });
+      await released;
+    },
+  }).then(
+    (launched) => send({ type: 'launch-ready', id, launched }),
+    (err: unknown) =>
+      send({ type: 'launch-failed', id, message: err instanceof Error ? err.message : String(err), permanent: err instanceof PermanentRuntimeError }),
+  );
+  launches.set(id, { go, stop, done: done.finally(() => launches.delete(id)) });
+}
+
 process.on('message', (message: ToSpawner) => {
+  if (message.type === 'launch') return launch(message.id, message.request);
+  if (message.type === 'launch-go') return launches.get(message.id)?.go();
+  if (message.type === 'launch-stop') return launches.get(message.id)?.stop.abort(new Error(message.message));
   if (message.type.startsWith('terminal-')) {
     terminalMessage(message as Extract<ToSpawner, { type: `terminal-${string}` }>);
     return;
@@ -166,7 +203,10 @@ process.on('message', (message: ToSpawner) => {
 // they are stopped as a timeout would stop them, and the spawner goes too.
 process.on('disconnect', () => {
   const kills = [...running.values(), ...terminals.values()].flatMap((r) => (r.killer ? [killGroup(r.killer)] : r.pid === undefined ? [] : [killSession(r.pid)]));
-  void Promise.allSettled(kills).then(() => process.exit(0));
+  // A start no one waits for any more is undone (sandboxes started already live on, as they
+  // would the runtime's end).
+  const starts = [...launches.values()].map((l) => (l.stop.abort(new Error('the runtime went away')), l.done));
+  void Promise.allSettled([...kills, ...starts]).then(() => process.exit(0));
 });
 
 send({ type: 'ready' });

@@ -1,5 +1,6 @@
 import type { ExecResult } from '../types.ts';
 import type { GroupKill } from './cgroups.ts';
+import type { Launched, LaunchRequest } from './launch.ts';
 
 export type OutputStreamName = 'stdout' | 'stderr';
 
@@ -31,7 +32,13 @@ export type ToSpawner =
   | { type: 'terminal-resize'; id: number; cols: number; rows: number }
   /** The terminal's consumer has taken this many bytes of its output. */
   | { type: 'terminal-ack'; id: number; bytes: number }
-  | { type: 'terminal-close'; id: number };
+  | { type: 'terminal-close'; id: number }
+  /** A sandbox's init (launch.ts), held once started until `launch-go`; ids are shared with exec's. */
+  | { type: 'launch'; id: number; request: LaunchRequest }
+  /** The runtime has put the held init into its groups (and network): let it run. */
+  | { type: 'launch-go'; id: number }
+  /** The runtime gave up on the start (its own step failed): kill the init and bubblewrap. */
+  | { type: 'launch-stop'; id: number; message: string };
 
 /** Messages from the spawner: `ready` once, then per command `started`, output, and `done` or `failed`. */
 export type FromSpawner =
@@ -44,6 +51,11 @@ export type FromSpawner =
   | { type: 'failed'; id: number; message: string }
   | { type: 'terminal-output'; id: number; data: Uint8Array }
   | { type: 'terminal-input-taken'; id: number }
-  | { type: 'terminal-exit'; id: number; exitCode: number | null; signal: string | null };
+  | { type: 'terminal-exit'; id: number; exitCode: number | null; signal: string | null }
+  /** The init's pid, held before it runs anything. */
+  | { type: 'launch-held'; id: number; pid: number }
+  | { type: 'launch-ready'; id: number; launched: Launched }
+  /** The start failed and everything it started is killed; `permanent`: bubblewrap said why, and a retry will not help. */
+  | { type: 'launch-failed'; id: number; message: string; permanent: boolean };
 
 export { OUTPUT_WINDOW_BYTES, STDIN_WINDOW_BYTES } from '../types.ts';

@@ -2,8 +2,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { isStdinStream, type ExecRequest, type ExecResult, type TerminalRequest, type TerminalSession } from '../types.ts';
 import { killGroup, type GroupKill } from './cgroups.ts';
-import { killSession } from './processes.ts';
+import { killQuietly, killSession } from './processes.ts';
 import type { FromSpawner, OutputStreamName, ToSpawner } from './spawner-protocol.ts';
+import type { Launched, LaunchRequest } from './launch.ts';
+import { PermanentRuntimeError } from '../types.ts';
 import { StdinSender } from './stdin-sender.ts';
 import { bytesMoved } from '../../reclaim.ts';
 
@@ -56,6 +58,14 @@ interface PendingTerminal {
 
 type Exit = { exitCode: number | null; signal: string | null };
 
+interface PendingLaunch {
+  /** The init's pid, once bubblewrap holds it. */
+  pid?: number;
+  held(pid: number): void;
+  resolve(launched: Launched): void;
+  reject(err: Error): void;
+}
+
 /**
  * Runs commands (runCommand's) from a small Node process of the runtime's own. Node spawns with
  * fork(), which copies the page tables of the process that forks: measured here, /bin/true took
@@ -69,6 +79,7 @@ export class CommandSpawner {
   private child: ChildProcess | undefined;
   private readonly pending = new Map<number, Pending>();
   private readonly terminals = new Map<number, PendingTerminal>();
+  private readonly launches = new Map<number, PendingLaunch>();
   private nextId = 1;
   /** run() calls not yet settled, including those waiting for the spawner to start. */
   private busy = 0;
@@ -165,7 +176,7 @@ export class CommandSpawner {
   }
 
   /**
-   * One of the runtime's own host commands (truncate, mkfs.ext4, mount, umount): from the spawner
+   * One of the runtime's own host commands (truncate, mkfs.ext4, mount, umount, the devpts mount): from the spawner
    * too, so that the process creating sandboxes, a worker, does not fork for them on a create's
    * way. (A destroyed sandbox's files are removed in the background, by an `rm` of its own that
    * outlives a close: remove-tree.ts.)
@@ -186,6 +197,42 @@ export class CommandSpawner {
     const how = result.timedOut ? `did not finish within ${HOST_COMMAND_TIMEOUT_MS / 1000} s` : result.exitCode === null ? `was ended by ${result.signal}` : `exited with ${result.exitCode}`;
     throw new HostCommandError(`${file} ${how}`, Buffer.concat(stderr).toString('utf8'), result.exitCode);
   };
+
+  /**
+   * Starts a sandbox's init from the spawner (launch.ts), so that the process creating sandboxes
+   * does not fork for it. `beforeStart` runs here, in this process, while the init is held; should
+   * it fail, the init and bubblewrap are killed and the call rejects with its error once they are.
+   */
+  async launch(request: LaunchRequest, beforeStart: (pid: number) => Promise<void>): Promise<Launched> {
+    this.busy++;
+    this.refresh();
+    try {
+      const child = await this.start();
+      const id = this.nextId++;
+      let ownFailure: Error | undefined;
+      return await new Promise<Launched>((resolve, reject) => {
+        const entry: PendingLaunch = {
+          held: (pid) => {
+            entry.pid = pid;
+            beforeStart(pid).then(
+              () => post(child, { type: 'launch-go', id }),
+              (err: unknown) => {
+                ownFailure = err instanceof Error ? err : new Error(String(err));
+                post(child, { type: 'launch-stop', id, message: ownFailure.message });
+              },
+            );
+          },
+          resolve: (launched) => (this.launches.delete(id), resolve(launched)),
+          reject: (err) => (this.launches.delete(id), reject(ownFailure ?? err)),
+        };
+        this.launches.set(id, entry);
+        post(child, { type: 'launch', id, request });
+      });
+    } finally {
+      this.busy--;
+      this.refresh();
+    }
+  }
 
   /** Starts the spawner ahead of its first command; idle, it holds no process open. */
   async warm(): Promise<void> {
@@ -227,6 +274,13 @@ export class CommandSpawner {
   }
 
   private receive(message: Exclude<FromSpawner, { type: 'ready' }>): void {
+    const launch = this.launches.get(message.id);
+    if (launch) {
+      if (message.type === 'launch-held') launch.held(message.pid);
+      else if (message.type === 'launch-ready') launch.resolve(message.launched);
+      else if (message.type === 'launch-failed') launch.reject(message.permanent ? new PermanentRuntimeError(message.message) : new Error(message.message));
+      return;
+    }
     const terminal = this.terminals.get(message.id);
     if (terminal) return this.receiveTerminal(message.id, terminal, message);
     const entry = this.pending.get(message.id);
@@ -303,6 +357,11 @@ export class CommandSpawner {
       // Its commands outlive it (each leads a session of its own): nothing would read or stop them.
       if (entry.killer) void killGroup(entry.killer);
       else if (entry.pid !== undefined) void killSession(entry.pid).catch(() => undefined);
+      entry.reject(err);
+    }
+    for (const entry of [...this.launches.values()]) {
+      // A held init never runs; one let go runs on, and the create's cleanup ends it.
+      if (entry.pid !== undefined) killQuietly(entry.pid);
       entry.reject(err);
     }
     for (const entry of [...this.terminals.values()]) {

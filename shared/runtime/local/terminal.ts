@@ -1,9 +1,9 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { promisify } from 'node:util';
 import { killGroup, type GroupKill } from './cgroups.ts';
 import { SANDBOX_ENV } from './identity.ts';
 import { killQuietly, killSession } from './processes.ts';
+import type { HostCommand } from './spawner.ts';
 import { bytesMoved } from '../../reclaim.ts';
 
 // A terminal in a running sandbox: exec's path in (nsenter, the sandbox user, a cgroup of its
@@ -58,12 +58,8 @@ export function terminalCommand(socat: string, argv: readonly string[], cols: nu
  * the sandbox user has no capability to mount anything. Its terminals are then invisible to the
  * host's and to every other sandbox's.
  */
-export async function mountPts(nsenter: string, mount: string, pid: number): Promise<void> {
-  await promisify(execFile)(
-    nsenter,
-    [`--target=${pid}`, '--mount', '--', mount, '-t', 'devpts', '-o', 'newinstance,ptmxmode=0666,mode=0620,nosuid,noexec', 'devpts', '/dev/pts'],
-    { env: SANDBOX_ENV, timeout: 10_000 },
-  );
+export async function mountPts(run: HostCommand, nsenter: string, mount: string, pid: number): Promise<void> {
+  await run(nsenter, [`--target=${pid}`, '--mount', '--', mount, '-t', 'devpts', '-o', 'newinstance,ptmxmode=0666,mode=0620,nosuid,noexec', 'devpts', '/dev/pts']);
 }
 
 export interface TerminalRun {
