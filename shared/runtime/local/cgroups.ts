@@ -95,6 +95,8 @@ export interface Cgroups {
    * (docs/benchmarks.md, 2026-11-24, third session).
    */
   admitInit(id: string, pid: number, options?: { cpuOnceReady?: boolean }): Promise<void>;
+  /** The cgroup.procs files admitInit writes the pid to: for a process that admits the init itself (launch.ts). */
+  initProcsFiles(id: string, options?: { cpuOnceReady?: boolean }): string[];
   /** The CPU group admitInit left out, if any; a no-op elsewhere. */
   admitInitToCpu(id: string, pid: number): Promise<void>;
   /**
@@ -271,8 +273,12 @@ function cgroupsOf(
     },
 
     async admitInit(id, pid, options = {}) {
+      await admitTo(this.initProcsFiles(id, options), pid);
+    },
+
+    initProcsFiles(id, options = {}) {
       const later = options.cpuOnceReady ? laterCpuDir(id) : undefined;
-      await settledAll(dirs(id).filter((dir) => dir !== later).map((dir) => writeFile(join(dir, 'cgroup.procs'), String(pid))));
+      return dirs(id).filter((dir) => dir !== later).map((dir) => join(dir, 'cgroup.procs'));
     },
 
     async admitInitToCpu(id, pid) {
@@ -389,6 +395,11 @@ async function claimCpu(group: string, weightFile: 'cpu.weight' | 'cpu.shares', 
  * Waits for every one, then fails with the first failure: a caller that cleans up after a failure
  * must not start while some of the work is still under way (a group made after its removal).
  */
+/** Moves `pid` into the groups whose cgroup.procs files these are. */
+export async function admitTo(procsFiles: string[], pid: number): Promise<void> {
+  await settledAll(procsFiles.map((file) => writeFile(file, String(pid))));
+}
+
 export async function settledAll(work: Promise<unknown>[]): Promise<void> {
   const failed = (await Promise.allSettled(work)).find((result) => result.status === 'rejected');
   if (failed) throw failed.reason;

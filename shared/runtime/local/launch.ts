@@ -9,6 +9,7 @@ import { PermanentRuntimeError } from '../types.ts';
 import { GENERATED, GENERATED_ETC_FIRST_FD } from './bwrap-args.ts';
 import { GENERATED_ETC, runningAsRoot, SANDBOX_ENV } from './identity.ts';
 import { killQuietly, readStat } from './processes.ts';
+import { admitTo } from './cgroups.ts';
 
 // Starting a sandbox's init under bubblewrap. Bubblewrap reports the init's pid (--info-fd), then
 // holds it before it runs anything (--block-fd) so the caller can put it into its cgroups first:
@@ -37,7 +38,9 @@ export interface LaunchOptions {
   hostUid: number;
   /** Where bubblewrap's own complaints go (stderr), to explain a failed start. */
   logFile: string;
-  /** Runs while the init is held, given its host pid. */
+  /** The cgroup.procs files the held init's pid is written to, before beforeStart (cgroups.ts's initProcsFiles). */
+  admitTo?: string[];
+  /** Runs while the init is held, given its host pid, once it is in its groups. */
   beforeStart(pid: number): Promise<void>;
   deadline: number;
   /** Ends the start (the init and bubblewrap killed) with the signal's reason. */
@@ -57,8 +60,13 @@ const AGENT_CGROUP_FD = AGENT_BINARY_FD + 1;
 /** Where the agent is inside the sandbox. */
 export const AGENT_PATH = '/.sandbox-init';
 
-/** What the runtime sends its spawner to start a sandbox's init: all but the callbacks. */
-export type LaunchRequest = Omit<LaunchOptions, 'beforeStart' | 'signal'>;
+/**
+ * What the runtime sends its spawner to start a sandbox's init: all but the callbacks. `relay`:
+ * the runtime has work of its own to do while the init is held (its network), so the spawner
+ * tells it the pid and waits for its word; without it the init runs once admitted, a round trip
+ * between the two processes sooner.
+ */
+export type LaunchRequest = Omit<LaunchOptions, 'beforeStart' | 'signal'> & { relay?: boolean };
 
 export interface Launched {
   pid: number;
@@ -122,6 +130,7 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
     pid = await step(childPid(info));
     const stat = readStat(pid);
     if (!stat) throw new Error('the sandbox init ended before it started');
+    if (options.admitTo) await step(admitTo(options.admitTo, pid));
     await step(options.beforeStart(pid));
     hold.end('x');
     await step(once(ready, 'data'));

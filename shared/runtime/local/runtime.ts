@@ -155,12 +155,14 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         hostUid,
         logFile: initLogFile(h.layout, spec.id),
         ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
+        ...(h.cgroups ? { admitTo: h.cgroups.initProcsFiles(spec.id, { cpuOnceReady: true }) } : {}),
         deadline,
       };
-      const { pid, startTime } = await spawner.launch(request, async (initPid) => {
-        await h.cgroups?.admitInit(spec.id, initPid, { cpuOnceReady: true });
-        if (settings.network) network = await withNetwork(h, programs, spec.id, initPid, deadline);
-      });
+      // Only a sandbox with network needs this process while its init is held.
+      const withItsNetwork = async (initPid: number) => {
+        network = await withNetwork(h, programs, spec.id, initPid, deadline);
+      };
+      const { pid, startTime } = await spawner.launch(request, settings.network ? withItsNetwork : undefined);
       // Ready, and nothing of the tenant's has run: the sandbox joins its CPU group before its first command.
       await h.cgroups?.admitInitToCpu(spec.id, pid);
       // Root alone may mount. Without its devpts the sandbox still runs, and only its terminals

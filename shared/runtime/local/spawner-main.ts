@@ -116,6 +116,7 @@ function launch(id: number, request: LaunchRequest): void {
     ...request,
     signal: stop.signal,
     beforeStart: async (pid) => {
+      if (!request.relay) return;
       send({ type: 'launch-held', id, pid });
       await released;
     },

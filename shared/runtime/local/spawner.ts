@@ -200,10 +200,11 @@ export class CommandSpawner {
 
   /**
    * Starts a sandbox's init from the spawner (launch.ts), so that the process creating sandboxes
-   * does not fork for it. `beforeStart` runs here, in this process, while the init is held; should
-   * it fail, the init and bubblewrap are killed and the call rejects with its error once they are.
+   * does not fork for it. `beforeStart`, if any, runs here, in this process, while the init is held
+   * (in its groups already: `request.admitTo`); should it fail, the init and bubblewrap are killed
+   * and the call rejects with its error once they are.
    */
-  async launch(request: LaunchRequest, beforeStart: (pid: number) => Promise<void>): Promise<Launched> {
+  async launch(request: LaunchRequest, beforeStart?: (pid: number) => Promise<void>): Promise<Launched> {
     this.busy++;
     this.refresh();
     try {
@@ -214,7 +215,8 @@ export class CommandSpawner {
         const entry: PendingLaunch = {
           held: (pid) => {
             entry.pid = pid;
-            beforeStart(pid).then(
+            // Relayed only when there is a beforeStart.
+            beforeStart?.(pid).then(
               () => post(child, { type: 'launch-go', id }),
               (err: unknown) => {
                 ownFailure = err instanceof Error ? err : new Error(String(err));
@@ -226,7 +228,7 @@ export class CommandSpawner {
           reject: (err) => (this.launches.delete(id), reject(ownFailure ?? err)),
         };
         this.launches.set(id, entry);
-        post(child, { type: 'launch', id, request });
+        post(child, { type: 'launch', id, request: { ...request, relay: beforeStart !== undefined } });
       });
     } finally {
       this.busy--;
