@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { readStat } from '../../shared/runtime/local/processes.ts';
 import { CommandSpawner, HostCommandError, SpawnerGoneError, type HostCommand } from '../../shared/runtime/local/spawner.ts';
@@ -237,15 +237,24 @@ test('a sandbox\'s bubblewrap is started by the spawner, not by the runtime\'s p
   assert.equal((await run(runtime, id, ['echo', 'still here'])).stdout, 'still here\n');
 });
 
-test('a start whose runtime step fails is undone: the call rejects with that step\'s error, and nothing of the sandbox is left', async (t) => {
+/** A spawner of the test's own, and start requests each in a new directory; all gone when the test ends. */
+function launcher(t: TestContext) {
   const spawner = new CommandSpawner();
   t.after(() => spawner.close());
-  const dir = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const request = async (id: string, extraArgs?: string[]) => {
+    const dir = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    return launchRequest(dir, id, extraArgs);
+  };
+  return { spawner, request };
+}
+
+test('a start whose runtime step fails is undone: the call rejects with that step\'s error, and nothing of the sandbox is left', async (t) => {
+  const { spawner, request } = launcher(t);
   const id = `sbx_launchstep${process.pid}`;
   let held: number | undefined;
   await assert.rejects(
-    spawner.launch(await launchRequest(dir, id), async (pid) => {
+    spawner.launch(await request(id), async (pid) => {
       held = pid;
       // Held, not running: the init has not said it runs, and its process is there.
       assert.ok(readStat(pid), 'the held init exists');
@@ -258,13 +267,10 @@ test('a start whose runtime step fails is undone: the call rejects with that ste
 });
 
 test('bubblewrap\'s own refusal is a permanent failure that carries its words', async (t) => {
-  const spawner = new CommandSpawner();
-  t.after(() => spawner.close());
-  const dir = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  const { spawner, request } = launcher(t);
   const id = `sbx_launchrefused${process.pid}`;
-  const request = await launchRequest(dir, id, ['--ro-bind', join(dir, 'no-such-directory'), '/mnt']);
-  await assert.rejects(spawner.launch(request, async () => undefined), (err: unknown) => {
+  const missing = join(tmpdir(), `no-such-directory-${process.pid}`);
+  await assert.rejects(spawner.launch(await request(id, ['--ro-bind', missing, '/mnt'])), (err: unknown) => {
     assert.ok(err instanceof PermanentRuntimeError, String(err));
     assert.match(err.message, /^bubblewrap could not start the sandbox: .*no-such-directory/);
     return true;
@@ -272,24 +278,19 @@ test('bubblewrap\'s own refusal is a permanent failure that carries its words', 
   await until('nothing of it runs', async () => (await sandboxProcesses(id)).length === 0);
 });
 
-test('a spawner killed while it holds an init fails the start, and the init is killed', async (t) => {
-  const spawner = new CommandSpawner();
-  t.after(() => spawner.close());
-  const dir = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+test('a spawner killed while it holds an init fails the start, and the init is killed; the next start takes a new spawner', async (t) => {
+  const { spawner, request } = launcher(t);
   const id = `sbx_launchlost${process.pid}`;
-  const start = spawner.launch(await launchRequest(dir, id), async () => {
+  const start = spawner.launch(await request(id), async () => {
     const [pid] = await spawnersOf(process.pid);
     process.kill(pid!, 'SIGKILL');
     await delay(60_000, undefined, { ref: false });
   });
   await assert.rejects(start, SpawnerGoneError);
   await until('the init and bubblewrap are gone', async () => (await sandboxProcesses(id)).length === 0);
-  // The next start takes a new spawner.
+  // Without a step of the runtime's, the init is not relayed: it runs once in its groups.
   const again = `sbx_launchagain${process.pid}`;
-  const dir2 = await mkdtemp(join(tmpdir(), 'paddock-launch-'));
-  t.after(() => rm(dir2, { recursive: true, force: true }));
-  const launched = await spawner.launch(await launchRequest(dir2, again), async () => undefined);
+  const launched = await spawner.launch(await request(again));
   assert.ok(readStat(launched.pid), 'the second sandbox runs');
   process.kill(launched.pid, 'SIGKILL');
   await until('the second one is gone', async () => (await sandboxProcesses(again)).length === 0);
