@@ -395,14 +395,14 @@ async function claimCpu(group: string, weightFile: 'cpu.weight' | 'cpu.shares', 
  * Waits for every one, then fails with the first failure: a caller that cleans up after a failure
  * must not start while some of the work is still under way (a group made after its removal).
  */
-/** Moves `pid` into the groups whose cgroup.procs files these are. */
-export async function admitTo(procsFiles: string[], pid: number): Promise<void> {
-  await settledAll(procsFiles.map((file) => writeFile(file, String(pid))));
-}
-
 export async function settledAll(work: Promise<unknown>[]): Promise<void> {
   const failed = (await Promise.allSettled(work)).find((result) => result.status === 'rejected');
   if (failed) throw failed.reason;
+}
+
+/** Moves `pid` into the groups whose cgroup.procs files these are. */
+export async function admitTo(procsFiles: string[], pid: number): Promise<void> {
+  await settledAll(procsFiles.map((file) => writeFile(file, String(pid))));
 }
 
 async function writeOptional(path: string, value: string): Promise<void> {

@@ -17,8 +17,9 @@ import { admitTo } from './cgroups.ts';
 //
 // This runs in the runtime's command spawner (spawner-main.ts), not in the process that creates
 // sandboxes: a worker that spawned bubblewrap itself would fork its whole address space on every
-// create (spawner.ts says what that costs), its event loop held meanwhile. The spawner relays the
-// held init's pid to the runtime, which runs beforeStart there (CommandSpawner.launch).
+// create (spawner.ts says what that costs), its event loop held meanwhile. The spawner writes the
+// held init's pid into the cgroups the runtime named (admitTo); only for a sandbox with network
+// does it relay the pid to the runtime, which attaches the network meanwhile (CommandSpawner.launch).
 
 // The sandbox's pid 1 (--as-pid-1). Signals sent from inside never reach a namespace's init, so a
 // user's `kill -9 -1` cannot end the sandbox; `wait` reaps every orphan that is reparented to it,

@@ -105,8 +105,8 @@ function terminalMessage(message: Extract<ToSpawner, { type: `terminal-${string}
 }
 
 /**
- * Starts a sandbox's init for the runtime: its pid goes back as soon as bubblewrap holds it, and
- * it runs once the runtime says `launch-go` (beforeStart's work, done in the runtime's process).
+ * Starts a sandbox's init for the runtime: it runs once in its groups, or, relayed, once the
+ * runtime, told its pid as soon as bubblewrap holds it, says `launch-go`.
  */
 function launch(id: number, request: LaunchRequest): void {
   let go!: () => void;

@@ -33,9 +33,9 @@ export type ToSpawner =
   /** The terminal's consumer has taken this many bytes of its output. */
   | { type: 'terminal-ack'; id: number; bytes: number }
   | { type: 'terminal-close'; id: number }
-  /** A sandbox's init (launch.ts), held once started until `launch-go`; ids are shared with exec's. */
+  /** A sandbox's init (launch.ts), held until it is in its groups and, with `relay`, until `launch-go`; ids are shared with exec's. */
   | { type: 'launch'; id: number; request: LaunchRequest }
-  /** The runtime has put the held init into its groups (and network): let it run. */
+  /** The runtime has done its part for the held init (its network): let it run. */
   | { type: 'launch-go'; id: number }
   /** The runtime gave up on the start (its own step failed): kill the init and bubblewrap. */
   | { type: 'launch-stop'; id: number; message: string };
