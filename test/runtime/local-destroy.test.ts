@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { readStat } from '../../shared/runtime/local/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
@@ -9,7 +11,7 @@ import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 // made destroy fail forever, and 600k files took 30 s and 1.45 GB. Destroy ends once nothing of
 // the sandbox runs; its files go afterwards, in bounded memory, whatever their shape.
 
-test('a tree deeper than PATH_MAX with thousands of files is destroyed, and removed afterwards', async (t) => {
+test('a tree deeper than PATH_MAX with thousands of files is destroyed, and removed afterwards by an rm from the spawner', async (t) => {
   const { runtime, options, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();
   const made = await run(runtime, id, [
@@ -23,9 +25,37 @@ print(60 * 201)"`,
   ], { timeoutMs: 120_000 }); // 20,000 files: seconds on a busy host
   assert.equal(made.exitCode, 0, made.stderr);
   assert.ok(Number(made.stdout.trim()) > 4096, `the tree is ${made.stdout.trim()} bytes deep`);
+  // Who runs the removal's rm: the runtime's spawner, never the runtime's own process.
+  const trash = join(options.dataDir, 'trash');
+  const removers = new Map<number, number>();
+  const sampler = setInterval(() => {
+    for (const p of rmsOf(trash)) removers.set(p.pid, p.ppid);
+  }, 2);
+  t.after(() => clearInterval(sampler));
   await runtime.destroy(id);
   assert.equal(await runtime.get(id), undefined);
-  const trash = join(options.dataDir, 'trash');
   await eventually('the destroyed files are removed', 60_000, async () => ((await readdir(trash)).length === 0 ? true : undefined), 200);
+  clearInterval(sampler);
   assert.deepEqual(await readdir(join(options.dataDir, 'sandboxes')), []);
+  assert.ok(removers.size > 0, 'the rm of 20,000 files was seen');
+  for (const ppid of removers.values()) {
+    assert.notEqual(ppid, process.pid, 'not forked by the runtime\'s process');
+    assert.match(readFileSync(`/proc/${ppid}/cmdline`, 'utf8'), /spawner-main\.ts/, 'forked by the spawner');
+  }
 });
+
+/** The `rm` processes removing something under `dir`, with their parents. */
+function rmsOf(dir: string): { pid: number; ppid: number }[] {
+  const found = [];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      const stat = readStat(Number(name));
+      if (stat && args[0]?.endsWith('rm') && args.some((a) => a.startsWith(dir))) found.push({ pid: Number(name), ppid: stat.ppid });
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+

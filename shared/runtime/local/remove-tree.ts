@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { chmod, mkdir, readdir, rename } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../logger.ts';
 import { runningAsRoot } from './identity.ts';
+import { HostCommandError, type HostCommand } from './spawner.ts';
 
 /**
  * Removes a sandbox's files: GNU rm, which walks with openat and unlinkat, so a tree deeper than
@@ -12,19 +11,19 @@ import { runningAsRoot } from './identity.ts';
  * every path as a string, fails past PATH_MAX, and holds the walk in memory). It never crosses
  * into another file system: a mount left inside is not followed. Root removes anything; a
  * developer running Paddock as themself may meet directories the sandbox made unwritable (chmod
- * 500), which they own and can open up first.
+ * 500), which they own and can open up first. `rm` is the spawner's host command: the worker
+ * forks nothing for a destroy either. One the spawner's end cuts short leaves the rest in the
+ * trash, for the next sweep.
  */
-export async function removeTree(dir: string): Promise<void> {
-  if ((await rmRf(dir)) === 0) return;
-  if (!runningAsRoot) await openUp(dir).catch(() => undefined);
-  const code = await rmRf(dir);
-  if (code !== 0) throw new Error(`rm -rf ${dir} exited with ${code}`);
-}
-
-async function rmRf(dir: string): Promise<number | null> {
-  const child = spawn('rm', ['-rf', '--one-file-system', '--', dir], { stdio: 'ignore' });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return code;
+async function removeTree(run: HostCommand, dir: string): Promise<void> {
+  const rmRf = () => run('rm', ['-rf', '--one-file-system', '--', dir]);
+  try {
+    await rmRf();
+  } catch (err) {
+    if (!(err instanceof HostCommandError)) throw err;
+    if (!runningAsRoot) await openUp(dir).catch(() => undefined);
+    await rmRf();
+  }
 }
 
 async function openUp(dir: string): Promise<void> {
@@ -40,7 +39,7 @@ async function openUp(dir: string): Promise<void> {
  * tree that cannot be removed now is retried by the next sweep (sweepTrash) instead of holding the
  * sandbox, and its account's quota, in `terminating`.
  */
-export async function discard(dir: string, trash: string, log: Logger | undefined): Promise<void> {
+export async function discard(run: HostCommand, dir: string, trash: string, log: Logger | undefined): Promise<void> {
   await mkdir(trash, { recursive: true, mode: 0o700 });
   const target = join(trash, `${basename(dir)}.${randomBytes(4).toString('hex')}`);
   try {
@@ -49,13 +48,13 @@ export async function discard(dir: string, trash: string, log: Logger | undefine
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  void removeTree(target).catch((err: unknown) => log?.warn({ err, dir: target }, 'a destroyed sandbox’s files are left for the next sweep'));
+  void removeTree(run, target).catch((err: unknown) => log?.warn({ err, dir: target }, 'a destroyed sandbox’s files are left for the next sweep'));
 }
 
 /** Removes what earlier destroys left in the trash (a crash, or a tree that resisted). */
-export async function sweepTrash(trash: string, log: Logger | undefined): Promise<void> {
+export async function sweepTrash(run: HostCommand, trash: string, log: Logger | undefined): Promise<void> {
   const entries = await readdir(trash).catch(() => [] as string[]);
   for (const name of entries) {
-    await removeTree(join(trash, name)).catch((err: unknown) => log?.warn({ err, name }, 'could not remove a destroyed sandbox’s files'));
+    await removeTree(run, join(trash, name)).catch((err: unknown) => log?.warn({ err, name }, 'could not remove a destroyed sandbox’s files'));
   }
 }

@@ -245,7 +245,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     if (state?.network) await waitUntilEnded(state.network.pid, state.network.startTime, deadline);
     // Nothing of the sandbox runs: its disk can go, and its image with the directory.
     await unmountDisk(spawner.host, workspaceDir(h.layout, id));
-    await discard(dir, h.layout.trash, log);
+    await discard(spawner.host, dir, h.layout.trash, log);
   }
 
   /** The state of a sandbox that runs now, for exec. */
@@ -325,7 +325,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     async list() {
       const h = await host();
       // The reaper lists on every sweep: the moment to retry what destroys could not remove.
-      sweeping ??= sweepTrash(h.layout.trash, log).finally(() => (sweeping = undefined));
+      sweeping ??= sweepTrash(spawner.host, h.layout.trash, log).finally(() => (sweeping = undefined));
       const ids = (await readdir(h.layout.sandboxes)).filter(isSandboxId);
       const found = await Promise.all(ids.map((id) => describe(h, id)));
       return found.filter((sandbox) => sandbox !== undefined);

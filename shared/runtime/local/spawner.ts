@@ -176,10 +176,9 @@ export class CommandSpawner {
   }
 
   /**
-   * One of the runtime's own host commands (truncate, mkfs.ext4, mount, umount, the devpts mount): from the spawner
-   * too, so that the process creating sandboxes, a worker, does not fork for them on a create's
-   * way. (A destroyed sandbox's files are removed in the background, by an `rm` of its own that
-   * outlives a close: remove-tree.ts.)
+   * One of the runtime's own host commands (a disk's truncate, mkfs.ext4, mount and umount, the
+   * devpts mount, the `rm` of a destroyed sandbox's files): from the spawner too, so that the
+   * process creating and destroying sandboxes, a worker, does not fork for them.
    */
   readonly host: HostCommand = async (file, args) => {
     const stderr: Buffer[] = [];
