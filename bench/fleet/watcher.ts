@@ -26,6 +26,12 @@ export interface Window {
   thinkMs: number;
 }
 
+/** One of the reader's answered GETs: when it was sent (ms since the epoch), and how long it took. */
+interface Read {
+  at: number;
+  ms: number;
+}
+
 /** Lifecycle requests started this long after the window's start are past its opening burst. */
 const OPENING_MS = 10_000;
 
@@ -55,7 +61,7 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
   const spins = spinBoxes.map(({ key, id }) =>
     call(url, key, 'POST', `/v1/sandboxes/${id}/exec`, { command: `timeout ${seconds + 5} sh -c 'while :; do :; done'; true`, timeoutSeconds: seconds + 30 }),
   );
-  const reads: { at: number; ms: number }[] = [];
+  const reads: Read[] = [];
   const failures: string[] = [];
   let reading = true;
   const readLoop = (async () => {
@@ -107,7 +113,7 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
  * window opens with that many creates at once; with a think time, the first draws spread them
  * over the opening. The lifecycle's and the reader's p99 past the opening show the steady state.
  */
-function closedLoopRow(lifecycle: Sample[], reads: { at: number; ms: number }[], window: Window): BenchRow {
+function closedLoopRow(lifecycle: Sample[], reads: Read[], window: Window): BenchRow {
   const opening = lifecycle.filter((s) => s.startedAt < window.startedAt + OPENING_MS);
   const later = lifecycle.filter((s) => s.startedAt >= window.startedAt + OPENING_MS);
   const perSecond = window.requests / window.seconds;

@@ -1,10 +1,11 @@
 import { createInterface } from 'node:readline';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../../shared/config.ts';
+import { readStat } from '../../shared/runtime/local/processes.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 
@@ -36,4 +37,24 @@ export function exited(child: ChildProcess): Promise<{ code: number | null; sign
     return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   }
   return new Promise((done) => child.once('exit', (code, signal) => done({ code, signal })));
+}
+
+/**
+ * The host's processes, zombies left out, with their parents and arguments: read synchronously
+ * from /proc, so that a sampler on a short interval sees one whole listing at a time.
+ */
+export function hostProcesses(): { pid: number; ppid: number; args: string[] }[] {
+  const found = [];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    const pid = Number(name);
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    } catch {
+      continue; // gone
+    }
+    const stat = readStat(pid);
+    if (stat && stat.state !== 'Z' && args.length > 0) found.push({ pid, ppid: stat.ppid, args });
+  }
+  return found;
 }

@@ -9,8 +9,8 @@ import { test } from 'node:test';
 import { newId } from '../../shared/ids.ts';
 import { frame, FrameReader } from '../../shared/runtime/local/agent/protocol.ts';
 import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
-import { readStat } from '../../shared/runtime/local/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { hostProcesses as allHostProcesses } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // A local sandbox's init is its agent (shared/runtime/local/agent/paddock-agent.c): commands start
@@ -30,17 +30,9 @@ const stateOf = async (dataDir: string, id: string): Promise<State> =>
 
 /** Host processes whose command line holds `marker`, with their parents. */
 function hostProcesses(marker: string): { pid: number; ppid: number; args: string }[] {
-  const found = [];
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
-      const stat = readStat(Number(name));
-      if (stat && stat.state !== 'Z' && args.includes(marker)) found.push({ pid: Number(name), ppid: stat.ppid, args });
-    } catch {
-      // gone
-    }
-  }
-  return found;
+  return allHostProcesses()
+    .map((p) => ({ ...p, args: p.args.join(' ') }))
+    .filter((p) => p.args.includes(marker));
 }
 
 test('a command is the agent\'s child: no nsenter, nothing from the spawner, and the sandbox\'s limits and user', async (t) => {

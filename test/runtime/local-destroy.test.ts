@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { readStat } from '../../shared/runtime/local/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { hostProcesses } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // Destroy against what a sandbox can make of its files (issue 13): a tree deeper than PATH_MAX
@@ -46,16 +46,5 @@ print(60 * 201)"`,
 
 /** The `rm` processes removing something under `dir`, with their parents. */
 function rmsOf(dir: string): { pid: number; ppid: number }[] {
-  const found = [];
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      const stat = readStat(Number(name));
-      if (stat && args[0]?.endsWith('rm') && args.some((a) => a.startsWith(dir))) found.push({ pid: Number(name), ppid: stat.ppid });
-    } catch {
-      // gone
-    }
-  }
-  return found;
+  return hostProcesses().filter((p) => p.args[0]?.endsWith('rm') && p.args.some((a) => a.startsWith(dir)));
 }
-

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -14,6 +14,7 @@ import { sandboxMarker, type LaunchRequest } from '../../shared/runtime/local/la
 import { findPrograms } from '../../shared/runtime/local/programs.ts';
 import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { hostProcesses } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // Without its agent (a sandbox made before it, a host without a C compiler, terminals always), the
@@ -23,25 +24,14 @@ import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 const RUNTIME_MODULE = new URL('../../shared/runtime/local/index.ts', import.meta.url).href;
 
-async function processes(): Promise<{ pid: number; ppid: number; args: string[] }[]> {
-  const found = [];
-  for (const name of (await readdir('/proc')).filter((n) => /^\d+$/.test(n))) {
-    const pid = Number(name);
-    const stat = readStat(pid);
-    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').filter(Boolean);
-    if (stat && stat.state !== 'Z' && args.length > 0) found.push({ pid, ppid: stat.ppid, args });
-  }
-  return found;
-}
-
 /** The spawner processes whose parent is `parent`. */
 async function spawnersOf(parent: number): Promise<number[]> {
-  return (await processes()).filter((p) => p.ppid === parent && p.args.some((a) => a.endsWith('spawner-main.ts'))).map((p) => p.pid);
+  return hostProcesses().filter((p) => p.ppid === parent && p.args.some((a) => a.endsWith('spawner-main.ts'))).map((p) => p.pid);
 }
 
 /** Host processes running `sleep <marker>`, wherever they are. */
 async function sleepers(marker: string): Promise<number[]> {
-  return (await processes()).filter((p) => p.args[0]?.endsWith('sleep') && p.args[1] === marker).map((p) => p.pid);
+  return hostProcesses().filter((p) => p.args[0]?.endsWith('sleep') && p.args[1] === marker).map((p) => p.pid);
 }
 
 /** Waits until `check` holds, for at most `ms`. */
@@ -69,7 +59,7 @@ test('commands are forked by one long-lived spawner, a child of the runtime\'s p
 
   const { outcome } = await startSleeping(runtime, id, '301');
   // The command's session leader (nsenter) is the spawner's child.
-  const all = await processes();
+  const all = hostProcesses();
   const leaders = all.filter((p) => p.ppid === spawners[0] && p.args.some((a) => a.endsWith('nsenter')));
   assert.equal(leaders.length, 1, JSON.stringify(all.filter((p) => p.ppid === spawners[0])));
   assert.equal(all.filter((p) => p.ppid === process.pid && p.args.some((a) => a.endsWith('nsenter'))).length, 0);
@@ -216,7 +206,7 @@ async function launchRequest(dir: string, id: string, extraArgs: string[] = []):
 
 /** Host processes whose command line names the sandbox (its bubblewrap and its init). */
 async function sandboxProcesses(id: string) {
-  return (await processes()).filter((p) => p.args.includes(sandboxMarker(id)));
+  return hostProcesses().filter((p) => p.args.includes(sandboxMarker(id)));
 }
 
 test('a sandbox\'s bubblewrap is started by the spawner, not by the runtime\'s process, and outlives it', async (t) => {
