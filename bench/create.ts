@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
+import { cpuSeconds } from './cpu.ts';
 import { callOk, localRuntimeOn, percentile, removeDataDir, round, sandboxDataDir, startStack, warmPoolFull, type SandboxObject } from './stack.ts';
 
 const GOAL_MS = 10;
@@ -9,6 +10,12 @@ const POOL_SIZE = 4;
 const POOL_GOAL = { p50: 10, p99: 50 };
 const COUNT = Number(process.env.BENCH_CREATE_COUNT ?? 50);
 const WARMUP = 3;
+
+function processCpu(stack: { webPid: number; workerPid: number }): { web: number; worker: number } | undefined {
+  const web = cpuSeconds(stack.webPid);
+  const worker = cpuSeconds(stack.workerPid);
+  return web === undefined || worker === undefined ? undefined : { web, worker };
+}
 
 export const createBenchmark: Benchmark = {
   name: 'create',
@@ -30,6 +37,10 @@ export const createBenchmark: Benchmark = {
       const apiServer: number[] = [];
       const pooled: number[] = [];
       const pooledInSession: number[] = [];
+      const destroyed: number[] = [];
+      const rawDestroyed: number[] = [];
+      // The plain stack's processes between the warm-up and the end: what a create and a destroy cost them.
+      let cpuFrom: { web: number; worker: number } | undefined;
       let pooledMisses = 0;
       const claimPooled = async () => {
         const claimed = await callOk(pooledStack.url, pooledKey, 'POST', '/v1/sandboxes', {});
@@ -57,15 +68,21 @@ export const createBenchmark: Benchmark = {
         const created = await callOk(stack.url, key, 'POST', '/v1/sandboxes', {});
         const sandbox = created.body as SandboxObject;
         if (sandbox.status !== 'running') throw new Error(`sandbox ${sandbox.id} is ${sandbox.status}`);
-        await callOk(stack.url, key, 'DELETE', `/v1/sandboxes/${sandbox.id}`);
+        const destroy = await callOk(stack.url, key, 'DELETE', `/v1/sandboxes/${sandbox.id}`);
+        if ((destroy.body as SandboxObject).state !== 'destroyed') throw new Error(`sandbox ${sandbox.id} is ${(destroy.body as SandboxObject).state} after its DELETE`);
 
         const id = `sbx_${randomBytes(10).toString('hex')}`;
         const started = performance.now();
         const state = await runtime.create({ id, accountId: 'acc_bench', capSeconds: 3600 });
         const rawMs = performance.now() - started;
         if (state.status !== 'running') throw new Error(`raw sandbox ${id} is ${state.status}`);
+        const destroyStarted = performance.now();
         await runtime.destroy(id);
+        const rawDestroyMs = performance.now() - destroyStarted;
+        if (i === WARMUP - 1) cpuFrom = processCpu(stack);
         if (i < WARMUP) continue;
+        destroyed.push(destroy.ms);
+        rawDestroyed.push(rawDestroyMs);
         pooled.push(afterIdle);
         pooledInSession.push(inSession);
         api.push(created.ms);
@@ -74,6 +91,8 @@ export const createBenchmark: Benchmark = {
         if ((i - WARMUP + 1) % 10 === 0) ctx.log(`  ${i - WARMUP + 1}/${COUNT}: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms`);
       }
       const overhead = percentile(api, 50) - percentile(raw, 50);
+      const cpuTo = processCpu(stack);
+      const cpuPerCycle = (which: 'web' | 'worker') => (cpuFrom && cpuTo ? round(((cpuTo[which] - cpuFrom[which]) * 1000) / COUNT) : NaN);
       const rows: BenchRow[] = [
         {
           subject: 'raw runtime: createLocalRuntime().create()',
@@ -89,6 +108,25 @@ export const createBenchmark: Benchmark = {
         {
           subject: '(API: readyAt − createdAt, as stored)',
           figures: { n: apiServer.length, 'p50 ms': percentile(apiServer, 50), 'p99 ms': percentile(apiServer, 99), 'max ms': percentile(apiServer, 100) },
+        },
+        {
+          subject: 'raw runtime: destroy()',
+          figures: { n: rawDestroyed.length, 'p50 ms': percentile(rawDestroyed, 50), 'p99 ms': percentile(rawDestroyed, 99), 'max ms': percentile(rawDestroyed, 100) },
+        },
+        {
+          subject: 'API: DELETE /v1/sandboxes/{id} until destroyed',
+          figures: {
+            n: destroyed.length,
+            'p50 ms': percentile(destroyed, 50),
+            'p99 ms': percentile(destroyed, 99),
+            'max ms': percentile(destroyed, 100),
+            'overhead p50 ms': round(percentile(destroyed, 50) - percentile(rawDestroyed, 50)),
+          },
+        },
+        {
+          // CPU time, not wall time: what each create and destroy costs the control plane's processes (idle ticks included).
+          subject: 'CPU ms per create + destroy through the API: web, worker',
+          figures: { n: COUNT, 'web ms': cpuPerCycle('web'), 'worker ms': cpuPerCycle('worker') },
         },
         {
           subject: `API: POST /v1/sandboxes from a warm pool of ${POOL_SIZE} (running in the answer), after a pause`,
