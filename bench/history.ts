@@ -2,6 +2,7 @@ import pg from 'pg';
 import { migrateDatabase } from '../shared/db/orm.ts';
 import { ROLLUP_OF_DESTROYED, secondsUsedSql } from '../shared/usage/billing.ts';
 import { RECENT_USAGE_ACCOUNTS } from '../workers/events-sweep.ts';
+import { SWEEP_READS } from '../shared/repositories/sandboxes.ts';
 import { startStack, type Stack } from './stack.ts';
 import { signUp } from './targets.ts';
 import type { Benchmark, BenchContext, BenchRow } from './types.ts';
@@ -184,7 +185,7 @@ async function explain(side: Side): Promise<Record<string, string>> {
       `select (select count(*) from sandboxes where account_id = $1 and state = 'active') as active, (${secondsUsedSql('$2', '$1')}) as seconds`,
       [side.accountId, month],
     ],
-    'sweep: overdue': [`select id from sandboxes where state = 'active' and expires_at <= now() order by expires_at limit 1000`, []],
+    'sweep: overdue': [SWEEP_READS.overdue.text, [side.stack.deployment, new Date(), 1000]],
     'sweep: accounts that used time lately': [RECENT_USAGE_ACCOUNTS, []],
   };
   const plans: Record<string, string> = {};

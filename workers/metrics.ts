@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queue } from 'bullmq';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { ormPool } from '../shared/db/orm.ts';
+import { activeCountsByStatus } from '../shared/repositories/sandboxes.ts';
 
 export interface WorkerMetrics {
   registry: Registry;
@@ -34,11 +36,9 @@ export function createWorkerMetrics(sources?: { queue: Queue; orm: MikroORM }): 
       labelNames: ['status'],
       registers: [registry],
       async collect() {
-        const rows = await sources.orm.em
-          .fork()
-          .execute<{ status: string; n: string }[]>("select status, count(*) as n from sandboxes where state = 'active' group by status");
+        const counts = await activeCountsByStatus(await ormPool(sources.orm.em.fork()));
         this.reset();
-        for (const row of rows) this.set({ status: row.status }, Number(row.n));
+        for (const { status, count } of counts) this.set({ status }, count);
       },
     });
     webhookGauges(registry, sources.orm);

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { Sandbox } from '../shared/db/entities.ts';
+import { ormPool } from '../shared/db/orm.ts';
+import { activeOrPooledIds, overdueSandboxIds, stuckPendingSandboxIds, terminatingSandboxes } from '../shared/repositories/sandboxes.ts';
 import { deploymentOf } from '../shared/deployment.ts';
 import type { WorkerDeps } from './context.ts';
 import { destroySandbox } from './processors/destroy-sandbox.ts';
@@ -71,23 +72,21 @@ export async function sweepOnce(deps: WorkerDeps): Promise<SweepReport | undefin
 
 async function sweep(deps: WorkerDeps): Promise<SweepReport> {
   const em = deps.orm.em.fork();
+  const pool = await ormPool(em);
   const now = new Date();
-  // This deployment's sandboxes only (and those from before deployments were recorded).
-  const ours = { $or: [{ deployment: deploymentOf(deps.config) }, { deployment: null }] };
-  const overdue = await em.find(Sandbox, { state: 'active', expiresAt: { $lte: now }, ...ours }, { fields: ['id'], limit: BATCH, orderBy: { expiresAt: 'asc' } });
-  await inParallel(overdue.map((s) => s.id), (id) => destroySandbox(deps, id, 'expired', 'sweep'), deps);
+  const deployment = deploymentOf(deps.config);
+  const overdue = await overdueSandboxIds(pool, deployment, now, BATCH);
+  await inParallel(overdue, (id) => destroySandbox(deps, id, 'expired', 'sweep'), deps);
 
   const readyCutoff = new Date(now.getTime() - deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000);
-  const stuckPending = await em.find(Sandbox, { state: 'active', status: 'pending', createdAt: { $lte: readyCutoff }, ...ours }, { fields: ['id'], limit: BATCH });
+  const stuckPending = await stuckPendingSandboxIds(pool, deployment, readyCutoff, BATCH);
   const message = notReadyMessage(deps);
-  await inParallel(stuckPending.map((s) => s.id), (id) => failSandbox(deps, id, message), deps);
+  await inParallel(stuckPending, (id) => failSandbox(deps, id, message), deps);
 
   // A destroy whose job was lost (Redis flushed) would otherwise stay "terminating" forever.
-  const terminating = await em.find(Sandbox, { state: 'active', status: 'terminating', ...ours }, { fields: ['id', 'destroyReason'], limit: BATCH });
-  await inParallel(terminating.map((s) => s.id), async (id) => {
-    const reason = terminating.find((s) => s.id === id)?.destroyReason ?? 'user';
-    await destroySandbox(deps, id, reason, 'sweep');
-  }, deps);
+  const terminating = await terminatingSandboxes(pool, deployment, BATCH);
+  const reasons = new Map(terminating.map((s) => [s.id, s.destroyReason]));
+  await inParallel([...reasons.keys()], (id) => destroySandbox(deps, id, reasons.get(id) ?? 'user', 'sweep'), deps);
 
   const orphans = await collectOrphans(deps);
   await tendWarmPool(deps, (ids, work) => inParallel(ids, work, deps));
@@ -107,14 +106,8 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
 async function collectOrphans(deps: WorkerDeps): Promise<number> {
   const held = await deps.runtime.list();
   if (held.length === 0) return 0;
-  // Kept: those with an active row, and pooled ones (no row until claimed). One statement, one
-  // snapshot: a claim committing between two reads would be in neither, and taken for an orphan.
-  const ids = held.map((s) => s.id);
-  const kept = await deps.orm.em.fork().execute<{ id: string }[]>(
-    `select id from sandboxes where id in (?) and state = 'active' union all select id from warm_sandboxes where id in (?)`,
-    [ids, ids],
-  );
-  const keep = new Set(kept.map((s) => s.id));
+  // Kept: those with an active row, and pooled ones (no row until claimed).
+  const keep = await activeOrPooledIds(await ormPool(deps.orm.em.fork()), held.map((s) => s.id));
   // Not yet an orphan: a sandbox whose create job is still running or queued. The job leaves
   // beside its create's commit, so the runtime may hold the sandbox before its row is visible (a
   // commit held up by a lock, a slow database); the job then settles it either way, running it

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Pool } from 'pg';
 import { ApiError } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
-import { Sandbox } from '../../shared/db/entities.ts';
+import type { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, enqueueAll, jobCatalogue, type JobPayload, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
@@ -109,7 +109,7 @@ export async function createSandbox(
   });
 
   // A replay answers the first request's sandbox as it is now; a new one is the row just written.
-  const sandbox = outcome.sandbox ?? (await em.findOneOrFail(Sandbox, { id: outcome.sandboxId }, { disableIdentityMap: true }));
+  const sandbox = outcome.sandbox ?? (await findOwnSandbox(deps.pg, accountId, outcome.sandboxId));
   if (!outcome.replayed && !outcome.warm) {
     // A new sandbox waits for its jobs: without its create job it would never start. Failing that,
     // its quota is released at once, and the request says so.

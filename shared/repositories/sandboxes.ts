@@ -1,15 +1,15 @@
 import type { Pool } from 'pg';
-import type { Sandbox } from '../db/entities.ts';
+import type { DestroyReason, Sandbox } from '../db/entities.ts';
 import type { Statement } from '../db/batch.ts';
 import { dateOf } from '../db/timestamps.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
 import { allowlistOf, storedSecretsOf, type Allowlist, type SecretsRead } from './policy.ts';
 
-// The reads of the sandbox aggregate, as named statements on the driver's pool: every sandbox
-// route reads its sandbox first, and the rows are only presented or inspected, never flushed back
-// through the ORM. Its birth is one statement in the create's transaction, sent with its events
-// (insertSandboxStatement); its state changes are transactions with their events
-// (sandboxes/transitions.ts).
+// The sandbox aggregate's one way to the database. Its reads are named statements on the driver's
+// pool: every sandbox route reads its sandbox first, and the rows are only presented or inspected,
+// never flushed back through the ORM. Its writes are statements for the batched transactions that
+// send them with their events: its birth in the create's (insertSandboxStatement), its state
+// changes in sandboxes/transitions.ts.
 
 // The secrets that reach the sandbox $1 of the account $2, account-wide first, so that the
 // sandbox's own win on a name clash when applied in order.
@@ -141,6 +141,116 @@ export async function listOwnSandboxes(
   if (rows.length === 0 && options.after !== undefined && !(await findOwnSandbox(pool, accountId, options.after))) return undefined;
   const page = rows.slice(0, options.limit).map(sandboxOf);
   return { sandboxes: page, next: rows.length > options.limit ? page.at(-1)?.id : undefined };
+}
+
+// The state changes. Each applies only from the state it expects (sandboxes/transitions.ts says why).
+
+/** pending → running; a row (its id) when it applied. */
+export function runningStatement(id: string, readyAt: Date): Statement {
+  return { sql: `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning id`, params: [readyAt, id] };
+}
+
+/** A row when the sandbox runs since `readyAt`: the running update sent ahead in the same batch applied. */
+export function runningSinceStatement(id: string, readyAt: Date): Statement {
+  return { sql: `select 1 from sandboxes where id = ? and status = 'running' and ready_at = ?`, params: [id, readyAt] };
+}
+
+/** active → destroyed (status failed when its reason is, else terminated); the row as it now is when it applied. */
+export function destroyedStatement(id: string, reason: DestroyReason, destroyedAt: Date, failureMessage: string | undefined): Statement {
+  return {
+    sql: `update sandboxes
+            set state = 'destroyed',
+                status = case when coalesce(destroy_reason, ?) = 'failed' then 'failed' else 'terminated' end,
+                destroyed_at = ?,
+                destroy_reason = coalesce(destroy_reason, ?),
+                failure_message = coalesce(?, failure_message)
+          where id = ? and state = 'active'
+          returning ${SANDBOX_COLUMNS}`,
+    params: [reason, destroyedAt, reason, failureMessage ? failureMessage.slice(0, 1000) : null, id],
+  };
+}
+
+/** The secrets of the sandbox's own, which go with it. */
+export function dropOwnSecretsStatement(id: string): Statement {
+  return { sql: 'delete from secrets where sandbox_id = ?', params: [id] };
+}
+
+/** Marks an active sandbox near its cap warned, once; the row when it applied. */
+export function expiryWarnedStatement(id: string): Statement {
+  return {
+    sql: `update sandboxes set expiry_warned_at = now()
+           where id = ? and state = 'active' and expiry_warned_at is null and expires_at > now()
+           returning ${SANDBOX_COLUMNS}`,
+    params: [id],
+  };
+}
+
+/** → terminating, the first reason given kept: its account's id when it applied, else undefined. */
+export async function markSandboxTerminating(pool: Pool, id: string, reason: DestroyReason): Promise<string | undefined> {
+  const { rows } = await pool.query<{ account_id: string }>({
+    name: 'paddock-sandbox-terminating',
+    text: `update sandboxes set status = 'terminating', destroy_reason = $1 where id = $2 and state = 'active' and status <> 'terminating' returning account_id`,
+    values: [reason, id],
+  });
+  return rows[0]?.account_id;
+}
+
+// The sweeps' reads (workers/reaper.ts, metrics): this deployment's sandboxes, and those from
+// before deployments were recorded. Bounded by `limit`: a sweep takes a batch at a time.
+const OURS = '(deployment = $1 or deployment is null)';
+
+/** Sweep reads, as statements: the history bench EXPLAINs these very texts. */
+export const SWEEP_READS = {
+  overdue: {
+    name: 'paddock-sweep-overdue',
+    text: `select id from sandboxes where state = 'active' and expires_at <= $2 and ${OURS} order by expires_at limit $3`,
+  },
+  stuckPending: {
+    name: 'paddock-sweep-stuck-pending',
+    text: `select id from sandboxes where state = 'active' and status = 'pending' and created_at <= $2 and ${OURS} limit $3`,
+  },
+  terminating: {
+    name: 'paddock-sweep-terminating',
+    text: `select id, destroy_reason from sandboxes where state = 'active' and status = 'terminating' and ${OURS} limit $2`,
+  },
+} as const;
+
+/** Active sandboxes of the deployment past their cap (`now`), the most overdue first. */
+export async function overdueSandboxIds(pool: Pool, deployment: string, now: Date, limit: number): Promise<string[]> {
+  return (await pool.query<{ id: string }>({ ...SWEEP_READS.overdue, values: [deployment, now, limit] })).rows.map((r) => r.id);
+}
+
+/** Sandboxes of the deployment still pending since before `cutoff`. */
+export async function stuckPendingSandboxIds(pool: Pool, deployment: string, cutoff: Date, limit: number): Promise<string[]> {
+  return (await pool.query<{ id: string }>({ ...SWEEP_READS.stuckPending, values: [deployment, cutoff, limit] })).rows.map((r) => r.id);
+}
+
+/** Sandboxes of the deployment asked to be destroyed and not yet destroyed, with the reason asked. */
+export async function terminatingSandboxes(pool: Pool, deployment: string, limit: number): Promise<{ id: string; destroyReason: DestroyReason | null }[]> {
+  const { rows } = await pool.query<{ id: string; destroy_reason: DestroyReason | null }>({ ...SWEEP_READS.terminating, values: [deployment, limit] });
+  return rows.map((r) => ({ id: r.id, destroyReason: r.destroy_reason }));
+}
+
+/**
+ * Of `ids`, those with an active row or held by the warm pool (no row until claimed). One
+ * statement, one snapshot: a claim committing between two reads would be in neither.
+ */
+export async function activeOrPooledIds(pool: Pool, ids: readonly string[]): Promise<Set<string>> {
+  const { rows } = await pool.query<{ id: string }>({
+    name: 'paddock-active-or-pooled',
+    text: `select id from sandboxes where id = any($1) and state = 'active' union all select id from warm_sandboxes where id = any($1)`,
+    values: [ids],
+  });
+  return new Set(rows.map((r) => r.id));
+}
+
+/** How many sandboxes are not destroyed, by status. */
+export async function activeCountsByStatus(pool: Pool): Promise<{ status: string; count: number }[]> {
+  const { rows } = await pool.query<{ status: string; n: number }>({
+    name: 'paddock-active-by-status',
+    text: `select status, count(*)::int as n from sandboxes where state = 'active' group by status`,
+  });
+  return rows.map((r) => ({ status: r.status, count: r.n }));
 }
 
 function sandboxOf(row: SandboxRow): Sandbox {

@@ -1,11 +1,20 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Sandbox, type DestroyReason } from '../db/entities.ts';
+import type { DestroyReason } from '../db/entities.ts';
 import type { Announcer } from '../events/announce.ts';
-import { eventsLockStatement, eventsStatement, recordedFrom, recordEvent, type NewEvent } from '../events/record.ts';
+import { eventsLockStatement, eventsStatement, recordedFrom, type NewEvent } from '../events/record.ts';
 import { inBatchedTransaction } from '../db/batch.ts';
+import { ormPool } from '../db/orm.ts';
 import { ADD_DESTROYED_TO_ROLLUP } from '../usage/billing.ts';
-import type { RecordedEvent } from '../events/types.ts';
-import { SANDBOX_COLUMNS, sandboxSnapshot, type SandboxRow } from './snapshot.ts';
+import {
+  destroyedStatement,
+  dropOwnSecretsStatement,
+  expiryWarnedStatement,
+  findSandbox,
+  markSandboxTerminating,
+  runningSinceStatement,
+  runningStatement,
+} from '../repositories/sandboxes.ts';
+import { sandboxSnapshot, type SandboxRow } from './snapshot.ts';
 
 // Every change of a sandbox's state is a conditional update: it applies only from the state it
 // expects, so two processes racing (a worker finishing a create while a user destroys, two
@@ -24,14 +33,9 @@ export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'm
 export async function markRunning(em: EntityManager, sandbox: PendingSandbox, announcer?: Announcer): Promise<boolean> {
   const readyAt = new Date();
   const row: SandboxRow = { ...sandbox, state: 'active', status: 'running', ready_at: readyAt, destroyed_at: null, destroy_reason: null, failure_message: null };
-  const ours = { sql: `select 1 from sandboxes where id = ? and status = 'running' and ready_at = ?`, params: [sandbox.id, readyAt] };
-  const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')], undefined, ours);
+  const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')], undefined, runningSinceStatement(sandbox.id, readyAt));
   const [updated, , rows] = await inBatchedTransaction(em, (tx) =>
-    tx.commitWith([
-      { sql: `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning id`, params: [readyAt, sandbox.id] },
-      eventsLockStatement({ accountId: sandbox.account_id }),
-      statement,
-    ]),
+    tx.commitWith([runningStatement(sandbox.id, readyAt), eventsLockStatement({ accountId: sandbox.account_id }), statement]),
   );
   if (!updated?.length) return false;
   await announcer?.announce(recordedFrom(ids, rows));
@@ -40,21 +44,21 @@ export async function markRunning(em: EntityManager, sandbox: PendingSandbox, an
 
 /** Asks for destruction: status terminating, the first reason given wins. False if already destroyed. */
 export async function markTerminating(em: EntityManager, id: string, reason: DestroyReason, announcer: Announcer): Promise<boolean> {
-  const [updated] = await em.execute<{ account_id: string }[]>(
-    `update sandboxes set status = 'terminating', destroy_reason = ? where id = ? and state = 'active' and status <> 'terminating' returning account_id`,
-    [reason, id],
-  );
-  if (updated) {
-    await announcer.changed([updated.account_id]);
+  const pool = await ormPool(em);
+  const accountId = await markSandboxTerminating(pool, id, reason);
+  if (accountId) {
+    await announcer.changed([accountId]);
     return true;
   }
-  const row = await em.findOne(Sandbox, { id }, { fields: ['state'], disableIdentityMap: true });
-  return row?.state === 'active';
+  return (await findSandbox(pool, id))?.state === 'active';
 }
 
 /**
  * active → destroyed; a sandbox destroyed for `failed` ends with status failed (events
- * sandbox.failed, then sandbox.destroyed), else terminated (sandbox.destroyed).
+ * sandbox.failed, then sandbox.destroyed), else terminated (sandbox.destroyed). Two round trips:
+ * the update (with its own secrets' removal, which happens whether or not it applied), then, where
+ * it applied, its time added to its account's months (usage never counts it twice, nor drops it)
+ * and its events, with the commit.
  */
 export async function markDestroyed(
   em: EntityManager,
@@ -63,28 +67,14 @@ export async function markDestroyed(
   failureMessage?: string,
   announcer?: Announcer,
 ): Promise<boolean> {
-  const events = await em.transactional(async (tx) => {
-    const [row] = await tx.execute<SandboxRow[]>(
-      `update sandboxes
-          set state = 'destroyed',
-              status = case when coalesce(destroy_reason, ?) = 'failed' then 'failed' else 'terminated' end,
-              destroyed_at = ?,
-              destroy_reason = coalesce(destroy_reason, ?),
-              failure_message = coalesce(?, failure_message)
-        where id = ? and state = 'active'
-        returning ${SANDBOX_COLUMNS}`,
-      [reason, new Date(), reason, failureMessage ? failureMessage.slice(0, 1000) : null, id],
-    );
-    // A sandbox's own secrets go with it.
-    await tx.execute('delete from secrets where sandbox_id = ?', [id]);
+  const events = await inBatchedTransaction(em, async (tx) => {
+    const [changed] = await tx.send([destroyedStatement(id, reason, new Date(), failureMessage), dropOwnSecretsStatement(id)]);
+    const row = changed?.[0] as SandboxRow | undefined;
     if (!row) return undefined;
-    // Its time moves from "running" to its months' rollups in the same commit: usage never
-    // counts it twice, nor drops it.
-    await tx.execute(ADD_DESTROYED_TO_ROLLUP, [id]);
-    const recorded: (RecordedEvent | undefined)[] = [];
-    if (row.status === 'failed') recorded.push(await sandboxEvent(tx, row, 'sandbox.failed'));
-    recorded.push(await sandboxEvent(tx, row, 'sandbox.destroyed'));
-    return recorded;
+    const types: SandboxEventType[] = row.status === 'failed' ? ['sandbox.failed', 'sandbox.destroyed'] : ['sandbox.destroyed'];
+    const { statement, ids } = eventsStatement(types.map((type) => sandboxEventOf(row, type)));
+    const [, , rows] = await tx.commitWith([{ sql: ADD_DESTROYED_TO_ROLLUP, params: [id] }, eventsLockStatement({ accountId: row.account_id }), statement]);
+    return recordedFrom(ids, rows);
   });
   if (!events) return false;
   await announcer?.announce(events);
@@ -93,18 +83,17 @@ export async function markDestroyed(
 
 /**
  * Records sandbox.expiring once for an active sandbox whose cap is near (the delayed job, or the
- * sweep when that job was lost). False when already warned, destroyed or past its cap.
+ * sweep when that job was lost). False when already warned, destroyed or past its cap. Two round
+ * trips: the update, then the event where it applied, with the commit.
  */
 export async function markExpiring(em: EntityManager, id: string, announcer?: Announcer): Promise<boolean> {
-  const events = await em.transactional(async (tx) => {
-    const [row] = await tx.execute<SandboxRow[]>(
-      `update sandboxes set expiry_warned_at = now()
-        where id = ? and state = 'active' and expiry_warned_at is null and expires_at > now()
-        returning ${SANDBOX_COLUMNS}`,
-      [id],
-    );
+  const events = await inBatchedTransaction(em, async (tx) => {
+    const [changed] = await tx.send([expiryWarnedStatement(id)]);
+    const row = changed?.[0] as SandboxRow | undefined;
     if (!row) return undefined;
-    return [await sandboxEvent(tx, row, 'sandbox.expiring')];
+    const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.expiring')]);
+    const [, rows] = await tx.commitWith([eventsLockStatement({ accountId: row.account_id }), statement]);
+    return recordedFrom(ids, rows);
   });
   if (!events) return false;
   await announcer?.announce(events);
@@ -112,10 +101,6 @@ export async function markExpiring(em: EntityManager, id: string, announcer?: An
 }
 
 type SandboxEventType = 'sandbox.running' | 'sandbox.failed' | 'sandbox.destroyed' | 'sandbox.expiring' | 'sandbox.created';
-
-export function sandboxEvent(tx: EntityManager, row: SandboxRow, type: SandboxEventType) {
-  return recordEvent(tx, sandboxEventOf(row, type));
-}
 
 function sandboxEventOf(row: SandboxRow, type: SandboxEventType): NewEvent {
   return {

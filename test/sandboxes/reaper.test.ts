@@ -10,6 +10,7 @@ import { newId } from '../../shared/ids.ts';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
+import { destroySandbox } from '../../workers/processors/destroy-sandbox.ts';
 
 // A cap of a few seconds and a one-second sweep, so expiry is observable in a test. Not 3 s: a
 // create on a host running two suites at once took longer than that (CI answered `terminating`).
@@ -57,6 +58,26 @@ test('with its expiry job lost (Redis flushed), the sweep still destroys an over
   // The cap plus one sweep interval, with some slack for a busy machine.
   assert.ok(lagMs < 2500, `destroy began ${lagMs} ms after expiresAt`);
   await assertEventsMatchTransitions(stack.apis[0]!.deps.pg, { accountId: a.id });
+});
+
+test('destroys racing for one sandbox (its user, the sweep, a retried job) end it once: one sandbox.destroyed, its time billed once', async () => {
+  const a = await newAccount(stack.url);
+  const { body: s } = await createSandbox(stack.url, a.key);
+  const [deleted, ...swept] = await Promise.all([
+    call(stack.url, 'DELETE', `/v1/sandboxes/${s.id}`, { token: a.key }),
+    ...[1, 2, 3].map(() => destroySandbox(worker(), s.id, 'expired', 'sweep')),
+  ]);
+  assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+  // The DELETE's own job destroys it too: at most one of the sweep's three does.
+  assert.ok(swept.filter((r) => r === 'destroyed').length <= 1, `the sweep's destroys answered ${swept.join(', ')}`);
+  const gone = await waitForSandbox(stack.url, a.key, s.id, (x) => x.state === 'destroyed', 15_000);
+  assert.equal(gone.status, 'terminated');
+  const pg = stack.apis[0]!.deps.pg;
+  const { rows } = await pg.query<{ seconds: number }>('select seconds from usage_rollups where account_id = $1', [a.id]);
+  const ran = (Date.parse(gone.destroyedAt) - Date.parse(gone.readyAt)) / 1000;
+  assert.equal(rows.length, 1);
+  assert.ok(Math.abs(rows[0]!.seconds - ran) < 0.01, `${rows[0]!.seconds} s billed for ${ran} s run`);
+  await assertEventsMatchTransitions(pg, { accountId: a.id });
 });
 
 test('the sweep removes runtime sandboxes that have no active row (orphans)', async () => {

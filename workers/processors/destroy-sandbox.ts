@@ -1,5 +1,7 @@
 import type { Job } from 'bullmq';
-import { Sandbox, type DestroyReason } from '../../shared/db/entities.ts';
+import type { DestroyReason } from '../../shared/db/entities.ts';
+import { ormPool } from '../../shared/db/orm.ts';
+import { findSandbox } from '../../shared/repositories/sandboxes.ts';
 import { jobCatalogue, parsePayload } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markExpiring, markTerminating } from '../../shared/sandboxes/transitions.ts';
 import { settleWithin } from '../../shared/settle-within.ts';
@@ -35,9 +37,10 @@ export async function destroySandbox(
   source: string,
 ): Promise<string> {
   const em = deps.orm.em.fork();
-  const row = await em.findOne(Sandbox, { id: sandboxId });
+  const row = await findSandbox(await ormPool(em), sandboxId);
   if (!row) return 'unknown';
-  if (row.state === 'active') await markTerminating(em, sandboxId, reason, deps.events);
+  // One asked for already (a user's DELETE marks it before queuing this job) keeps its first reason.
+  if (row.state === 'active' && row.status !== 'terminating') await markTerminating(em, sandboxId, reason, deps.events);
   await deps.runtime.destroy(sandboxId);
   const destroyed = await markDestroyed(em, sandboxId, reason, undefined, deps.events);
   if (destroyed) {
