@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { newId } from '../../shared/ids.ts';
 import type { ExecRequest, SandboxRuntime } from '../../shared/runtime/types.ts';
+import { hostProcesses } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // What a sandbox must not reach, and what it must not be able to do to the host, tried for real.
@@ -121,17 +122,10 @@ test('with network, a sandbox has a link out but still not the host loopback', {
   assert.doesNotMatch(result.stdout, /hello from the host/);
 
   // slirp4netns runs outside the sandbox's namespaces, named by its marker: destroy ends it too.
-  const slirps = async () => {
-    const found: number[] = [];
-    for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
-      const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-      if (args[0] === `paddock-sandbox-${id}`) found.push(Number(pid));
-    }
-    return found;
-  };
-  assert.equal((await slirps()).length, 1, 'one slirp4netns for the sandbox');
+  const slirps = () => hostProcesses().filter(({ args }) => args[0] === `paddock-sandbox-${id}`);
+  assert.equal(slirps().length, 1, 'one slirp4netns for the sandbox');
   await runtime.destroy(id);
-  assert.deepEqual(await slirps(), [], 'slirp4netns outlived its sandbox');
+  assert.deepEqual(slirps(), [], 'slirp4netns outlived its sandbox');
 });
 
 test('a sandbox cannot see another sandbox\'s files', async (t) => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -9,6 +9,7 @@ import { newId } from '../../shared/ids.ts';
 import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
 import { PermanentRuntimeError, SandboxGoneError } from '../../shared/runtime/types.ts';
 import { AGENT_PATH } from '../../shared/runtime/local/launch.ts';
+import { hostProcesses } from '../helpers/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
@@ -21,13 +22,10 @@ async function readState(dataDir: string, id: string): Promise<{ pid: number; st
 }
 
 /** Host pids of processes that carry this sandbox's marker: its init, and bubblewrap watching it. */
-async function initsOf(id: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
-    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if ((args[0] === '/bin/sh' || args[0] === AGENT_PATH) && args.includes(`paddock-sandbox-${id}`)) found.push(Number(pid));
-  }
-  return found;
+function initsOf(id: string): number[] {
+  return hostProcesses()
+    .filter(({ args }) => (args[0] === '/bin/sh' || args[0] === AGENT_PATH) && args.includes(`paddock-sandbox-${id}`))
+    .map((p) => p.pid);
 }
 
 test('create starts a running sandbox that get and list report', async (t) => {
@@ -49,7 +47,7 @@ test('create is idempotent: the existing sandbox is returned, not duplicated', a
   assert.equal((await runtime.create({ id, accountId: 'acct_test', capSeconds: 600 })).status, 'running');
   assert.deepEqual(await readState(options.dataDir, id), before);
   assert.equal((await run(runtime, id, ['ls'])).stdout, 'marker\n');
-  assert.deepEqual(await initsOf(id), [before.pid]);
+  assert.deepEqual(initsOf(id), [before.pid]);
 });
 
 /** Creates the sandbox from another Node process, which must be able to exit once it has. */
@@ -85,7 +83,7 @@ test('concurrent creates of one id from two processes end with one sandbox', asy
   assert.equal(mine.status, 'running');
   assert.equal(theirs, 'running');
   const state = await readState(options.dataDir, id);
-  assert.deepEqual(await initsOf(id), [state.pid]);
+  assert.deepEqual(initsOf(id), [state.pid]);
   assert.equal((await runtime.list()).length, 1);
 });
 

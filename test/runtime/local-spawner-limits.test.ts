@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { hostProcesses } from '../helpers/processes.ts';
 
 // The nsenter path (sandboxes without their agent: see local-agent.test.ts for the agent's).
 // Descriptor exhaustion in the spawner: the commands that find no descriptors fail, and nothing
@@ -77,11 +78,9 @@ test('commands timing out together are killed through their own groups: the spaw
   // The spawner is the script's child running spawner-main.ts: sample its descriptors throughout.
   let peak = 0;
   const sampler = setInterval(() => {
-    for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    for (const spawner of hostProcesses().filter((p) => p.ppid === child.pid && p.args.some((a) => a.includes('spawner-main.ts')))) {
       try {
-        if (!readFileSync(`/proc/${name}/status`, 'utf8').includes(`\nPPid:\t${child.pid}\n`)) continue;
-        if (!readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('spawner-main.ts')) continue;
-        peak = Math.max(peak, readdirSync(`/proc/${name}/fd`).length);
+        peak = Math.max(peak, readdirSync(`/proc/${spawner.pid}/fd`).length);
       } catch {
         // gone
       }

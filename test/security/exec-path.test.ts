@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { hostProcesses } from '../helpers/processes.ts';
 import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount, type TestAccount } from '../helpers/accounts.ts';
@@ -43,15 +43,7 @@ async function tenant(label: string) {
 
 /** Every host process's command line, as `ps -eo args` shows them to any host user. */
 function hostCommandLines(): string[] {
-  const lines: string[] = [];
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      lines.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '));
-    } catch {
-      // gone
-    }
-  }
-  return lines;
+  return hostProcesses().map((p) => p.args.join(' '));
 }
 
 // The needle's first character in brackets: the pattern then never matches the searching shell's own command line.
@@ -250,40 +242,20 @@ test('a flood costs Paddock no process and little memory: commands start from th
   const { account, sandboxId } = await tenant('spawnerflood');
   // Without the agent, a spawner (spawner-main.ts) forks commands for this process. One runs for
   // the runtime's own work (a create's disk, its bubblewrap), but no command of the flood is its.
-  const spawners = () =>
-    readdirSync('/proc')
-      .filter((name) => /^\d+$/.test(name))
-      .filter((pid) => {
-        try {
-          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('spawner-main.ts') &&
-            Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) === process.pid;
-        } catch {
-          return false; // gone
-        }
-      });
   // A spawner's children are the sandboxes it started (their bubblewrap, named by their marker,
   // launch.ts) and the commands it forks.
-  const isSandbox = (pid: string): boolean => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('paddock-sandbox-');
-    } catch {
-      return true; // gone: a command would still be there, held by the flood
-    }
-  };
-  const childrenOf = (pid: string): string[] => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).filter((child) => !isSandbox(child));
-    } catch {
-      return []; // gone
-    }
+  const forkedBySpawners = (): number[] => {
+    const processes = hostProcesses();
+    const spawners = new Set(processes.filter((p) => p.ppid === process.pid && p.args.some((a) => a.includes('spawner-main.ts'))).map((p) => p.pid));
+    return processes.filter((p) => spawners.has(p.ppid) && !p.args.some((a) => a.includes('paddock-sandbox-'))).map((p) => p.pid);
   };
   await sh(account, sandboxId, 'true');
   const before = process.memoryUsage().rss;
   let peak = before;
-  const forked = new Set<string>();
+  const forked = new Set<number>();
   const sampler = setInterval(() => {
     peak = Math.max(peak, process.memoryUsage().rss);
-    for (const spawner of spawners()) for (const child of childrenOf(spawner)) forked.add(child);
+    for (const child of forkedBySpawners()) forked.add(child);
   }, 20);
   try {
     const floods = await Promise.all([1, 2, 3].map(() => exec(account, sandboxId, { command: 'cat /dev/zero', timeoutSeconds: 30 })));
