@@ -6,7 +6,7 @@ import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { Sandbox } from '../../shared/db/entities.ts';
 import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, enqueueAll, jobCatalogue, type JobPayload, type JobRequest } from '../../shared/jobs/catalogue.ts';
-import { markDestroyed, markTerminating } from '../../shared/sandboxes/transitions.ts';
+import { markDestroyed, markTerminatingByItsUser } from '../../shared/sandboxes/transitions.ts';
 import { eventsStatement, recordedFrom, type NewEvent } from '../../shared/events/record.ts';
 import { presentSandbox, type PresentedSandbox } from '../presenters/sandbox.ts';
 import { withTransition } from '../../shared/events/ring.ts';
@@ -231,11 +231,20 @@ export async function completeIdempotencyKey(em: EntityManager, accountId: strin
   ]);
 }
 
-/** Asks for the sandbox's destruction; an already destroyed sandbox is left as it is. */
-export async function requestDestroy(deps: AppDeps, em: EntityManager, sandbox: Sandbox): Promise<void> {
-  if (sandbox.state === 'destroyed') return;
-  await markTerminating(em, sandbox.id, 'user', deps.events);
-  await enqueue(deps.queue, 'destroy', { sandboxId: sandbox.id, reason: 'user' });
+/**
+ * Asks for the account's sandbox's destruction, and answers the sandbox as it now is: terminating,
+ * or as it was when asked for already or destroyed (left as it is); 404 for none. A running one
+ * takes one statement, its job queued beside the announcement.
+ */
+export async function requestDestroy(deps: AppDeps, em: EntityManager, accountId: string, id: string): Promise<Sandbox> {
+  const queueDestroy = () => enqueue(deps.queue, 'destroy', { sandboxId: id, reason: 'user' });
+  // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
+  const marked = isId('sbx', id) ? await markTerminatingByItsUser(em, accountId, id, deps.events, queueDestroy) : undefined;
+  if (marked) return marked;
+  const sandbox = await findOwnSandbox(deps.pg, accountId, id);
+  // Asked for already: its job again (one job, by its id), should the first have been lost.
+  if (sandbox.state === 'active') await queueDestroy();
+  return sandbox;
 }
 
 const WAIT_POLL_MS = 500;

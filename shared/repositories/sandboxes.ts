@@ -195,6 +195,18 @@ export async function markSandboxTerminating(pool: Pool, id: string, reason: Des
   return rows[0]?.account_id;
 }
 
+/** The account's sandbox → terminating, asked for by its user: the sandbox as it now is, when it was active and not asked for yet. */
+export async function markOwnSandboxTerminating(pool: Pool, accountId: string, id: string): Promise<Sandbox | undefined> {
+  const { rows } = await pool.query<SandboxRow>({
+    name: 'paddock-own-sandbox-terminating',
+    text: `update sandboxes set status = 'terminating', destroy_reason = 'user'
+            where id = $1 and account_id = $2 and state = 'active' and status <> 'terminating'
+            returning ${SANDBOX_COLUMNS}, env`,
+    values: [id, accountId],
+  });
+  return rows[0] && sandboxOf(rows[0]);
+}
+
 // The sweeps' reads (workers/reaper.ts, metrics): this deployment's sandboxes, and those from
 // before deployments were recorded. Bounded by `limit`: a sweep takes a batch at a time.
 const OURS = '(deployment = $1 or deployment is null)';

@@ -5,7 +5,6 @@ import {
   createJobId,
   createSandbox,
   destroyJobId,
-  findOwnSandbox,
   listOwnSandboxes,
   presentedOwnSandbox,
   requestDestroy,
@@ -131,13 +130,9 @@ export const destroySandboxRoute = route(
     errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found', 'rate_limited'],
   },
   async (ctx, { params, query }, deps) => {
-    const em = ctx.state.em;
-    let sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
-    await requestDestroy(deps, em, sandbox);
+    let sandbox = await requestDestroy(deps, ctx.state.em, accountIdOf(ctx), params.id);
     if (query.wait && sandbox.state === 'active') {
       sandbox = await waitForJob(deps, sandbox, destroyJobId(sandbox.id), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
-    } else {
-      sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
     }
     ctx.body = presentSandbox(sandbox);
   },
