@@ -185,24 +185,17 @@ export function expiryWarnedStatement(id: string): Statement {
   };
 }
 
-/** → terminating, the first reason given kept: its account's id when it applied, else undefined. */
-export async function markSandboxTerminating(pool: Pool, id: string, reason: DestroyReason): Promise<string | undefined> {
-  const { rows } = await pool.query<{ account_id: string }>({
-    name: 'paddock-sandbox-terminating',
-    text: `update sandboxes set status = 'terminating', destroy_reason = $1 where id = $2 and state = 'active' and status <> 'terminating' returning account_id`,
-    values: [reason, id],
-  });
-  return rows[0]?.account_id;
-}
-
-/** The account's sandbox → terminating, asked for by its user: the sandbox as it now is, when it was active and not asked for yet. */
-export async function markOwnSandboxTerminating(pool: Pool, accountId: string, id: string): Promise<Sandbox | undefined> {
+/**
+ * → terminating, when it was active and not asked for yet: the sandbox as it now is, else
+ * undefined. With `accountId`, only that account's (a user's DELETE finds and marks in one).
+ */
+export async function markSandboxTerminating(pool: Pool, id: string, reason: DestroyReason, accountId?: string): Promise<Sandbox | undefined> {
   const { rows } = await pool.query<SandboxRow>({
-    name: 'paddock-own-sandbox-terminating',
-    text: `update sandboxes set status = 'terminating', destroy_reason = 'user'
-            where id = $1 and account_id = $2 and state = 'active' and status <> 'terminating'
+    name: 'paddock-sandbox-terminating',
+    text: `update sandboxes set status = 'terminating', destroy_reason = $2
+            where id = $1 and ($3::text is null or account_id = $3) and state = 'active' and status <> 'terminating'
             returning ${SANDBOX_COLUMNS}, env`,
-    values: [id, accountId],
+    values: [id, reason, accountId ?? null],
   });
   return rows[0] && sandboxOf(rows[0]);
 }

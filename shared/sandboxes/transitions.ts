@@ -10,7 +10,6 @@ import {
   dropOwnSecretsStatement,
   expiryWarnedStatement,
   findSandbox,
-  markOwnSandboxTerminating,
   markSandboxTerminating,
   runningSinceStatement,
   runningStatement,
@@ -46,9 +45,9 @@ export async function markRunning(em: EntityManager, sandbox: PendingSandbox, an
 /** Asks for destruction: status terminating, the first reason given wins. False if already destroyed. */
 export async function markTerminating(em: EntityManager, id: string, reason: DestroyReason, announcer: Announcer): Promise<boolean> {
   const pool = await ormPool(em);
-  const accountId = await markSandboxTerminating(pool, id, reason);
-  if (accountId) {
-    await announcer.changed([accountId]);
+  const marked = await markSandboxTerminating(pool, id, reason);
+  if (marked) {
+    await announcer.changed([marked.accountId]);
     return true;
   }
   return (await findSandbox(pool, id))?.state === 'active';
@@ -67,7 +66,7 @@ export async function markTerminatingByItsUser(
   announcer: Announcer,
   alongside: () => Promise<unknown>,
 ): Promise<Sandbox | undefined> {
-  const marked = await markOwnSandboxTerminating(await ormPool(em), accountId, id);
+  const marked = await markSandboxTerminating(await ormPool(em), id, 'user', accountId);
   if (marked) await Promise.all([announcer.changed([accountId]), alongside()]);
   return marked;
 }
