@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { eventually } from '../helpers/eventually.ts';
 import { hostProcesses } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
+import { TEST_SANDBOXES_CPU_WEIGHT } from '../helpers/config.ts';
+import { newId } from '../../shared/ids.ts';
+import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
+import { createLogger } from '../../shared/logger.ts';
 
 // Destroy against what a sandbox can make of its files (issue 13): a tree deeper than PATH_MAX
 // made destroy fail forever, and 600k files took 30 s and 1.45 GB. Destroy ends once nothing of
@@ -42,6 +47,23 @@ print(60 * 201)"`,
     assert.notEqual(ppid, process.pid, 'not forked by the runtime\'s process');
     assert.match(readFileSync(`/proc/${ppid}/cmdline`, 'utf8'), /spawner-main\.ts/, 'forked by the spawner');
   }
+});
+
+test('a runtime that closes right after a destroy waits for its files to be removed, and cuts no rm short', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'paddock-local-close-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const lines: string[] = [];
+  const log = createLogger('warn', 'test', { write: (line: string) => void lines.push(line) });
+  const runtime = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 128, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT, log });
+  const id = newId('sbx');
+  await runtime.create({ id, accountId: 'acct_test', capSeconds: 600 });
+  const made = await run(runtime, id, ['sh', '-c', 'cd /workspace && mkdir many && cd many && seq 1 20000 | xargs touch && echo made'], { timeoutMs: 120_000 });
+  assert.equal(made.stdout.trim(), 'made', made.stderr);
+  await runtime.destroy(id);
+  // The removal of 20,000 files is still running here (the destroy does not wait for it).
+  await runtime.close();
+  assert.deepEqual(await readdir(join(dataDir, 'trash')), [], 'nothing is left in the trash');
+  assert.deepEqual(lines.filter((l) => /left for the next sweep|could not remove/.test(l)), []);
 });
 
 /** The `rm` processes removing something under `dir`, with their parents. */

@@ -37,18 +37,20 @@ async function openUp(dir: string): Promise<void> {
  * Takes a sandbox's directory out of the runtime's view at once (a rename) and removes it
  * afterwards: a destroy finishes once nothing of the sandbox runs, however large its tree, and a
  * tree that cannot be removed now is retried by the next sweep (sweepTrash) instead of holding the
- * sandbox, and its account's quota, in `terminating`.
+ * sandbox, and its account's quota, in `terminating`. Answers the removal, which never rejects
+ * (wrapped: an async function would wait for a promise it returned): a runtime that closes waits
+ * for it rather than cut it short.
  */
-export async function discard(run: HostCommand, dir: string, trash: string, log: Logger | undefined): Promise<void> {
+export async function discard(run: HostCommand, dir: string, trash: string, log: Logger | undefined): Promise<{ removed: Promise<void> }> {
   await mkdir(trash, { recursive: true, mode: 0o700 });
   const target = join(trash, `${basename(dir)}.${randomBytes(4).toString('hex')}`);
   try {
     await rename(dir, target);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { removed: Promise.resolve() };
     throw err;
   }
-  void removeTree(run, target).catch((err: unknown) => log?.warn({ err, dir: target }, 'a destroyed sandbox’s files are left for the next sweep'));
+  return { removed: removeTree(run, target).catch((err: unknown) => log?.warn({ err, dir: target }, 'a destroyed sandbox’s files are left for the next sweep')) };
 }
 
 /** Removes what earlier destroys left in the trash (a crash, or a tree that resisted). */

@@ -1,4 +1,5 @@
 import { chmod, chown, mkdir, readdir, stat } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   PermanentRuntimeError,
   SandboxGoneError,
@@ -41,6 +42,7 @@ import { markEnding, readState, writeState, type SandboxState } from './state.ts
 
 const DEFAULT_CREATE_TIMEOUT_MS = 30_000;
 const DESTROY_TIMEOUT_MS = 30_000;
+const CLOSE_WAITS_FOR_REMOVALS_MS = 10_000;
 const NETWORK_NEEDS =
   'sandboxes with network (PADDOCK_LOCAL_NETWORK) need Paddock to run as root, with slirp4netns and nft installed';
 const ENDED = 'its processes have ended (its init exited, or the host restarted)';
@@ -71,6 +73,9 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   const diskInodes = Math.min(settings.diskInodes ?? 131_072, diskMb * 64);
   const diskMbps = settings.diskMbps ?? 0;
   let sweeping: Promise<void> | undefined;
+  // Destroyed sandboxes' files still being removed: close waits for them (bounded), so a
+  // worker that stops leaves no trash behind and cuts no `rm` short.
+  const removals = new Set<Promise<void>>();
 
   function host(): Promise<Host> {
     setup ??= openHost().catch((err: unknown) => {
@@ -245,7 +250,9 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     if (state?.network) await waitUntilEnded(state.network.pid, state.network.startTime, deadline);
     // Nothing of the sandbox runs: its disk can go, and its image with the directory.
     await unmountDisk(spawner.host, workspaceDir(h.layout, id));
-    await discard(spawner.host, dir, h.layout.trash, log);
+    const { removed: removal } = await discard(spawner.host, dir, h.layout.trash, log);
+    removals.add(removal);
+    void removal.finally(() => removals.delete(removal));
   }
 
   /** The state of a sandbox that runs now, for exec. */
@@ -405,6 +412,9 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
 
     async close() {
       known.clear();
+      // What is still running after this is left in the trash, for the next process's sweep.
+      const pending = Promise.allSettled([...removals, ...(sweeping ? [sweeping] : [])]);
+      await Promise.race([pending, delay(CLOSE_WAITS_FOR_REMOVALS_MS, undefined, { ref: false })]);
       await spawner.close();
     },
   };
