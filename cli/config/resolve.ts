@@ -32,6 +32,9 @@ export function checkedBaseUrl(config: ResolvedConfig): string | undefined {
   return config.baseUrl === undefined ? undefined : checkBaseUrl(config.baseUrl);
 }
 
+/** What every API key looks like (its secret part is letters and digits only). */
+export const KEY_SHAPE = /^[a-z]+_live_[A-Za-z0-9]+$/;
+
 /** `pdk_live_abcd…wxyz`: enough to recognise a key, not enough to use it. */
 export function maskKey(key: string): string {
   const m = /^([a-z]+_live_)(.*)$/.exec(key);

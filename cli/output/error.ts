@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
-import { InsecureBaseUrlError, PaddockApiError, PaddockConnectionError, PaddockError } from '../api/index.ts';
-import { CliError, EXIT_ERROR, exitCodeOverride } from '../errors.ts';
+import { InsecureBaseUrlError, MalformedCredentialError, PaddockApiError, PaddockConnectionError, PaddockError } from '../api/index.ts';
+import { CliError, EXIT_ERROR, EXIT_USAGE, exitCodeOverride } from '../errors.ts';
 import { inFlagTerms, type ErrorContext } from './fields.ts';
 import { hintFor } from './hints.ts';
 
@@ -44,6 +44,9 @@ function describe(err: unknown, context: ErrorContext | undefined): DescribedErr
       hint: "Use the service's https:// address (in --url, `paddock config set-url` or PADDOCK_BASE_URL).",
       exitCode: EXIT_ERROR,
     };
+  }
+  if (err instanceof MalformedCredentialError) {
+    return { message: err.message, code: 'malformed_api_key', hint: 'Check PADDOCK_API_KEY and `paddock config show`.', exitCode: EXIT_USAGE };
   }
   if (err instanceof PaddockConnectionError) {
     return {

@@ -1,7 +1,7 @@
 import { PaddockClient } from '../api/index.ts';
 import { checkBaseUrl } from '../api/index.ts';
-import { resolveConfig, type ResolvedConfig } from '../config/resolve.ts';
-import { CliError } from '../errors.ts';
+import { KEY_SHAPE, resolveConfig, type ResolvedConfig } from '../config/resolve.ts';
+import { CliError, EXIT_USAGE } from '../errors.ts';
 import { CLI_VERSION } from '../version.ts';
 
 export const USER_AGENT = `paddock-cli/${CLI_VERSION}`;
@@ -24,6 +24,15 @@ export function apiClient(config: ResolvedConfig = resolveConfig()): PaddockClie
     throw new CliError('No API key is set.', {
       hint: 'Run `paddock signup` (a new account) or `paddock login` (an existing one), or save a key with `paddock config set-key`, or set PADDOCK_API_KEY.',
       code: 'not_configured',
+    });
+  }
+  if (!KEY_SHAPE.test(config.apiKey.trim())) {
+    // Never quoted: a key with a stray character in it is still most of a secret.
+    const where = config.apiKeySource === 'env' ? 'PADDOCK_API_KEY' : config.path;
+    throw new CliError(`The API key in ${where} is not a key: keys look like pdk_live_ followed by letters and digits.`, {
+      hint: config.apiKeySource === 'env' ? 'Set PADDOCK_API_KEY to the key alone, or unset it to use the saved one.' : 'Save the key again with `paddock config set-key`, or run `paddock login`.',
+      code: 'malformed_api_key',
+      exitCode: EXIT_USAGE,
     });
   }
   return new PaddockClient({ baseUrl, apiKey: config.apiKey, userAgent: USER_AGENT });

@@ -1,13 +1,12 @@
 import { PaddockClient } from '../api/index.ts';
 import { PaddockApiError, PaddockConnectionError } from '../api/index.ts';
 import { updateConfigFile } from '../config/file.ts';
-import { resolveConfig } from '../config/resolve.ts';
+import { KEY_SHAPE, resolveConfig } from '../config/resolve.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { askNonEmpty } from '../terminal/prompt.ts';
 import { readStdinValue, stdinIsPiped } from '../terminal/stdin.ts';
 import { requireBaseUrl, USER_AGENT } from './client.ts';
 
-const KEY_SHAPE = /^[a-z]+_live_[A-Za-z0-9]+$/;
 
 export interface SavedKey {
   path: string;

@@ -1,5 +1,5 @@
 import { checkBaseUrl } from './base-url.ts';
-import { PaddockApiError, PaddockConnectionError, PaddockError } from './errors.ts';
+import { MalformedCredentialError, PaddockApiError, PaddockConnectionError, PaddockError } from './errors.ts';
 import { connectTerminal, type Terminal, type TerminalOptions } from './terminal.ts';
 import type {
   Account,
@@ -91,6 +91,15 @@ interface RequestSpec {
 
 const NDJSON = 'application/x-ndjson';
 
+/** The credential as a header will carry it (fetch trims the ends); a refusal that never quotes it. */
+function checkedCredential(value: string | undefined, which: 'apiKey' | 'token'): string | undefined {
+  const sent = value?.trim();
+  // An empty one is none, as before: the request goes without, and the API says which it wanted.
+  if (!sent) return undefined;
+  if (/[^\x21-\x7e]/.test(sent)) throw new MalformedCredentialError(which);
+  return sent;
+}
+
 /**
  * The typed client of Paddock's HTTP API v1: one method per route. Errors are thrown as
  * PaddockApiError (the problem document's status, code, detail, requestId and Retry-After),
@@ -107,8 +116,9 @@ export class PaddockClient {
 
   constructor(options: PaddockClientOptions) {
     this.baseUrl = checkBaseUrl(options.baseUrl);
-    this.#apiKey = options.apiKey;
-    this.#token = options.token;
+    // Checked here: fetch's own refusal of such a header quotes the value, the secret with it.
+    this.#apiKey = checkedCredential(options.apiKey, 'apiKey');
+    this.#token = checkedCredential(options.token, 'token');
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#userAgent = options.userAgent ?? 'paddock-client/0.1.0';
     this.#options = options;

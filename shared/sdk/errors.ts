@@ -58,3 +58,16 @@ export class PaddockConnectionError extends PaddockError {
     this.baseUrl = baseUrl;
   }
 }
+
+/**
+ * A credential the client will not send: it holds a character no key or token has (a space, a
+ * line break, a control character), which a header cannot carry. The message never repeats it.
+ */
+export class MalformedCredentialError extends PaddockError {
+  override name = 'MalformedCredentialError';
+  readonly credential: 'apiKey' | 'token';
+  constructor(credential: 'apiKey' | 'token') {
+    super(`The ${credential === 'apiKey' ? 'API key' : 'session token'} holds a character no credential has (a space, a line break or a control character).`);
+    this.credential = credential;
+  }
+}

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InsecureBaseUrlError, PaddockApiError, PaddockClient, PaddockConnectionError, type ExecStreamEvent } from '../../cli/api/index.ts';
+import { InsecureBaseUrlError, MalformedCredentialError, PaddockApiError, PaddockClient, PaddockConnectionError, type ExecStreamEvent } from '../../cli/api/index.ts';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { uniqueEmail } from '../helpers/config.ts';
 
@@ -22,6 +22,24 @@ test('the constructor enforces the https rule', () => {
   assert.equal(new PaddockClient({ baseUrl: 'https://x.example/base/' }).baseUrl, 'https://x.example/base');
   assert.equal(new PaddockClient({ baseUrl: 'http://localhost:8080' }).baseUrl, 'http://localhost:8080');
   assert.equal(new PaddockClient({ baseUrl: 'http://127.0.0.1' }).baseUrl, 'http://127.0.0.1');
+});
+
+test('a credential a header cannot carry is refused in the constructor, and the refusal never quotes it', async () => {
+  const secret = 'pdk_live_NeverQuoteThisPart42';
+  for (const bad of [`${secret}\nx`, `${secret}\u0000`, `pdk_live_a b${secret}`, `${secret}\u00e9`]) {
+    for (const field of ['apiKey', 'token'] as const) {
+      assert.throws(
+        () => new PaddockClient({ baseUrl: 'http://127.0.0.1', [field]: bad }),
+        (err: unknown) => err instanceof MalformedCredentialError && err.credential === field && !err.message.includes('NeverQuote'),
+        JSON.stringify(bad),
+      );
+    }
+  }
+  // Its ends trimmed, as fetch would: the key sent is the key alone.
+  const seen: Request[] = [];
+  const client = new PaddockClient({ baseUrl: 'http://127.0.0.1', apiKey: ` ${secret}\r\n`, fetch: cannedFetch('{"sandboxHours":{}}', { status: 200, headers: { 'content-type': 'application/json' } }, seen) });
+  await client.account().catch(() => undefined);
+  assert.equal(seen[0]?.headers.get('authorization'), `Bearer ${secret}`);
 });
 
 test('the whole flow against a real stack: signup, login, keys, sandbox, exec, files, allowlist, secrets', async () => {

@@ -129,6 +129,23 @@ test('the https rule holds before any request: an edited file or PADDOCK_BASE_UR
   }
 });
 
+test('a key with a stray character (PADDOCK_API_KEY or the file) is refused before any request, and never echoed', async () => {
+  const secret = 'SecretPartThatMustNotLeak0123';
+  const home = tempHome();
+  // No server listens here: a request would be a connection failure, not this refusal.
+  const fromEnv = await runCli(home, ['session', 'ls'], { env: { PADDOCK_BASE_URL: 'http://127.0.0.1:9', PADDOCK_API_KEY: `pdk_live_${secret}\nx` } });
+  failsWith(fromEnv, 'malformed_api_key', 2);
+  assert.match(fromEnv.stderr, /PADDOCK_API_KEY/);
+  assert.doesNotMatch(fromEnv.stderr, new RegExp(secret.slice(0, 12)));
+  const dir = join(home, 'config', 'paddock');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'config.toml'), `base_url = "http://127.0.0.1:9"\napi_key = "pdk_live_${secret}\\u0007"\n`, { mode: 0o600 });
+  const fromFile = await runCli(home, ['session', 'ls', '--json']);
+  assert.equal(fromFile.code, 2, fromFile.stderr);
+  assert.equal(JSON.parse(fromFile.stderr).error.code, 'malformed_api_key');
+  assert.doesNotMatch(fromFile.stderr, new RegExp(secret.slice(0, 12)));
+});
+
 test('commands that need the service explain how to configure it when nothing is set', async () => {
   const home = tempHome();
   const r = await runCli(home, ['whoami']);
