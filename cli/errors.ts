@@ -28,6 +28,8 @@ export const EXIT_NO_MATCH = 1;
 export const EXIT_GREP_TROUBLE = 2;
 /** Interrupted by Ctrl-C. */
 export const EXIT_INTERRUPTED = 130;
+/** The reader of our output went away (`paddock … | head`): what a tool SIGPIPE ends exits with. */
+export const EXIT_BROKEN_PIPE = 141;
 
 const EXIT_CODE = Symbol('paddock.exitCode');
 

@@ -1,5 +1,5 @@
 import { CommanderError, type Command } from 'commander';
-import { EXIT_USAGE } from './errors.ts';
+import { EXIT_BROKEN_PIPE, EXIT_USAGE } from './errors.ts';
 import { printError } from './output/error.ts';
 import { fieldContext } from './output/fields.ts';
 import { buildProgram } from './program.ts';
@@ -7,6 +7,7 @@ import { registerMcpCommands } from './mcp/command.ts';
 
 /** Runs the CLI on the given arguments (without node and the script); answers the exit code. */
 export async function main(args: string[]): Promise<number> {
+  endOnClosedPipe();
   const program = buildProgram();
   registerMcpCommands(program);
   // The command that runs, so that an error can speak of its flags rather than the API's fields.
@@ -38,6 +39,25 @@ export async function main(args: string[]): Promise<number> {
     // --json before any `--`: what follows belongs to exec's command.
     const own = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
     return printError(err, own.includes('--json'), process.stderr, fieldContext(running));
+  }
+}
+
+let pipesWatched = false;
+
+/**
+ * A reader that stops early (`paddock exec -- seq 1 100000 | head -1`) closes the pipe, and the
+ * next write fails with EPIPE: the CLI ends at once and quietly, as a tool that SIGPIPE ends
+ * would (Node ignores the signal itself). A command still running in a sandbox sees its stream's
+ * client gone, and is ended there.
+ */
+function endOnClosedPipe(): void {
+  if (pipesWatched) return;
+  pipesWatched = true;
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(EXIT_BROKEN_PIPE);
+      throw err;
+    });
   }
 }
 

@@ -55,6 +55,31 @@ test('exec streams output live, as the command produces it', async () => {
   assert.ok(Date.now() - seenAt >= 3000, `first was seen ${seenAt - started} ms in, long before the end`);
 });
 
+test('a reader that stops early (| head) ends exec quietly with 141, and the command in the sandbox with it', async () => {
+  const { user } = await session();
+  const marker = `pipe-reader-${Date.now()}`;
+  // Endless output from a command the sandbox would otherwise run until its timeout.
+  const child = spawnCli(user.home, ['exec', '--timeout', '120', '--', `bash -c "exec -a ${marker} sh -c 'while :; do echo y; done'"`]);
+  child.stdin.end();
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    child.once('close', () => reject(new Error(`exec ended before any output: ${stderr}`)));
+  });
+  child.stdout.destroy(); // what head does after its first line
+  const { code } = await exited(child);
+  assert.equal(code, 141, stderr);
+  assert.doesNotMatch(stderr, /EPIPE|Unhandled|node:/, 'no stack trace');
+  // The command's stream lost its client: it is ended in the sandbox.
+  const deadline = Date.now() + 15_000;
+  let left = '';
+  do {
+    left = (await user.run(['exec', '--', `ps -eo args | grep -c '^${marker}' || true`])).stdout.trim();
+  } while (left !== '0' && Date.now() < deadline && (await new Promise((r) => setTimeout(r, 300, true))));
+  assert.equal(left, '0', 'the command still runs in the sandbox');
+});
+
 test('piped standard input is passed on; --no-stdin keeps it back', async () => {
   const { user } = await session();
   assert.equal(ok(await user.run(['exec', '--', 'wc', '-l'], { input: 'a\nb\nc\n' })), '3\n');
