@@ -16,12 +16,21 @@ export function parseInput<T extends z.ZodType>(schema: T, value: unknown, locat
   if (result.success) return result.data;
   const errors = result.error.issues.slice(0, 20).map((issue) => {
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
-    const path = [...issue.path.map(String), ...(keys.length === 1 ? keys : [])].join('.');
-    return { location, field: path || null, message: issue.message };
+    const path = [...issue.path.map(String), ...(keys.length === 1 ? keys : [])].map(shortened).join('.');
+    // A record's bad key: zod's own message ("Invalid key in record") says nothing of what is wrong with it.
+    const inner = issue.code === 'invalid_key' ? issue.issues[0]?.message : undefined;
+    return { location, field: path || null, message: inner ? `the name is not accepted: ${inner}` : issue.message };
   });
   const first = errors[0]!;
   const where = first.field ? `${location}.${first.field}` : location;
   throw new ApiError('invalid_request', `${where}: ${first.message}`, { extra: { errors } });
+}
+
+// A name sent back in an error is cut to this: one of 100 kB says nothing more than its start.
+const MAX_NAME_ECHOED = 40;
+
+function shortened(name: string): string {
+  return name.length <= MAX_NAME_ECHOED ? name : `${name.slice(0, MAX_NAME_ECHOED)}…`;
 }
 
 /**

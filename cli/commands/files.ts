@@ -37,7 +37,7 @@ export function filesCommand(program: Command): void {
       if (view.truncated) say(`(lines ${view.startLine}-${view.endLine} of ${view.totalLines}: more with --start ${view.endLine + 1})`);
     });
 
-  sub(files, 'create', 'create or replace a file with content from --content, a local file (--from), or standard input', { 'query.path': '<path>', 'body.content': 'the content', contentBase64: 'the content', overwrite: '--no-overwrite' })
+  sub(files, 'create', 'create or replace a file with content from --content, a local file (--from), or standard input', { 'query.path': '<path>', 'body.content': 'the content', contentBase64: 'the content', 'send overwrite=true': 'leave out --no-overwrite', overwrite: '--no-overwrite' })
     .argument('<path>', 'the file to write (parent directories are created)')
     .option('--content <text>', 'the content')
     .option('--from <local_file>', 'copy the content of this local file')

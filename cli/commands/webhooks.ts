@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { deliveryTable, webhookTable } from '../output/events.ts';
 import { printResult, say } from '../output/print.ts';
+import { fieldFlags } from '../output/fields.ts';
 import { apiClient } from '../services/client.ts';
 import { jsonOption, positiveInt } from './options.ts';
 
@@ -11,13 +12,16 @@ const collect = (value: string, previous: string[] = []) => [...previous, ...val
 export function webhooksCommand(program: Command): void {
   const webhooks = program.command('webhooks').description('webhook endpoints: events POSTed to your URL, signed per Standard Webhooks');
 
-  jsonOption(
-    webhooks
-      .command('add')
-      .description('add an endpoint; prints its signing secret, shown this once')
-      .argument('<url>', 'https:// URL events are sent to')
-      .option('-e, --event <type>', 'an event type to send (repeatable or comma-separated; default: all)', collect)
-      .option('-d, --description <text>', 'a note for yourself'),
+  fieldFlags(
+    jsonOption(
+      webhooks
+        .command('add')
+        .description('add an endpoint; prints its signing secret, shown this once')
+        .argument('<url>', 'https:// URL events are sent to')
+        .option('-e, --event <type>', 'an event type to send (repeatable or comma-separated; default: all)', collect)
+        .option('-d, --description <text>', 'a note for yourself'),
+    ),
+    { 'body.url': '<url>', 'body.events': '--event', 'body.description': '--description' },
   ).action(async (url: string, opts: Json & { event?: string[]; description?: string }) => {
     const w = await apiClient().createWebhook({ url, events: opts.event, description: opts.description });
     printResult(opts, w, (x) => x.secret);

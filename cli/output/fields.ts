@@ -31,7 +31,11 @@ export interface ErrorContext {
 
 const LOCATIONS = '(?:body|query|path|header)';
 
-/** The text with the API's field paths put in the command's flags. */
+/**
+ * The text with the API's field paths put in the command's flags. What follows a field's path
+ * names a part of it: an entry of a list by its place (`body.events.0` is `--event #1`), a
+ * name of a map as itself (`body.env.1BAD` is `--env 1BAD`).
+ */
 export function inFlagTerms(text: string, fields: FieldFlags): string {
   let out = text;
   // Longer names first, so `query.startLine` is not half-replaced by a `startLine` rule.
@@ -39,7 +43,10 @@ export function inFlagTerms(text: string, fields: FieldFlags): string {
     const name = escape(field);
     const located = new RegExp(`^${LOCATIONS}\\.`).test(field);
     const pattern = located ? `(?<![\\w.-])${name}(?![\\w])` : `(?<![\\w.-])(?:${LOCATIONS}\\.)?${name}(?![\\w])`;
-    out = out.replace(new RegExp(pattern, 'g'), flag);
+    out = out.replace(new RegExp(`${pattern}(?:\\.([^\\s:]+))?`, 'g'), (_match, part: string | undefined) => {
+      if (part === undefined) return flag;
+      return /^\d+$/.test(part) ? `${flag} #${Number(part) + 1}` : `${flag} ${part}`;
+    });
   }
   return out;
 }

@@ -139,3 +139,22 @@ test("exec's errors name its own flags: the API's timeoutSeconds is --timeout", 
   assert.match(r.stderr, /^Error: --timeout: at most 900 seconds/m);
   assert.ok(!r.stderr.includes('timeoutSeconds'), r.stderr);
 });
+
+test("a bad name in a map or a list is named in the command's terms: --env 1BAD, <program...> #2, --event #1", async () => {
+  const { user } = await session();
+  const env = await user.run(['exec', '-e', '1BAD=x', '--', 'true']);
+  failsWith(env, 'invalid_request', 125);
+  assert.match(env.stderr, /^Error: --env 1BAD: the name is not accepted: env names must be environment variable names/m);
+  const programs = await user.run(['allowlist', 'set', 'ls', 'bad prog']);
+  failsWith(programs, 'invalid_request');
+  assert.match(programs.stderr, /^Error: <program\.\.\.> #2: /m);
+  const events = await user.run(['webhooks', 'add', 'https://hooks.example.com/x', '-e', 'sandbox.bogus']);
+  failsWith(events, 'invalid_request');
+  assert.match(events.stderr, /^Error: --event #1: /m);
+  for (const r of [env, programs, events]) assert.doesNotMatch(r.stderr, /body\.|Invalid key in record/, r.stderr);
+  const long = 'k'.repeat(300);
+  const metadata = await user.run(['session', 'create', '--metadata', `${long}=v`]);
+  failsWith(metadata, 'invalid_request');
+  assert.match(metadata.stderr, /^Error: --metadata k{40}…: the name is not accepted: /m);
+  assert.ok(!metadata.stderr.includes(long), 'a 300-character name is not echoed whole');
+});

@@ -40,6 +40,8 @@ test('files create: --no-overwrite, and both sources at once, fail with what to 
   ok(await u.run(['files', 'create', 'keep.txt', '--content', 'kept']));
   const r = await u.run(['files', 'create', 'keep.txt', '--content', 'lost', '--no-overwrite']);
   failsWith(r, 'file_exists', 1);
+  assert.match(r.stderr, /already exists; leave out --no-overwrite to replace it/);
+  assert.doesNotMatch(r.stderr, /=true/, 'no API parameter in a flag\'s clothes');
   assert.match(r.stderr, /Hint: /);
   assert.equal(ok(await u.run(['files', 'view', 'keep.txt'])), 'kept');
   const both = await u.run(['files', 'create', 'x.txt', '--content', 'a', '--from', '/etc/hostname']);
