@@ -5,6 +5,7 @@ import { h } from './h.ts';
 import type { PickerApi } from './picker-api.ts';
 import { TextInput } from './text-input.ts';
 import { colour } from './colour.ts';
+import { visible } from './visible.ts';
 
 const KEEP_LINES = 500;
 
@@ -85,7 +86,9 @@ export function ExecPanel({ api, sessionId, onBack, height = 15 }: ExecPanelProp
       { flexDirection: 'column', borderStyle: 'single', paddingX: 1 },
       shown.length === 0
         ? h(Text, { dimColor: true }, 'The output shows here.')
-        : shown.map((l, i) => h(Text, { key: i, color: colour(l.stream === 'stderr' ? 'red' : l.stream === 'status' ? 'cyan' : undefined) }, l.text || ' ')),
+        : shown.map((l, i) =>
+            h(Text, { key: i, wrap: 'truncate-end', color: colour(l.stream === 'stderr' ? 'red' : l.stream === 'status' ? 'cyan' : undefined) }, visible(l.text) || ' '),
+          ),
     ),
     running
       ? h(Text, { color: colour('yellow') }, 'Running… (esc stops it)')

@@ -7,6 +7,7 @@ import { bytes } from '../output/format.ts';
 import { h } from './h.ts';
 import type { PickerApi } from './picker-api.ts';
 import { colour } from './colour.ts';
+import { visible } from './visible.ts';
 
 export interface FileBrowserProps {
   api: PickerApi;
@@ -94,8 +95,9 @@ export function FileBrowser({ api, sessionId, onBack, height = 15 }: FileBrowser
     return h(
       Box,
       { flexDirection: 'column' },
-      h(Text, { bold: true }, `${file.path}  (${file.totalLines} lines, ${bytes(file.size)})`),
-      h(Box, { flexDirection: 'column', borderStyle: 'single', paddingX: 1 }, ...lines.slice(scroll, scroll + height).map((l, i) => h(Text, { key: i }, l || ' '))),
+      h(Text, { bold: true }, `${visible(file.path)}  (${file.totalLines} ${file.totalLines === 1 ? 'line' : 'lines'}, ${bytes(file.size)})`),
+      // One row a line, however long: a wrapped line would push the frame past the screen.
+      h(Box, { flexDirection: 'column', borderStyle: 'single', paddingX: 1 }, ...lines.slice(scroll, scroll + height).map((l, i) => h(Text, { key: i, wrap: 'truncate-end' }, visible(l) || ' '))),
       errorLine,
     );
   }
@@ -104,7 +106,7 @@ export function FileBrowser({ api, sessionId, onBack, height = 15 }: FileBrowser
   return h(
     Box,
     { flexDirection: 'column' },
-    h(Text, { bold: true }, `${sessionId}:${dir}`),
+    h(Text, { bold: true }, `${sessionId}:${visible(dir)}`),
     entries === undefined
       ? h(Text, { dimColor: true }, 'Loading…')
       : list.length === 0
@@ -114,8 +116,8 @@ export function FileBrowser({ api, sessionId, onBack, height = 15 }: FileBrowser
             { flexDirection: 'column' },
             ...list.slice(from, to).map((e, j) => {
               const i = from + j;
-              const name = e.type === 'dir' ? `${e.name}/` : e.name;
-              return h(Text, { key: e.name, inverse: i === selected }, `${i === selected ? '>' : ' '} ${name.padEnd(32)} ${e.type === 'dir' ? '' : bytes(e.size)}`);
+              const name = visible(e.type === 'dir' ? `${e.name}/` : e.name);
+              return h(Text, { key: e.name, inverse: i === selected, wrap: 'truncate-end' }, `${i === selected ? '>' : ' '} ${name.padEnd(32)} ${e.type === 'dir' ? '' : bytes(e.size)}`);
             }),
           ),
     errorLine,

@@ -49,6 +49,7 @@ function fakeApi(initial: Sandbox[]) {
   const calls: string[] = [];
   let sessions = [...initial];
   let createError: Error | undefined;
+  let fileContent = 'print("hi")\n';
   const api: PickerApi = {
     listSandboxes: async () => {
       calls.push('list');
@@ -90,13 +91,13 @@ function fakeApi(initial: Sandbox[]) {
     },
     viewFile: async (_id: string, input: { path: string }) => ({
       path: input.path,
-      content: 'print("hi")\n',
+      content: fileContent,
       encoding: 'utf-8',
       startLine: 1,
-      endLine: 1,
-      totalLines: 1,
+      endLine: fileContent.split('\n').length - 1,
+      totalLines: fileContent.split('\n').length - 1,
       truncated: false,
-      size: 12,
+      size: Buffer.byteLength(fileContent),
     }),
   } as PickerApi;
   return {
@@ -104,6 +105,9 @@ function fakeApi(initial: Sandbox[]) {
     calls,
     failCreateWith: (e: Error) => {
       createError = e;
+    },
+    setFileContent: (content: string) => {
+      fileContent = content;
     },
   };
 }
@@ -238,6 +242,48 @@ test('Picker: enter opens the actions; run a command and see its output', async 
   await frameWhere(lastFrame, (x) => x.includes('> sbx_one') && x.includes('n new'), 'back on the list');
 });
 
+test("Picker: a file's control characters are shown, not obeyed, and a long line takes one row", async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10)]);
+  fake.setFileContent(`title \u001b]0;pwned\u0007 clear \u001b[2J csi \u009b31m end\n${'x'.repeat(300)}\nlast\n`);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+  stdin.write(DOWN);
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> Browse files'), 'browse chosen');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('> notes.txt') || x.includes('notes.txt'), 'the folder');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> notes.txt'), 'the file chosen');
+  stdin.write(ENTER);
+  const f = await frameWhere(lastFrame, (x) => x.includes('last'), 'the file');
+  assert.match(f, /title \^\[\]0;pwned\^G clear \^\[\[2J csi \uFFFD31m end/);
+  assert.doesNotMatch(f.replace(/\u001b\[[0-9;]*m/g, ''), /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, 'no control character reaches the terminal');
+  assert.match(f, /\(3 lines,/);
+  for (const line of f.split('\n')) assert.ok(line.length <= 100, `a row of ${line.length}: ${line.slice(0, 40)}…`);
+});
+
+test('Picker: a command line pasted with its Enter in one chunk runs, without the line break', async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10)]);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'run chosen');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('Run a command in sbx_one'), 'the exec panel');
+  stdin.write('echo pasted\r');
+  await frameWhere(lastFrame, (x) => x.includes('[exit 0') && x.includes('a shell command line'), 'the exit, and the prompt again');
+  assert.ok(fake.calls.includes('exec sbx_one echo pasted'), fake.calls.join('\n'));
+  // The field's key listener is attached in an effect, after the frame that shows it.
+  await new Promise((r) => setTimeout(r, 100));
+  stdin.write('echo one\r\necho two\r');
+  await frameWhere(lastFrame, () => fake.calls.some((c) => c.startsWith('exec sbx_one echo one')), 'the second run');
+  assert.ok(fake.calls.includes('exec sbx_one echo one\necho two'), fake.calls.join('\n'));
+});
+
 test('Picker: browse files, open a folder and a file, go back up', async () => {
   const fake = fakeApi([sandbox('sbx_one', 10)]);
   const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
@@ -255,7 +301,7 @@ test('Picker: browse files, open a folder and a file, go back up', async () => {
   assert.match(f, /> main\.py +12 B/);
   stdin.write(ENTER);
   f = await frameWhere(lastFrame, (x) => x.includes('print("hi")'), 'the file');
-  assert.match(f, /\/workspace\/src\/main\.py +\(1 lines, 12 B\)/);
+  assert.match(f, /\/workspace\/src\/main\.py +\(1 line, 12 B\)/);
   stdin.write(ESC);
   await frameWhere(lastFrame, (x) => x.includes('> main.py'), 'back to the folder');
   stdin.write('\u001B[D'); // left: up a folder
