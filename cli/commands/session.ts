@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { fieldFlags } from '../output/fields.ts';
 import type { SandboxListState } from '../api/types.ts';
-import { CliError, EXIT_USAGE } from '../errors.ts';
+import { CliError, EXIT_ERROR, EXIT_USAGE } from '../errors.ts';
 import { printResult, say } from '../output/print.ts';
 import { sessionDetail, sessionTable } from '../output/sessions.ts';
 import { apiClient } from '../services/client.ts';
-import { createSession, listSessions, pickSession } from '../services/sessions.ts';
+import { confirmImpliedDestroy, createSession, listSessions, pickSession } from '../services/sessions.ts';
 import { startSpinner } from '../ui/spinner.ts';
 import { jsonOption, keyValue, sessionOption } from './options.ts';
 
@@ -62,13 +62,21 @@ export function sessionCommand(program: Command): void {
     sessionOption(
       session
         .command('rm')
-        .description('destroy a session (waits until it is destroyed)')
-        .argument('[session_id]', 'the session (or --session; default: the one active session)')
-        .option('--no-wait', 'answer at once, while it is terminating'),
+        .alias('destroy')
+        .description('destroy a session and its files (waits until it is destroyed)')
+        .argument('[session_id]', 'the session (or --session; default: the one active session, after asking at a terminal)')
+        .option('--no-wait', 'answer at once, while it is terminating')
+        .option('-y, --yes', 'do not ask, even at a terminal, when the session is not named'),
     ),
-  ).action(async (id: string | undefined, opts: Json & { session?: string; wait: boolean }) => {
+  ).action(async (id: string | undefined, opts: Json & { session?: string; wait: boolean; yes?: boolean }) => {
     const client = apiClient();
-    const target = await pickSession(client, sameOrOne(id, opts.session));
+    const named = sameOrOne(id, opts.session);
+    const target = await pickSession(client, named);
+    if (!named && !(await confirmImpliedDestroy(target, opts.yes === true))) {
+      say('Not destroyed.');
+      process.exitCode = EXIT_ERROR;
+      return;
+    }
     const spinner = startSpinner(`Destroying ${target}…`);
     try {
       const s = await client.destroySandbox(target, { wait: opts.wait });

@@ -2,7 +2,7 @@ import type { PaddockClient } from '../api/index.ts';
 import type { Sandbox, SandboxListState } from '../api/types.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { countdown, duration } from '../output/format.ts';
-import { canPrompt, choose } from '../terminal/prompt.ts';
+import { canPrompt, choose, confirm } from '../terminal/prompt.ts';
 
 const POLL_MS = 500;
 
@@ -67,4 +67,13 @@ export async function pickSession(client: PaddockClient, given: string | undefin
     exitCode: EXIT_USAGE,
     code: 'session_required',
   });
+}
+
+/**
+ * A session picked for the person (the one active) is destroyed, files and all, only once they
+ * say so at a terminal; a script (no terminal) meant it, as before.
+ */
+export async function confirmImpliedDestroy(id: string, yes: boolean): Promise<boolean> {
+  if (yes || !canPrompt()) return true;
+  return confirm(`Destroy ${id}, the one active session, and its files?`, { what: 'A confirmation', instead: 'the session id, or --yes' });
 }

@@ -19,6 +19,9 @@ type Screen =
   | { kind: 'files'; sessionId: string }
   | { kind: 'confirm'; sessionId: string };
 
+/** How long a note of what was done stays on the message line. */
+const INFO_SHOWN_MS = 8000;
+
 const KEYS: Record<Screen['kind'], string> = {
   list: '↑↓ move · enter actions · n new · r refresh · q quit',
   actions: '↑↓ move · enter choose · esc back',
@@ -55,6 +58,14 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
     const timer = setInterval(() => setNow(clock()), 1000);
     return () => clearInterval(timer);
   }, [clock]);
+
+  // A note of what was done ("…it is starting") is news for a while, then it would be stale: the
+  // list shows the state from then on. Errors stay until the next action.
+  useEffect(() => {
+    if (message?.kind !== 'info') return;
+    const timer = setTimeout(() => setMessage((m) => (m === message ? undefined : m)), INFO_SHOWN_MS);
+    return () => clearTimeout(timer);
+  }, [message]);
 
   const list = sessions ?? [];
   const found = list.findIndex((s) => s.id === selectedId);
@@ -133,7 +144,11 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
   let body;
   switch (screen.kind) {
     case 'list':
-      body = sessions === undefined && !error ? h(Text, { dimColor: true }, 'Loading sessions…') : h(SessionTable, { sessions: list, selected, now });
+      // Never loaded (the error line says why) is not the same as none: no "No active sessions" then.
+      body =
+        sessions !== undefined
+          ? h(SessionTable, { sessions: list, selected, now })
+          : h(Text, { dimColor: true }, error ? 'The sessions could not be loaded (r tries again).' : 'Loading sessions…');
       break;
     case 'actions':
       body = h(ActionMenu, { sessionId: screen.sessionId, onChoose: onAction });
@@ -165,6 +180,6 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
     body,
     busy ? h(Text, { color: colour('yellow') }, busy) : null,
     h(MessageLine, { message: error ? { kind: 'error', text: error } : message }),
-    h(QuotaFooter, { account, keys: KEYS[screen.kind] }),
+    h(QuotaFooter, { account, unavailable: account === undefined && error !== undefined, keys: KEYS[screen.kind] }),
   );
 }

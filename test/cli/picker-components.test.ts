@@ -1,7 +1,7 @@
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cleanup, render } from 'ink-testing-library';
-import { PaddockApiError } from '../../cli/api/index.ts';
+import { PaddockApiError, PaddockConnectionError } from '../../cli/api/index.ts';
 import type { Account, ExecStreamEvent, Sandbox } from '../../cli/api/types.ts';
 import { h } from '../../cli/ui/h.ts';
 import { Picker } from '../../cli/ui/picker.ts';
@@ -262,6 +262,23 @@ test("Picker: a file's control characters are shown, not obeyed, and a long line
   assert.doesNotMatch(f.replace(/\u001b\[[0-9;]*m/g, ''), /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, 'no control character reaches the terminal');
   assert.match(f, /\(3 lines,/);
   for (const line of f.split('\n')) assert.ok(line.length <= 100, `a row of ${line.length}: ${line.slice(0, 40)}…`);
+});
+
+test('Picker: a list that cannot be loaded says so, not "no sessions", and the quota is unavailable, not loading', async () => {
+  const fake = fakeApi([]);
+  const down = new PaddockConnectionError('http://127.0.0.1:9', 'Could not reach http://127.0.0.1:9: ECONNREFUSED.');
+  fake.api.listSandboxes = async () => {
+    throw down;
+  };
+  fake.api.account = async () => {
+    throw down;
+  };
+  const { lastFrame } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  const f = await frameWhere(lastFrame, (x) => x.includes('ECONNREFUSED'), 'the error');
+  assert.match(f, /could not be loaded \(r tries again\)/);
+  assert.doesNotMatch(f, /No active sessions/);
+  assert.match(f, /quota: unavailable/);
+  assert.doesNotMatch(f, /loading/);
 });
 
 test('Picker: a command line pasted with its Enter in one chunk runs, without the line break', async () => {

@@ -90,6 +90,27 @@ test('keys rm of the key this CLI uses asks first: no keeps it, yes revokes it',
   }
 });
 
+test('session rm (or destroy) of the session it picked asks first at a terminal: no keeps it, yes destroys it; a named one is not asked', { timeout: 120_000 }, async () => {
+  const user = await signedUpUser(stack.url);
+  const id = await newSession(user);
+  for (const [command, answer, code] of [['rm', 'n', 1], ['destroy', 'y', 0]] as const) {
+    await inTerminal(new Terminal(user.home, ['session', command]), async (t) => {
+      const s = await t.waitFor((x) => x.includes('[y/N]'), 'the confirmation');
+      assert.match(s, new RegExp(`Destroy ${id}, the one active session, and its files\\?`));
+      t.type(answer);
+      t.press('Enter');
+      assert.equal(await t.exitCode(), code, t.screen());
+    });
+    const state = json(await user.run(['session', 'get', id, '--json'])).state;
+    assert.equal(state, answer === 'n' ? 'active' : 'destroyed');
+  }
+  const named = await newSession(user);
+  await inTerminal(new Terminal(user.home, ['session', 'destroy', named]), async (t) => {
+    assert.equal(await t.exitCode(), 0, t.screen());
+    assert.doesNotMatch(t.screen(), /\[y\/N\]/);
+  });
+});
+
 test('NO_COLOR: the picker draws without colours, its cursor still shown; without it, in colour', { timeout: 120_000 }, async () => {
   const user = await signedUpUser(stack.url);
   const id = await newSession(user);
