@@ -15,10 +15,12 @@
  * - Every simple command in every pipeline, and-or list, subshell, brace group, if/while/until/
  *   for/case body and function body is checked. Inputs over 64 KiB and nesting deeper than 16
  *   levels (compound commands plus nested shell strings and wrappers) are refused.
- * - Program names are compared by basename: `/usr/bin/ls` and `./ls` are `ls`. The allowlist is a
- *   list of names, not of binaries: a file the sandbox writes and marks executable under an
- *   allowed name runs. `..` gets no special treatment (an absolute path can name any file just
- *   as well); a name ending in `/`, `.` or `..` is refused.
+ * - Program names are compared by basename, and a program given as a path must be in the
+ *   system's program directories (program-dirs.ts): `/usr/bin/ls` is `ls`, while `./ls`,
+ *   `bin/ls` and `/workspace/ls` are refused, and every command starts with PATH set to those
+ *   directories: a file the sandbox writes and marks executable under an allowed name never runs.
+ *   A path is normalised first (`/usr/bin/../../tmp/ls` is `/tmp/ls`); a name ending in `/`, `.`
+ *   or `..` is refused.
  * - The program word must be a literal after quote removal: `'l''s'`, `l\s`, `"ls"` are `ls`. A
  *   program word with an expansion (`$CMD`, `${X}`), a glob (`l?`), a leading tilde, a brace
  *   expansion (`{ls,rm}`) or `$'…'`/`$"…"` quoting is refused.
@@ -82,6 +84,7 @@
  *   needs `sh` and `rm`). An empty argv, or an argument holding NUL, is refused.
  */
 import { isProtectedVariable, protectedVariableReason } from './env.ts';
+import { programPathProblem } from './program-dirs.ts';
 import { MAX_NESTING, Refusal, literalWord, parseScript, type Command, type Word } from './parse.ts';
 import { NO_PAYLOAD, OPAQUE_RUNNERS, OTHER_SHELLS, WRAPPERS, type Checker, type Level, type PayloadContext } from './wrappers.ts';
 
@@ -377,6 +380,8 @@ function programName(w: Word, level: Level, pc: PayloadContext): { name: string;
   const slash = value.lastIndexOf('/');
   const name = slash === -1 ? value : value.slice(slash + 1);
   if (name === '' || name === '.' || name === '..') refuse(value, `\`${value}\` does not name a program`);
+  const outside = programPathProblem(value);
+  if (outside !== undefined) refuse(value, outside);
   return { name, bare: slash === -1 };
 }
 

@@ -8,3 +8,4 @@ export {
   validateAllowlist,
   type AllowlistValidation,
 } from './validate.ts';
+export { PROGRAM_DIRS, PROGRAM_PATH, programPathProblem } from './program-dirs.ts';

@@ -72,12 +72,24 @@ const TABLE: Row[] = [
   { command: "ls $'a\\nb'", expect: no("$'a\\nb'", 'ANSI-C') },
   // paths
   { command: '/bin/ls /', expect: allow },
-  { command: './ls', expect: allow },
-  { command: '../../usr/bin/ls', expect: allow },
+  // A path must be into the system's program directories: a file the sandbox wrote under an
+  // allowed name is not the program the allowlist names.
+  { command: '/usr/local/bin/ls -l', expect: allow },
+  { command: '/usr/bin//ls', expect: allow },
+  { command: './ls', expect: no('./ls', 'relative path') },
+  { command: 'bin/ls -la', expect: no('bin/ls', 'relative path') },
+  { command: '../../usr/bin/ls', expect: no('../../usr/bin/ls', 'relative path') },
+  { command: '/workspace/bin/ls', expect: no('/workspace/bin/ls', 'outside the system') },
+  { command: '/tmp/ls', expect: no('/tmp/ls', 'outside the system') },
+  { command: '/usr/bin/../../workspace/ls', expect: no('/usr/bin/../../workspace/ls', 'outside the system') },
+  { command: '/usr/bin/sub/ls', expect: no('/usr/bin/sub/ls', 'outside the system') },
+  { command: 'nohup /workspace/ls', expect: no('/workspace/ls', 'outside the system') },
+  { command: 'command /workspace/ls', expect: no('/workspace/ls', 'outside the system') },
+  { command: 'exec ./ls', expect: no('./ls', 'relative path') },
   { command: '/usr/bin/rm x', expect: no('rm', NOT_LISTED) },
-  { command: './rm x', expect: no('rm', NOT_LISTED) },
+  { command: './rm x', expect: no('./rm', 'relative path') },
   { command: '/usr/bin/', expect: no('/usr/bin/', 'does not name a program') },
-  { command: './echo hi', expect: no('echo', NOT_LISTED) },
+  { command: './echo hi', expect: no('./echo', 'relative path') },
   // expansions in the program position
   { command: '$CMD x', expect: no('$CMD', 'not a literal') },
   { command: '"$CMD" x', expect: no('"$CMD"', 'not a literal') },

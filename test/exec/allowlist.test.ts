@@ -74,3 +74,21 @@ test("the allowlist is per account: another account's list does not apply", asyn
   assertProblem(await first.exec({ command: 'ls' }), 403, 'command_not_allowed');
   assert.equal((await second.exec({ command: 'ls /' })).body.exitCode, 0);
 });
+
+test('a file the sandbox writes under an allowed name never runs: paths outside the system directories are refused, and names resolve there', async () => {
+  const { exec, put } = await setup();
+  // Before the allowlist: an executable `ls` of the sandbox's own, as an archive upload or exec could make it.
+  const made = await exec({ command: "mkdir -p /workspace/bin && printf '#!/bin/sh\\necho PWNED\\n' > /workspace/bin/ls && chmod 755 /workspace/bin/ls && echo made" });
+  assert.equal(made.body.stdout, 'made\n');
+  await put({ commands: ['echo', 'ls', 'env', 'nohup'] });
+  for (const command of [['/workspace/bin/ls'], ['bin/ls'], ['./bin/ls'], 'bin/ls', './bin/ls -la', '/workspace/bin/ls', 'cd bin && ./ls', ['env', '/workspace/bin/ls'], 'nohup bin/ls', ['/usr/bin/../../workspace/bin/ls']]) {
+    const res = await exec({ command, cwd: '/workspace' }, apiB);
+    assertProblem(res, 403, 'command_not_allowed');
+    assert.match(res.body.detail, /relative path|outside the system's program directories/, JSON.stringify(command));
+  }
+  // The system's `ls`, by name or by its path; every command starts with the system's PATH.
+  const listed = await exec({ command: 'ls /workspace/bin', cwd: '/workspace/bin' });
+  assert.equal(listed.body.stdout, 'ls\n');
+  assert.equal((await exec({ command: ['/usr/bin/ls', '/workspace/bin'] })).body.stdout, 'ls\n');
+  assert.equal((await exec({ command: 'echo "$PATH"' })).body.stdout, '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n');
+});

@@ -223,6 +223,11 @@ test('the allowlist: the terminal runs only a program on the list', async () => 
   await listed.closed;
   assert.match(listed.output(), /workspace/);
   assert.equal((await allow(['sh'])).status, 200);
+  // A shell of the sandbox's own, under an allowed name, is not the system's.
+  for (const path of ['/workspace/sh', 'bin/sh']) {
+    const own = refused(await connect(`/v1/sandboxes/${id}/terminal?command=${encodeURIComponent(path)}`, { key: a.key }));
+    assertProblem(own, 403, 'command_not_allowed');
+  }
   const shell = opened(await connect(`/v1/sandboxes/${id}/terminal`, { key: a.key }));
   shell.type('echo "shell=$0"; exit\n');
   await shell.closed;

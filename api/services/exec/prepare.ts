@@ -1,5 +1,5 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
+import { checkCommand, checkEnvironment, PROGRAM_PATH } from '../../../shared/allowlist/index.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import type { AppDeps } from '../../context.ts';
 import type { ExecContext } from '../sandboxes.ts';
@@ -52,13 +52,15 @@ export function prepareExec(deps: AppDeps, { sandbox, allowlist, openSecrets }: 
 
   // Opened only for a command the allowlist lets run.
   const secrets = openSecrets();
-  const env = { ...sandbox.env, ...secrets.env, ...input.env };
+  const env: Record<string, string> = { ...sandbox.env, ...secrets.env, ...input.env };
   // The whole environment the command starts with, not only the request's: the sandbox's
   // create-time env and the secrets' names reach it too, and an allowlist may be newer than both.
   const envVerdict = checkEnvironment(allowlist.commands, env);
   if (!envVerdict.allowed) {
     throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
   }
+  // The checker allowed names: they resolve in the system's program directories, whatever the image's PATH.
+  if (allowlist.commands.length > 0) env.PATH = PROGRAM_PATH;
   const argv = typeof input.command === 'string' ? ['/bin/sh', '-c', input.command] : input.command;
   refuseOversized(argv, env);
   return {

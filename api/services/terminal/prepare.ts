@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { ApiError } from '../../../shared/errors.ts';
-import { checkCommand, checkEnvironment } from '../../../shared/allowlist/index.ts';
+import { checkCommand, checkEnvironment, PROGRAM_PATH, programPathProblem } from '../../../shared/allowlist/index.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import type { ExecContext } from '../sandboxes.ts';
 
@@ -39,9 +39,11 @@ export function prepareTerminal({ sandbox, allowlist: policy, openSecrets }: Exe
   const argv = command ?? loginShell(allowlist);
   if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
   const secrets = openSecrets();
-  const env = { TERM: 'xterm-256color', ...sandbox.env, ...secrets.env };
+  const env: Record<string, string> = { TERM: 'xterm-256color', ...sandbox.env, ...secrets.env };
   const envVerdict = checkEnvironment(allowlist, env);
   if (!envVerdict.allowed) throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
+  // As for exec: the names the allowlist allowed resolve in the system's program directories.
+  if (allowlist.length > 0) env.PATH = PROGRAM_PATH;
   return { accountId: sandbox.accountId, argv, env, masks: secrets.masks };
 }
 
@@ -59,6 +61,8 @@ function loginShell(allowlist: readonly string[]): string[] {
 function refuseUnlisted(allowlist: string[], argv: string[]): void {
   const program = posix.basename(argv[0] ?? '');
   if (SHELLS.has(program) && !argv.slice(1).some((a) => /^-[a-zA-Z]*c/.test(a))) {
+    const outside = programPathProblem(argv[0] ?? '');
+    if (outside !== undefined) throw new ApiError('command_not_allowed', outside, { extra: { program: argv[0] } });
     if (allowlist.includes(program)) return;
     throw new ApiError('command_not_allowed', `The program ${program} is not on the allowlist.`, { extra: { program } });
   }
