@@ -28,6 +28,7 @@ export const errorCatalogue = {
   is_a_directory: { status: 409, title: 'The path is a directory' },
   not_a_directory: { status: 409, title: 'A path component is not a directory' },
   not_a_regular_file: { status: 409, title: 'The path is not a regular file' },
+  file_io_error: { status: 409, title: "The sandbox's file system could not read or write the path" },
   payload_too_large: { status: 413, title: 'The request body is too large' },
   file_too_large: { status: 413, title: 'The file is too large' },
   headers_too_large: { status: 431, title: 'The request headers are too large' },

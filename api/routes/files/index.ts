@@ -46,9 +46,10 @@ const COMMON_ERRORS: ErrorCode[] = [
   'sandbox_not_running',
   'permission_denied',
   'not_a_regular_file',
+  'file_io_error',
   'operation_timed_out',
 ];
-const WRITE_ERRORS: ErrorCode[] = ['invalid_json', 'payload_too_large', 'unsupported_media_type', 'file_too_large'];
+const WRITE_ERRORS: ErrorCode[] = ['invalid_json', 'payload_too_large', 'unsupported_media_type', 'file_too_large', 'insufficient_storage'];
 
 /** The body carries up to the file limit as base64 (4/3 of it), plus room for JSON. */
 const fileBodyLimit = (deps: AppDeps) => Math.ceil((deps.config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536;

@@ -3,7 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import { SandboxGoneError } from '../../../shared/runtime/types.ts';
 import type { AppDeps, StreamedBody } from '../../context.ts';
 import { ARCHIVE_SCRIPT, EXTRACT_SCRIPT, REMOVE_TREE_SCRIPT } from './archive-scripts.ts';
-import { failureError, markerOf, timeoutError } from './errors.ts';
+import { DISK_FULL as DISK_FULL_WORDS, failureError, markerOf, timeoutError } from './errors.ts';
 import { MAX_STDERR_BYTES } from './limits.ts';
 import { runScript } from './run.ts';
 import { drained } from '../streaming.ts';
@@ -15,7 +15,8 @@ export const GZIP = 'application/gzip';
 export const ARCHIVE_MEDIA_TYPES = [TAR, GZIP, 'application/x-gzip'];
 
 // GNU tar's words (LC_ALL=C) for a full disk, and for a member it extracted elsewhere than named.
-const DISK_FULL = /No space left on device|Disk quota exceeded/;
+// Besides the kernel's words, tar's own on a short write (what a full disk gives it mid-member).
+const DISK_FULL = new RegExp(`${DISK_FULL_WORDS.source}|Wrote only \\d+ of \\d+ bytes`);
 const RENAMED = /Removing leading `[^']*' from (member names|hard link targets)/;
 
 export interface ExtractedArchive {
@@ -50,7 +51,7 @@ export async function extractArchive(deps: AppDeps, sandboxId: string, path: str
       maxStdoutBytes: Number.MAX_SAFE_INTEGER,
       onStdout: (chunk) => (listing.push(chunk), true),
     });
-    if (result.exitCode === MARKER_EXIT && markerOf(result.stderr)) throw failureError(markerOf(result.stderr)!, path);
+    if (result.exitCode === MARKER_EXIT && markerOf(result.stderr)) throw failureError(markerOf(result.stderr)!, path, result.stderr);
     if (result.timedOut) throw timeoutError(timeoutMs);
     if (DISK_FULL.test(result.stderr)) {
       throw new ApiError('insufficient_storage', `The sandbox's disk filled up while extracting into ${JSON.stringify(path)}.`);
@@ -110,7 +111,7 @@ export function openArchive(deps: AppDeps, sandboxId: string, path: string, gzip
           return started(whole);
         }
         const reason = result.exitCode === MARKER_EXIT ? markerOf(stderr) : undefined;
-        if (reason) reject(failureError(reason, path));
+        if (reason) reject(failureError(reason, path, stderr));
         else if (signal.aborted) reject(new ApiError('invalid_request', 'The client went away before the archive began.'));
         else if (result.timedOut) reject(timeoutError(archiveTimeoutMs(deps)));
         else reject(new Error(`archive script failed: exit ${String(result.exitCode)}: ${stderr.slice(0, 500)}`));

@@ -14,6 +14,7 @@ export type ScriptFailure =
   | 'file_exists'
   | 'permission_denied'
   | 'not_a_regular_file'
+  | 'disk_full'
   | 'io_error';
 
 export const MARKER_EXIT_REASONS: ReadonlySet<string> = new Set<ScriptFailure>([
@@ -23,15 +24,38 @@ export const MARKER_EXIT_REASONS: ReadonlySet<string> = new Set<ScriptFailure>([
   'file_exists',
   'permission_denied',
   'not_a_regular_file',
+  'disk_full',
   'io_error',
 ]);
+
+/** What the tools say when the disk (or the user's quota of it) has no room left. */
+export const DISK_FULL = /No space left on device|Disk quota exceeded/;
+
+// A failure the sandbox's file system reported for the path (its tool's message on stderr, by
+// strerror's words): the path's doing, not the service's, such as /proc/self/mem's EIO.
+const SYSTEM_ERROR = /Input\/output error|Permission denied|Operation not permitted|Invalid argument|No such device|Bad address|Read-only file system|Text file busy|Too many levels of symbolic links|File name too long|Stale file handle|Resource temporarily unavailable|Structure needs cleaning|Value too large/;
+
+/**
+ * The answer to a script that failed without a marker: a full disk, a system error on the path
+ * (409 file_io_error, the tool's own words in the detail), else undefined (the service's fault, 500).
+ */
+export function unmarkedFailureError(stderr: string, path: string): ApiError | undefined {
+  if (DISK_FULL.test(stderr)) return diskFullError(path);
+  const said = SYSTEM_ERROR.exec(stderr);
+  if (said) return new ApiError('file_io_error', `The sandbox's file system could not complete the operation on ${JSON.stringify(path)}: ${said[0]}.`);
+  return undefined;
+}
+
+function diskFullError(path: string): ApiError {
+  return new ApiError('insufficient_storage', `The sandbox's disk has no room left for ${JSON.stringify(path)}; free some space and try again.`);
+}
 
 export function markerOf(stderr: string): ScriptFailure | undefined {
   const reason = MARKER.exec(stderr)?.[1];
   return reason !== undefined && MARKER_EXIT_REASONS.has(reason) ? (reason as ScriptFailure) : undefined;
 }
 
-export function failureError(reason: ScriptFailure, path: string): ApiError {
+export function failureError(reason: ScriptFailure, path: string, stderr = ''): ApiError {
   const p = JSON.stringify(path);
   switch (reason) {
     case 'file_not_found':
@@ -46,8 +70,10 @@ export function failureError(reason: ScriptFailure, path: string): ApiError {
       return new ApiError('permission_denied', `The sandbox user cannot access ${p} (or its file system is read-only).`);
     case 'not_a_regular_file':
       return new ApiError('not_a_regular_file', `${p} is not a regular file (a device, FIFO or socket).`);
+    case 'disk_full':
+      return diskFullError(path);
     case 'io_error':
-      return new ApiError('internal_error', `The sandbox could not complete the operation on ${p}.`);
+      return unmarkedFailureError(stderr, path) ?? new ApiError('file_io_error', `The sandbox's file system could not complete the operation on ${p}.`);
   }
 }
 

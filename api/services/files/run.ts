@@ -1,7 +1,7 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { SandboxGoneError, type ExecStdin } from '../../../shared/runtime/types.ts';
 import type { AppDeps } from '../../context.ts';
-import { failureError, markerOf, timeoutError } from './errors.ts';
+import { failureError, markerOf, timeoutError, unmarkedFailureError } from './errors.ts';
 import { MAX_STDERR_BYTES } from './limits.ts';
 import { MARKER_EXIT } from './scripts.ts';
 
@@ -87,7 +87,7 @@ export function expectSuccess(result: ScriptResult, path: string, timeoutMs: num
   throwIfFailed(result, path);
   if (result.timedOut) throw timeoutError(timeoutMs);
   if (result.exitCode !== 0 && !result.stopped) {
-    throw new Error(`file script failed: exit ${String(result.exitCode)}: ${result.stderr.slice(0, 500)}`);
+    throw unmarkedFailureError(result.stderr, path) ?? new Error(`file script failed: exit ${String(result.exitCode)}: ${result.stderr.slice(0, 500)}`);
   }
   return result;
 }
@@ -96,5 +96,5 @@ export function expectSuccess(result: ScriptResult, path: string, timeoutMs: num
 export function throwIfFailed(result: ScriptResult, path: string): void {
   if (result.exitCode !== MARKER_EXIT) return;
   const reason = markerOf(result.stderr);
-  if (reason) throw failureError(reason, path);
+  if (reason) throw failureError(reason, path, result.stderr);
 }

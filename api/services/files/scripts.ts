@@ -31,17 +31,26 @@ missing() {
   done
   fail file_not_found
 }
-# Why the directory $1 could not be created: its nearest existing ancestor says.
+# Why the directory $1 could not be created: its nearest existing ancestor says, or its file
+# system, when the ancestor is one the user may write in.
 cannot_create() {
   a=$1
   while :; do
     if [ -e "$a" ] || [ -L "$a" ]; then
       [ -d "$a" ] || fail not_a_directory
+      [ -w "$a" ] && [ -x "$a" ] && no_room "$a"
       fail permission_denied
     fi
     a=\${a%/*}
     a=\${a:-/}
   done
+}
+# A write in the directory $1 failed: disk_full when its file system has no block or inode left
+# for the user (df -P: the fourth field is what is available), else io_error.
+no_room() {
+  set -- $(df -P -- "$1" 2>/dev/null | tail -n 1) $(df -Pi -- "$1" 2>/dev/null | tail -n 1)
+  if [ "$4" = 0 ] || [ "\${10}" = 0 ]; then fail disk_full; fi
+  fail io_error
 }
 `;
 
