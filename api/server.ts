@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { errorCatalogue, problemType } from '../shared/errors.ts';
@@ -67,7 +67,7 @@ export async function startApi(
   const app = createApp(deps, options.extraRoutes);
   // The headers and request timeouts are checked this often (Node's default, 30 s, would let a
   // slow client hold its connection that much longer).
-  const server = createServer({ connectionsCheckingInterval: 1000, shouldUpgradeCallback: isWebSocketUpgrade }, app.callback());
+  const server = createServer({ connectionsCheckingInterval: 1000, shouldUpgradeCallback: isWebSocketUpgrade }, boundPipelining(app.callback()));
   guardConnections(server, config);
   // WebSocket upgrades (the terminal) go through the app like any request (services/terminal/upgrade.ts).
   server.on('upgrade', serveUpgrades(app.callback()));
@@ -138,6 +138,29 @@ function guardConnections(server: Server, config: Config): void {
       else perAddress.delete(address);
     });
   });
+}
+
+// Pipelined requests that arrive in one read are parsed and dispatched in one turn of the event
+// loop: 20,000 `GET /healthz` written at once into one socket held it for seconds, every other
+// client waiting. No client needs many in flight on one connection (browsers and undici send one
+// at a time), so past this many the connection is closed, and what it still had queued is
+// dropped at the cost of parsing it, never reaching the app.
+export const MAX_PIPELINED_PER_CONNECTION = 16;
+
+function boundPipelining(handle: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+  const inFlight = new WeakMap<Socket, number>();
+  return (req, res) => {
+    const socket = req.socket;
+    if (socket.destroyed) return;
+    const count = (inFlight.get(socket) ?? 0) + 1;
+    if (count > MAX_PIPELINED_PER_CONNECTION) {
+      socket.destroy();
+      return;
+    }
+    inFlight.set(socket, count);
+    res.once('close', () => inFlight.set(socket, (inFlight.get(socket) ?? 1) - 1));
+    handle(req, res);
+  };
 }
 
 /**

@@ -6,6 +6,7 @@ import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
+import { MAX_PIPELINED_PER_CONNECTION } from '../../api/server.ts';
 
 // A stranger holding the API's connections (issue 13): half-sent headers, trickled bodies after an
 // early refusal, many idle connections from one address. Each must cost the server a bounded time
@@ -100,3 +101,35 @@ test('a JSON body nested too deep or too wide is refused while it is read, namin
   assert.equal(wide.body.errors[0].field, 'env');
   assert.match(wide.body.detail, /more than 20000 values/);
 });
+
+test('requests pipelined past the bound on one connection close it, unanswered past the bound; a few pipelined are all answered', async () => {
+  const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+  const few = await open();
+  let fewAnswers = '';
+  few.on('data', (d: Buffer) => (fewAnswers += d.toString('latin1')));
+  few.write(request.repeat(8));
+  // Answers follow each other with no line break between them (a body, then the next status line).
+  await until(() => (fewAnswers.match(/HTTP\/1\.1 200 /g)?.length ?? 0) === 8);
+  assert.equal(few.destroyed, false, 'a client with a few in flight keeps its connection');
+  few.destroy();
+
+  const flood = await open();
+  let answers = '';
+  flood.on('data', (d: Buffer) => (answers += d.toString('latin1')));
+  // Reset by the server, not ended: `once` would reject on the reset's error event.
+  const closed = new Promise((resolve) => flood.once('close', resolve));
+  flood.write(request.repeat(20_000));
+  await closed;
+  const answered = answers.match(/HTTP\/1\.1 \d{3} /g)?.length ?? 0;
+  assert.ok(answered <= MAX_PIPELINED_PER_CONNECTION, `${answered} answers on a flooded connection`);
+  // A neighbour is served, on a connection of its own.
+  assert.equal((await call(api.url, 'GET', '/healthz')).status, 200);
+});
+
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('not in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
