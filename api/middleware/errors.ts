@@ -17,7 +17,7 @@ export function refuseUnrouted(ctx: AppContext): void {
 /** The one place errors become responses: RFC 9457 documents, never internals. */
 export function errorAnswerer(log: Logger): (ctx: AppContext, err: unknown) => void {
   return function answerError(ctx, err) {
-    const apiError = toApiError(err);
+    const apiError = clientWentAway(ctx, err) ?? toApiError(err);
     if (apiError.code === 'internal_error') {
       log.error({ err, requestId: ctx.state.requestId, accountId: ctx.state.auth?.accountId }, 'unhandled error');
     } else if (apiError.code === 'service_unavailable') {
@@ -32,6 +32,16 @@ export function errorAnswerer(log: Logger): (ctx: AppContext, err: unknown) => v
     ctx.type = 'application/problem+json';
     ctx.body = problemDocument(apiError, ctx.state.requestId);
   };
+}
+
+/**
+ * A client that closed its connection in the middle of its request's body: the read fails with
+ * ECONNRESET, which is not a backing service's, and counts as no 5xx of the service's (any tenant
+ * could otherwise raise its error rate, and the alerts on it, at will).
+ */
+function clientWentAway(ctx: AppContext, err: unknown): ApiError | undefined {
+  if (err instanceof ApiError || ctx.req.complete || !ctx.req.destroyed) return undefined;
+  return new ApiError('invalid_request', 'The connection closed before the request was read whole.');
 }
 
 function toApiError(err: unknown): ApiError {

@@ -133,3 +133,18 @@ async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+test('a client that closes its connection in the middle of its body is no 5xx of the service', async () => {
+  const account = await newAccount(api.url, 'aborted-body');
+  for (let i = 0; i < 3; i++) {
+    const socket = await open();
+    socket.write(`PUT /v1/allowlist HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${account.key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"comma`);
+    await new Promise((r) => setTimeout(r, 100));
+    socket.destroy();
+  }
+  await new Promise((r) => setTimeout(r, 200));
+  const metrics = (await call(api.url, 'GET', '/metrics')).body as string;
+  const allowlist = metrics.split('\n').filter((l) => l.startsWith('paddock_http_requests_total{method="PUT",route="/v1/allowlist"'));
+  assert.ok(allowlist.length > 0, 'the aborted requests are counted');
+  assert.deepEqual(allowlist.filter((l) => /status="5\d\d"/.test(l)), [], allowlist.join('\n'));
+});
