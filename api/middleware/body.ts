@@ -12,12 +12,17 @@ export function jsonBody(limitBytes: number, shapeOptions: ShapeOptions = {}) {
   return async function readJsonBody(ctx: AppContext, next: Next): Promise<void> {
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limitBytes) throw tooLarge(limitBytes);
+    refuseEncoded(ctx);
     const raw = await readLimited(ctx, limitBytes, shapeOptions);
     if (raw.length === 0) {
       ctx.state.rawBody = undefined;
     } else {
       if (!ctx.is('application/json', 'application/*+json')) {
         throw new ApiError('unsupported_media_type', 'Send the body as JSON with "Content-Type: application/json".');
+      }
+      const charset = ctx.request.charset.toLowerCase();
+      if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+        throw new ApiError('unsupported_media_type', `The body is read as UTF-8, the only charset JSON has; send it so (not ${charset}).`);
       }
       let text: string;
       try {
@@ -36,6 +41,23 @@ export function jsonBody(limitBytes: number, shapeOptions: ShapeOptions = {}) {
 }
 
 /**
+ * A body in a content or transfer coding this server does not undo (gzip, br…) is refused, not
+ * read as if it were plain: its bytes would be parsed as JSON, or extracted as a tar, wrongly.
+ * (A gzipped archive is sent as itself, Content-Type application/gzip.)
+ */
+function refuseEncoded(ctx: AppContext): void {
+  const content = ctx.get('content-encoding').trim().toLowerCase();
+  const codings = ctx
+    .get('transfer-encoding')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'chunked');
+  if ((content && content !== 'identity') || codings.length > 0) {
+    throw new ApiError('unsupported_media_type', `The body must not be encoded (Content-Encoding or Transfer-Encoding ${content || codings.join(', ')}); send it as it is.`);
+  }
+}
+
+/**
  * A body that is data (an archive), handed to the handler as it comes: the media type must be one
  * of `mediaTypes`, and the body is cut at `limitBytes`, by its declared length before a byte is
  * read, else by its count as it streams. Nothing is buffered here: the handler's consumer paces
@@ -45,6 +67,7 @@ export function streamedBody(mediaTypes: string[], limitBytes: number) {
   return async function acceptStreamedBody(ctx: AppContext, next: Next): Promise<void> {
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limitBytes) throw tooLarge(limitBytes);
+    refuseEncoded(ctx);
     const mediaType = ctx.request.type.toLowerCase();
     if (!mediaTypes.includes(mediaType)) {
       throw new ApiError('unsupported_media_type', `Send the body with Content-Type ${mediaTypes.join(' or ')}.`, {

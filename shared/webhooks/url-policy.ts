@@ -29,7 +29,8 @@ export function checkWebhookUrl(raw: string, allowLocal: boolean): { target: Web
     return { refused: 'not an absolute URL' };
   }
   if (url.username || url.password) return { refused: 'the URL must not carry credentials' };
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  // A fully qualified name's trailing dot names the same host (`localhost.` is localhost).
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase().replace(/\.+$/, '');
   const local = allowLocal && LOCAL_HOSTS.has(hostname);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) {
     return { refused: allowLocal ? 'the URL must be https (http only for localhost and 127.0.0.1)' : 'the URL must be https' };

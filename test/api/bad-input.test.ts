@@ -221,6 +221,29 @@ test('unknown query parameters answer 400 invalid_request naming them, on every 
   }
 });
 
+test('a body in a coding the server does not undo, or a charset other than UTF-8, answers 415, and is not read as plain', async () => {
+  const body = validSignup();
+  const variants: Record<string, string>[] = [{ 'content-encoding': 'gzip' }, { 'content-encoding': 'br' }, { 'content-type': 'application/json; charset=utf-16' }, { 'content-type': 'application/json; charset=latin1' }];
+  for (const headers of variants) {
+    const res = await rawRequest(api.url, 'POST', '/v1/auth/signup', { headers: { 'content-type': 'application/json', ...headers }, body });
+    assertProblem(res, 415, 'unsupported_media_type');
+  }
+  const [chunkedGzip] = await rawExchange(
+    api.url,
+    `POST /v1/auth/signup HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+  );
+  assert.ok(chunkedGzip!.status === 415 || chunkedGzip!.status === 400, `${chunkedGzip!.status} ${JSON.stringify(chunkedGzip!.body)}`);
+  assert.equal((await rawRequest(api.url, 'POST', '/v1/auth/signup', { headers: { 'content-type': 'application/json', 'content-encoding': 'identity' }, body: validSignup() })).status, 201);
+});
+
+test('two Authorization headers answer 400: which credential was meant is not guessed', async () => {
+  const other = await newAccount(api.url, 'badinput-second');
+  const [res] = await rawExchange(api.url, `GET /v1/account HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${account.key}\r\nAuthorization: Bearer ${other.key}\r\nConnection: close\r\n\r\n`);
+  assert.equal(res!.status, 400, JSON.stringify(res!.body));
+  assert.equal(res!.body.code, 'invalid_request');
+  assert.match(res!.body.detail, /one Authorization header/);
+});
+
 test('Authorization headers with odd spacing, case or bytes: accepted when RFC-valid, else 401 invalid_credential', async () => {
   const ok = [`Bearer ${account.key}`, `bearer ${account.key}`, `BeArEr ${account.key}`, `Bearer    ${account.key}`, `  Bearer ${account.key}  `];
   for (const header of ok) {
