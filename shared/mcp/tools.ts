@@ -91,7 +91,9 @@ export function toolError(err: unknown, describe?: PaddockMcpOptions['describeEr
   if (own) return failure(own.code, own.message);
   if (err instanceof PaddockApiError) {
     const retry = err.retryAfter !== undefined ? ` Retry after ${err.retryAfter} s.` : '';
-    return failure(err.code, `${err.detail} (HTTP ${err.status}).${retry}`);
+    // The request id is what a report of a fault is traced by (the detail of a 5xx asks for it).
+    const request = err.status >= 500 && err.requestId ? ` Request id: ${err.requestId}.` : '';
+    return failure(err.code, `${err.detail} (HTTP ${err.status}).${retry}${request}`);
   }
   if (err instanceof ToolFailure) return failure(err.code, err.message);
   if (err instanceof PaddockError) return failure('connection_failed', err.message);
@@ -332,7 +334,8 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
     'file_delete',
     {
       title: 'Delete a file or folder',
-      description: 'Deletes a file, or a folder and everything in it, in a sandbox. Deleting what does not exist is not an error.',
+      description:
+        'Deletes a file, or a folder and everything in it, in a sandbox. Deleting what does not exist is not an error. Runs `rm` as a command: the key needs the exec scope, and an allowlist must allow rm.',
       inputSchema: { path: filePath('The file or folder.'), sandboxId },
       annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
@@ -348,7 +351,8 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
     'file_move',
     {
       title: 'Move or rename a file or folder',
-      description: 'Moves (renames) a file or folder in a sandbox; the destination\'s parent folder must exist.',
+      description:
+        'Moves (renames) a file or folder in a sandbox; the destination\'s parent folder must exist. Runs `mv` as a command: the key needs the exec scope, and an allowlist must allow mv.',
       inputSchema: { from: filePath('What to move.'), to: filePath('Where to.'), sandboxId },
       annotations: { destructiveHint: true, openWorldHint: false },
     },
