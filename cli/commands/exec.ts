@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { fieldFlags } from '../output/fields.ts';
 import type { ExecInput } from '../api/types.ts';
-import { CliError, EXIT_EXEC_FAILED, EXIT_INTERRUPTED, withExitCode } from '../errors.ts';
+import { CliError, EXIT_EXEC_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, withExitCode } from '../errors.ts';
 import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
 import { bufferedExec, commandOf, exitCodeOf, streamExec } from '../services/exec.ts';
@@ -29,7 +29,8 @@ export function execCommand(program: Command): void {
         .description(
           'run a command in a session, its output streamed live; exits with its exit code.\n' +
             'One argument is a shell command line (run by /bin/sh -c); several are the program and its arguments.\n' +
-            'Piped standard input is passed on to the command.\n' +
+            'Piped standard input is passed on to the command. Input and output are UTF-8 text, and a command\'s output\n' +
+            'has a limit (1 MiB a stream by default): for binary or large data use `paddock files` (create --from, upload, download).\n' +
             'With --background it is started as a background process and its id (proc_…) printed at once:\n' +
             'see `paddock ps`, `paddock logs` and `paddock kill`.',
         )
@@ -60,7 +61,7 @@ export function execCommand(program: Command): void {
       return;
     }
     const input: ExecInput = { command: commandOf(args), cwd: opts.cwd, env: opts.env, timeoutSeconds: opts.timeout };
-    if (opts.stdin && stdinIsPiped()) input.stdin = (await readStdin()).toString('utf8');
+    if (opts.stdin && stdinIsPiped()) input.stdin = textOf(await readStdin());
 
     const controller = new AbortController();
     const onInterrupt = () => controller.abort();
@@ -73,7 +74,9 @@ export function execCommand(program: Command): void {
         return;
       }
       const exit = await streamExec(client, sessionId, input, { stdout: writer(process.stdout), stderr: writer(process.stderr) }, controller.signal);
-      if (exit.stdoutTruncated || exit.stderrTruncated) say('paddock: the output was longer than the service keeps, and was cut.');
+      if (exit.stdoutTruncated || exit.stderrTruncated) {
+        say('paddock: the output passed the service\'s limit for one command, and the command was stopped. Write large output to a file in the session and fetch it with `paddock files download`.');
+      }
       if (exit.timedOut) say(`paddock: the command timed out${opts.timeout ? ` after ${opts.timeout} s` : ''}.`);
       else if (exit.signal) say(`paddock: the command was ended by ${exit.signal}.`);
       process.exitCode = exitCodeOf(exit);
@@ -85,6 +88,21 @@ export function execCommand(program: Command): void {
       process.off('SIGINT', onInterrupt);
     }
   });
+}
+
+/**
+ * Piped input as the text exec carries (its stdin is UTF-8 text, as its output is): bytes that
+ * are not UTF-8 would reach the command changed, so they are refused rather than sent.
+ */
+function textOf(bytes: Buffer): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new CliError('Standard input is not UTF-8 text, and exec passes text only: binary data would arrive changed.', {
+      hint: 'Put the file in the session with `paddock files create <path> --from <local_file>` (or `paddock files upload` for a folder), then run the command on it.',
+      exitCode: EXIT_USAGE,
+    });
+  }
 }
 
 /** Writes output as it comes, waiting when the reader is slower than the command. */

@@ -87,6 +87,15 @@ test('piped standard input is passed on; --no-stdin keeps it back', async () => 
   assert.equal(ok(await user.run(['exec', '--no-stdin', '--', 'cat'], { input: 'kept back' })), '');
 });
 
+test('piped input that is not UTF-8 is refused, not sent changed, and says how to send a file', async () => {
+  const { user } = await session();
+  const r = await user.run(['exec', '--', 'wc', '-c'], { input: Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x61]) });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /not UTF-8 text/);
+  assert.match(r.stderr, /Hint: .*files create <path> --from/);
+  assert.equal(r.stdout, '');
+});
+
 test('exec --cwd and --env', async () => {
   const { user } = await session();
   ok(await user.run(['files', 'create', 'sub/dir/f.txt', '--content', 'x']));
