@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { PaddockClient } from '../api/index.ts';
 import type { Account, ApiKeySummary, CreatedApiKey } from '../api/types.ts';
 import { checkBaseUrl } from '../api/index.ts';
-import { updateConfigFile } from '../config/file.ts';
+import { readConfigFile, updateConfigFile } from '../config/file.ts';
 import { resolveConfig } from '../config/resolve.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say } from '../output/print.ts';
@@ -66,8 +66,11 @@ export async function login(flags: CredentialFlags & { url?: string; keyName?: s
   const password = await passwordFrom(flags);
   const anonymous = anonymousClient(baseUrl);
   const { token } = await anonymous.login({ email, password });
-  const key = await anonymous.withToken(token).createApiKey({ name: flags.keyName ?? defaultKeyName() });
+  const dashboardClient = anonymous.withToken(token);
+  const key = await dashboardClient.createApiKey({ name: flags.keyName ?? defaultKeyName() });
+  const replaced = readConfigFile(config.path);
   saveCredentials(config.path, baseUrl, key.key);
+  if (replaced.api_key && replaced.base_url === baseUrl) await notePreviousKey(dashboardClient, replaced.api_key, key.id);
   const account = await anonymous.withApiKey(key.key).account();
   return {
     account: { id: account.id, email: account.email },
@@ -75,6 +78,17 @@ export async function login(flags: CredentialFlags & { url?: string; keyName?: s
     baseUrl,
     configPath: config.path,
   };
+}
+
+/**
+ * The key the config held before a login is not revoked (it may be in use elsewhere, copied into a
+ * CI secret): the person is told it still works, and how to revoke it. Best effort: a key of
+ * another account, or one already revoked, is not this account's to mention.
+ */
+async function notePreviousKey(client: PaddockClient, previous: string, newId: string): Promise<void> {
+  const keys = await client.listApiKeys().catch(() => []);
+  const old = keys.find((k) => k.id !== newId && previous.startsWith(k.start));
+  if (old) say(`Your previous key ${old.name} (${old.start}…, ${old.id}) still works; if nothing else uses it, revoke it with \`paddock keys rm ${old.id}\`.`);
 }
 
 /** The base address and a new key into the config file, with a word on environment overrides. */

@@ -158,6 +158,14 @@ test('login is the way back in: a new API key, saved with the base URL, after th
   assert.equal(json(await user.run(['whoami', '--json'])).email, user.email);
   const keys = json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD }));
   assert.deepEqual(keys.map((k: { name: string; current: boolean }) => [k.name, k.current]), [['laptop', true]]);
+  assert.doesNotMatch(r.stderr, /previous key/, 'a revoked key is not mentioned');
+
+  // Logging in again over a working key: it is not revoked (it may be in use elsewhere), but named.
+  const again = await user.run(['login', ...auth, '--key-name', 'laptop-2'], { input: PASSWORD });
+  ok(again);
+  const laptop = keys[0] as { id: string; start: string };
+  assert.match(again.stderr, new RegExp(`Your previous key laptop \\(${laptop.start}…, ${laptop.id}\\) still works; .*paddock keys rm ${laptop.id}`));
+  assert.equal(json(await user.run(['keys', 'ls', ...auth, '--json'], { input: PASSWORD })).length, 2);
 
   // On a new machine: --url gives the base URL; a wrong password saves nothing.
   const home = tempHome();
