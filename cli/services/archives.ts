@@ -1,6 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, lstatSync, renameSync, rmSync, statSync } from 'node:fs';
-import { posix } from 'node:path';
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { createWriteStream, lstatSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { PaddockClient } from '../api/index.ts';
@@ -57,9 +58,8 @@ export interface UploadFlags {
 
 /**
  * Builds a tar of `localDir` with the system's tar and streams it to the sandbox as tar writes it.
- * By default what git would ignore is left out: in a git work tree, the files `git ls-files`
- * lists (tracked, and untracked but not ignored); elsewhere GNU tar's --exclude-vcs-ignores
- * (.gitignore files), and .git itself.
+ * By default what git would ignore is left out (gitFiles); without git, GNU tar's
+ * --exclude-vcs-ignores (.gitignore files, by tar's reading of them), and .git itself.
  */
 export async function uploadArchive(client: PaddockClient, id: string, localDir: string, remotePath: string, flags: UploadFlags): Promise<ExtractedArchive> {
   if (!statSync(localDir, { throwIfNoEntry: false })?.isDirectory()) {
@@ -96,11 +96,31 @@ export async function uploadArchive(client: PaddockClient, id: string, localDir:
   }
 }
 
-/** The work tree's files as `git ls-files` lists them (NUL-separated), or undefined outside a git work tree. */
+/**
+ * The files git would not ignore (NUL-separated): in a git work tree, `git ls-files` (tracked, and
+ * untracked but not ignored); elsewhere the same listing over a throwaway empty repository, so
+ * that .gitignore files are read by git's own rules (`node_modules/`, `/build/`, `!keep`), which
+ * GNU tar's --exclude-vcs-ignores does not all follow. Undefined without git.
+ */
 function gitFiles(dir: string): Buffer | undefined {
   const inside = spawnSync('git', ['-C', dir, 'rev-parse', '--is-inside-work-tree'], { encoding: 'utf8' });
-  if (inside.status !== 0 || inside.stdout.trim() !== 'true') return undefined;
-  const files = spawnSync('git', ['-C', dir, 'ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '.'], { maxBuffer: 256 * 1024 * 1024 });
+  if (inside.error) return undefined;
+  if (inside.status === 0 && inside.stdout.trim() === 'true') {
+    return listed(dir, spawnSync('git', ['-C', dir, 'ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '.'], { maxBuffer: LISTING_MAX_BYTES }));
+  }
+  const scratch = mkdtempSync(join(tmpdir(), 'paddock-upload-'));
+  try {
+    if (spawnSync('git', ['init', '-q', '--bare', scratch]).status !== 0) return undefined;
+    const env = { ...process.env, GIT_DIR: scratch, GIT_WORK_TREE: dir };
+    return listed(dir, spawnSync('git', ['-C', dir, 'ls-files', '-z', '--others', '--exclude-standard', '--', '.'], { env, maxBuffer: LISTING_MAX_BYTES }));
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+const LISTING_MAX_BYTES = 256 * 1024 * 1024;
+
+function listed(dir: string, files: SpawnSyncReturns<Buffer>): Buffer | undefined {
   if (files.status !== 0) return undefined;
   // Deleted but still tracked files are listed too: tar would fail on them.
   const names = files.stdout

@@ -142,18 +142,25 @@ test('files upload sends a local tree, leaving out what git ignores unless --no-
   writeFileSync(join(tree, 'a.txt'), 'a\n');
   writeFileSync(join(tree, 'sub/b.txt'), 'b\n');
   writeFileSync(join(tree, 'debug.log'), 'ignored\n');
-  writeFileSync(join(tree, '.gitignore'), '*.log\n');
+  // git's rules, which GNU tar's --exclude-vcs-ignores does not all follow: a directory pattern,
+  // and one anchored at the .gitignore's own folder.
+  for (const dir of ['node_modules/x', 'build', 'sub/build']) mkdirSync(join(tree, dir), { recursive: true });
+  writeFileSync(join(tree, 'node_modules/x/f.js'), 'ignored\n');
+  writeFileSync(join(tree, 'build/out.bin'), 'ignored\n');
+  writeFileSync(join(tree, 'sub/build/keep.txt'), 'kept: /build/ is anchored\n');
+  writeFileSync(join(tree, '.gitignore'), '*.log\nnode_modules/\n/build/\n');
   const listing = async (dir: string) => ok(await u.run(['exec', '--', 'sh', '-c', `cd ${dir} && find . -mindepth 1 -not -path "./.git/*" | sort`]));
 
   // Not a git work tree: .gitignore files are honoured all the same.
   const plain = json(await u.run(['files', 'upload', tree, 'up/plain', '--json']));
   assert.equal(plain.path, '/workspace/up/plain');
-  assert.equal(await listing('up/plain'), './.gitignore\n./a.txt\n./sub\n./sub/b.txt\n');
+  const kept = './.gitignore\n./a.txt\n./sub\n./sub/b.txt\n./sub/build\n./sub/build/keep.txt\n';
+  assert.equal(await listing('up/plain'), kept);
 
   assert.equal(spawnSync('git', ['init', '-q', tree]).status, 0);
   const viaGit = await u.run(['files', 'upload', tree, 'up/git', '--gzip']);
   assert.match(ok(viaGit), /^Extracted \d+ entries into \/workspace\/up\/git \(.+ sent\)\n$/);
-  assert.equal(await listing('up/git'), './.gitignore\n./a.txt\n./sub\n./sub/b.txt\n');
+  assert.equal(await listing('up/git'), kept);
 
   ok(await u.run(['files', 'upload', tree, 'up/all', '--no-gitignore']));
   assert.match(await listing('up/all'), /\.\/\.git\n[^]*\.\/debug\.log\n/);
@@ -162,7 +169,7 @@ test('files upload sends a local tree, leaving out what git ignores unless --no-
   assert.match(ok(await u.run(['files', 'download', 'up/git', '-o', saved])), /^Saved .*back\.tgz \(.+\)\n$/);
   assert.deepEqual(readFileSync(saved).subarray(0, 2), Buffer.from([0x1f, 0x8b]));
   const names = spawnSync('tar', ['-tzf', saved], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).sort();
-  assert.deepEqual(names, ['./', './.gitignore', './a.txt', './sub/', './sub/b.txt']);
+  assert.deepEqual(names, ['./', './.gitignore', './a.txt', './sub/', './sub/b.txt', './sub/build/', './sub/build/keep.txt']);
   assert.ok(!existsSync(`${saved}.part`));
 
   const piped = await u.run(['files', 'download', 'up/git/a.txt', '-o', '-']);
