@@ -112,6 +112,28 @@ function fakeApi(initial: Sandbox[]) {
   };
 }
 
+/** From the list, with sbx_one on it: its actions, then "Run a command". */
+async function openExecPanel(lastFrame: () => string | undefined, stdin: { write: (data: string) => void }): Promise<void> {
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'run chosen');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('Run a command in sbx_one'), 'the exec panel');
+}
+
+/** From the list, with sbx_one on it: its actions, then "Browse files". */
+async function openFileBrowser(lastFrame: () => string | undefined, stdin: { write: (data: string) => void }): Promise<void> {
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+  stdin.write(DOWN);
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> Browse files'), 'browse chosen');
+  stdin.write(ENTER);
+}
+
 /** Waits until the last frame satisfies `check` (Ink renders asynchronously). */
 async function frameWhere(lastFrame: () => string | undefined, check: (f: string) => boolean, what: string): Promise<string> {
   const deadline = Date.now() + 5000;
@@ -223,13 +245,7 @@ test('Picker: an API error is shown with its code and hint, and the picker keeps
 test('Picker: enter opens the actions; run a command and see its output', async () => {
   const fake = fakeApi([sandbox('sbx_one', 10)]);
   const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
-  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
-  stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
-  stdin.write(DOWN);
-  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'run chosen');
-  stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('Run a command in sbx_one'), 'the exec panel');
+  await openExecPanel(lastFrame, stdin);
   stdin.write('echo hello');
   await frameWhere(lastFrame, (x) => x.includes('echo hello'), 'the typed command');
   stdin.write(ENTER);
@@ -246,13 +262,7 @@ test("Picker: a file's control characters are shown, not obeyed, and a long line
   const fake = fakeApi([sandbox('sbx_one', 10)]);
   fake.setFileContent(`title \u001b]0;pwned\u0007 clear \u001b[2J csi \u009b31m end\n${'x'.repeat(300)}\nlast\n`);
   const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
-  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
-  stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
-  stdin.write(DOWN);
-  stdin.write(DOWN);
-  await frameWhere(lastFrame, (x) => x.includes('> Browse files'), 'browse chosen');
-  stdin.write(ENTER);
+  await openFileBrowser(lastFrame, stdin);
   await frameWhere(lastFrame, (x) => x.includes('> notes.txt') || x.includes('notes.txt'), 'the folder');
   stdin.write(DOWN);
   await frameWhere(lastFrame, (x) => x.includes('> notes.txt'), 'the file chosen');
@@ -284,13 +294,7 @@ test('Picker: a list that cannot be loaded says so, not "no sessions", and the q
 test('Picker: a command line pasted with its Enter in one chunk runs, without the line break', async () => {
   const fake = fakeApi([sandbox('sbx_one', 10)]);
   const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
-  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
-  stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
-  stdin.write(DOWN);
-  await frameWhere(lastFrame, (x) => x.includes('> Run a command'), 'run chosen');
-  stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('Run a command in sbx_one'), 'the exec panel');
+  await openExecPanel(lastFrame, stdin);
   stdin.write('echo pasted\r');
   await frameWhere(lastFrame, (x) => x.includes('[exit 0') && x.includes('a shell command line'), 'the exit, and the prompt again');
   assert.ok(fake.calls.includes('exec sbx_one echo pasted'), fake.calls.join('\n'));
@@ -304,13 +308,7 @@ test('Picker: a command line pasted with its Enter in one chunk runs, without th
 test('Picker: browse files, open a folder and a file, go back up', async () => {
   const fake = fakeApi([sandbox('sbx_one', 10)]);
   const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
-  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
-  stdin.write(ENTER);
-  await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
-  stdin.write(DOWN);
-  stdin.write(DOWN);
-  await frameWhere(lastFrame, (x) => x.includes('> Browse files'), 'browse chosen');
-  stdin.write(ENTER);
+  await openFileBrowser(lastFrame, stdin);
   let f = await frameWhere(lastFrame, (x) => x.includes('sbx_one:/workspace') && x.includes('notes.txt'), 'the folder');
   assert.match(f, /> src\//, 'folders first');
   stdin.write(ENTER);
