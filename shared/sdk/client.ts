@@ -234,7 +234,7 @@ export class PaddockClient {
     if (!res.body) throw new PaddockConnectionError(this.baseUrl, 'The exec stream answered no body.');
     let ended = false;
     try {
-      for await (const line of ndjsonLines(res.body)) {
+      for await (const line of ndjsonLines(res.body, opts.signal)) {
         const event = JSON.parse(line) as ExecStreamEvent;
         if (event.type === 'exit' || event.type === 'error') ended = true;
         yield event;
@@ -276,7 +276,7 @@ export class PaddockClient {
     });
     if (!res.body) throw new PaddockConnectionError(this.baseUrl, 'The output stream answered no body.');
     try {
-      for await (const line of ndjsonLines(res.body)) yield JSON.parse(line) as ProcessOutputEvent;
+      for await (const line of ndjsonLines(res.body, opts.signal)) yield JSON.parse(line) as ProcessOutputEvent;
     } catch (err) {
       if (err instanceof SyntaxError) throw new PaddockConnectionError(this.baseUrl, 'The output stream sent a line that is not JSON.', { cause: err });
       if (err instanceof PaddockError || opts.signal?.aborted) throw err;
@@ -339,22 +339,12 @@ export class PaddockClient {
       signal: opts.signal,
     });
     if (!res.body) throw new PaddockConnectionError(this.baseUrl, 'The archive download answered no body.');
-    const reader = res.body.getReader();
+    // Left early, the connection closes (chunksOf), and the server stops its tar.
     try {
-      for (;;) {
-        let next: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          next = await reader.read();
-        } catch (err) {
-          if (opts.signal?.aborted) throw err;
-          throw new PaddockConnectionError(this.baseUrl, `The archive download broke off: ${describeCause(err)}.`, { cause: err });
-        }
-        if (next.done) return;
-        yield next.value;
-      }
-    } finally {
-      // Left early: the connection closes, and the server stops its tar.
-      void reader.cancel().catch(() => undefined);
+      yield* chunksOf(res.body, opts.signal);
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      throw new PaddockConnectionError(this.baseUrl, `The archive download broke off: ${describeCause(err)}.`, { cause: err });
     }
   }
 
@@ -450,7 +440,7 @@ export class PaddockClient {
     });
     if (!res.body) throw new PaddockConnectionError(this.baseUrl, 'The event stream answered no body.');
     try {
-      for await (const data of sseData(res.body)) yield JSON.parse(data) as PaddockEvent;
+      for await (const data of sseData(res.body, opts.signal)) yield JSON.parse(data) as PaddockEvent;
     } catch (err) {
       if (err instanceof PaddockError || opts.signal?.aborted) throw err;
       throw new PaddockConnectionError(this.baseUrl, `The event stream broke: ${describeCause(err)}.`, { cause: err });
@@ -622,11 +612,37 @@ async function apiErrorOf(res: Response): Promise<PaddockApiError> {
   });
 }
 
+/**
+ * A response body's chunks, ended by the caller's signal as well as by the body. fetch's own
+ * abort does not always reach a body being read: on Node 20 a stream read for seconds went on
+ * after its signal fired (undici holds its abort listener weakly, and the request it belongs to
+ * can be collected), so Esc in the TUI did not stop a command. The reader is cancelled here,
+ * which closes the connection: the server then ends what it streams.
+ */
+async function* chunksOf(body: ReadableStream<Uint8Array>, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader();
+  const cancel = () => void reader.cancel(signal?.reason).catch(() => undefined);
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const next = await reader.read();
+      signal?.throwIfAborted();
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    // Left early (or aborted): the connection closes.
+    void reader.cancel().catch(() => undefined);
+  }
+}
+
 /** The lines of an NDJSON body, without their newlines; blank lines skipped. */
-async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+async function* ndjsonLines(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffered = '';
-  for await (const chunk of body) {
+  for await (const chunk of chunksOf(body, signal)) {
     buffered += decoder.decode(chunk, { stream: true });
     let nl: number;
     while ((nl = buffered.indexOf('\n')) >= 0) {
@@ -640,10 +656,10 @@ async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<st
 }
 
 /** The data of each Server-Sent Events frame that has some (comments and retry lines skipped). */
-async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+async function* sseData(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffered = '';
-  for await (const chunk of body) {
+  for await (const chunk of chunksOf(body, signal)) {
     buffered += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, '\n');
     let end: number;
     while ((end = buffered.indexOf('\n\n')) >= 0) {

@@ -42,6 +42,43 @@ test('a credential a header cannot carry is refused in the constructor, and the 
   assert.equal(seen[0]?.headers.get('authorization'), `Bearer ${secret}`);
 });
 
+test("a stream ends at its signal even when fetch's abort does not reach the body (Node 20's undici), and its body is cancelled", async () => {
+  // A body that goes on until cancelled, deaf to the signal: what a stream read for seconds was on
+  // Node 20, whose undici can lose its abort listener (Esc in the TUI did not stop a command).
+  const streams = (kind: 'exec' | 'events') => {
+    let cancelled = false;
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await new Promise((r) => setTimeout(r, 20));
+        controller.enqueue(encoder.encode(kind === 'exec' ? '{"type":"stdout","data":"tick\\n"}\n' : 'data: {"id":"evt_1"}\n\n'));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const type = kind === 'exec' ? 'application/x-ndjson' : 'text/event-stream';
+    const fetch: typeof globalThis.fetch = async () => new Response(body, { status: 200, headers: { 'content-type': type } });
+    return { fetch, cancelled: () => cancelled };
+  };
+  for (const kind of ['exec', 'events'] as const) {
+    const fake = streams(kind);
+    const client = new PaddockClient({ baseUrl: 'http://127.0.0.1', apiKey: 'pdk_live_abc', fetch: fake.fetch });
+    const controller = new AbortController();
+    const iterator = kind === 'exec' ? client.execStream('sbx_x', { command: 'yes' }, { signal: controller.signal }) : client.streamEvents({ signal: controller.signal });
+    let seen = 0;
+    const ended = (async () => {
+      for await (const _ of iterator as AsyncIterable<unknown>) if (++seen === 3) controller.abort();
+    })();
+    await assert.rejects(
+      Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error(`${kind}: the stream went on after its abort`)), 5_000))]),
+      (err: unknown) => (err as Error).name === 'AbortError',
+    );
+    assert.equal(seen, 3, kind);
+    assert.equal(fake.cancelled(), true, `${kind}: the body is cancelled (the connection closes)`);
+  }
+});
+
 test('the whole flow against a real stack: signup, login, keys, sandbox, exec, files, allowlist, secrets', async () => {
   const anon = new PaddockClient({ baseUrl: stack.url });
   const email = uniqueEmail('sdk');
