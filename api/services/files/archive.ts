@@ -3,7 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import { SandboxGoneError } from '../../../shared/runtime/types.ts';
 import type { AppDeps, StreamedBody } from '../../context.ts';
 import { ARCHIVE_SCRIPT, EXTRACT_SCRIPT, REMOVE_TREE_SCRIPT } from './archive-scripts.ts';
-import { DISK_FULL as DISK_FULL_WORDS, failureError, markerOf, timeoutError } from './errors.ts';
+import { DISK_FULL, failureError, markerOf, timeoutError } from './errors.ts';
 import { MAX_STDERR_BYTES } from './limits.ts';
 import { runScript } from './run.ts';
 import { drained } from '../streaming.ts';
@@ -14,9 +14,7 @@ export const GZIP = 'application/gzip';
 /** The media types an upload takes (application/x-gzip is gzip's older name). */
 export const ARCHIVE_MEDIA_TYPES = [TAR, GZIP, 'application/x-gzip'];
 
-// GNU tar's words (LC_ALL=C) for a full disk, and for a member it extracted elsewhere than named.
-// Besides the kernel's words, tar's own on a short write (what a full disk gives it mid-member).
-const DISK_FULL = new RegExp(`${DISK_FULL_WORDS.source}|Wrote only \\d+ of \\d+ bytes`);
+// GNU tar's words (LC_ALL=C) for a member it extracted elsewhere than named.
 const RENAMED = /Removing leading `[^']*' from (member names|hard link targets)/;
 
 export interface ExtractedArchive {

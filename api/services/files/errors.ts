@@ -28,8 +28,11 @@ export const MARKER_EXIT_REASONS: ReadonlySet<string> = new Set<ScriptFailure>([
   'io_error',
 ]);
 
-/** What the tools say when the disk (or the user's quota of it) has no room left. */
-export const DISK_FULL = /No space left on device|Disk quota exceeded/;
+/**
+ * What the tools say (LC_ALL=C) when the disk, or the user's quota of it, has no room left:
+ * the kernel's words, and GNU tar's own on a short write (what a full disk gives it mid-member).
+ */
+export const DISK_FULL = /No space left on device|Disk quota exceeded|Wrote only \d+ of \d+ bytes/;
 
 // A failure the sandbox's file system reported for the path (its tool's message on stderr, by
 // strerror's words): the path's doing, not the service's, such as /proc/self/mem's EIO.
