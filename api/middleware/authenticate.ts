@@ -26,7 +26,7 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
     if (!header) throw new ApiError('missing_credential', 'Send the credential as "Authorization: Bearer <credential>".');
     // Node keeps the first of several Authorization headers and drops the rest without a word: which
     // credential a request meant is then a guess, and is refused rather than taken.
-    if (authorizationHeaders(ctx.req.rawHeaders) > 1) throw new ApiError('invalid_request', 'Send one Authorization header.');
+    if ((ctx.req.headersDistinct.authorization?.length ?? 0) > 1) throw new ApiError('invalid_request', 'Send one Authorization header.');
     const token = BEARER.exec(header)?.[1];
     if (!token) throw new ApiError('invalid_credential', 'The Authorization header must be "Bearer <credential>".');
 
@@ -95,10 +95,4 @@ export function requireScope(scope: Scope) {
     }
     await next();
   };
-}
-
-function authorizationHeaders(raw: readonly string[]): number {
-  let count = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization') count++;
-  return count;
 }
