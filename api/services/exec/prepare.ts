@@ -52,15 +52,7 @@ export function prepareExec(deps: AppDeps, { sandbox, allowlist, openSecrets }: 
 
   // Opened only for a command the allowlist lets run.
   const secrets = openSecrets();
-  const env: Record<string, string> = { ...sandbox.env, ...secrets.env, ...input.env };
-  // The whole environment the command starts with, not only the request's: the sandbox's
-  // create-time env and the secrets' names reach it too, and an allowlist may be newer than both.
-  const envVerdict = checkEnvironment(allowlist.commands, env);
-  if (!envVerdict.allowed) {
-    throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
-  }
-  // The checker allowed names: they resolve in the system's program directories, whatever the image's PATH.
-  if (allowlist.commands.length > 0) env.PATH = PROGRAM_PATH;
+  const env = policedEnvironment(allowlist.commands, { ...sandbox.env, ...secrets.env, ...input.env });
   const argv = typeof input.command === 'string' ? ['/bin/sh', '-c', input.command] : input.command;
   refuseOversized(argv, env);
   return {
@@ -72,6 +64,18 @@ export function prepareExec(deps: AppDeps, { sandbox, allowlist, openSecrets }: 
     timeoutMs: Math.round(timeoutSeconds * 1000),
     masks: secrets.masks,
   };
+}
+
+/**
+ * The whole environment a command (or terminal) starts with, checked against the allowlist, not
+ * only the request's part: the sandbox's create-time env and the secrets' names reach it too, and
+ * an allowlist may be newer than both. Under an allowlist, PATH is the system's program
+ * directories, whatever the image's: the names the checker allowed resolve there.
+ */
+export function policedEnvironment(allowlist: readonly string[], env: Record<string, string>): Record<string, string> {
+  const verdict = checkEnvironment(allowlist, env);
+  if (!verdict.allowed) throw new ApiError('command_not_allowed', verdict.reason, { extra: { variable: verdict.variable } });
+  return allowlist.length > 0 ? { ...env, PATH: PROGRAM_PATH } : env;
 }
 
 // What execve accepts: one string of at most 32 pages (MAX_ARG_STRLEN, with its NUL), and all of

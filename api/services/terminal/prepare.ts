@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { ApiError } from '../../../shared/errors.ts';
-import { checkCommand, checkEnvironment, PROGRAM_PATH, programPathProblem } from '../../../shared/allowlist/index.ts';
+import { checkCommand, programPathProblem } from '../../../shared/allowlist/index.ts';
+import { policedEnvironment } from '../exec/prepare.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import type { ExecContext } from '../sandboxes.ts';
 
@@ -39,11 +40,7 @@ export function prepareTerminal({ sandbox, allowlist: policy, openSecrets }: Exe
   const argv = command ?? loginShell(allowlist);
   if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
   const secrets = openSecrets();
-  const env: Record<string, string> = { TERM: 'xterm-256color', ...sandbox.env, ...secrets.env };
-  const envVerdict = checkEnvironment(allowlist, env);
-  if (!envVerdict.allowed) throw new ApiError('command_not_allowed', envVerdict.reason, { extra: { variable: envVerdict.variable } });
-  // As for exec: the names the allowlist allowed resolve in the system's program directories.
-  if (allowlist.length > 0) env.PATH = PROGRAM_PATH;
+  const env = policedEnvironment(allowlist, { TERM: 'xterm-256color', ...sandbox.env, ...secrets.env });
   return { accountId: sandbox.accountId, argv, env, masks: secrets.masks };
 }
 
