@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Benchmark, BenchRow } from './types.ts';
-import { mintApiKey } from './targets.ts';
+import { mintApiKey, startFloor, startLifecycleFloor } from './targets.ts';
 import { cpuSeconds } from './cpu.ts';
-import { callOk, localRuntimeOn, percentile, removeDataDir, round, sandboxDataDir, startStack, warmPoolFull, type SandboxObject } from './stack.ts';
+import { call, callOk, localRuntimeOn, percentile, removeDataDir, round, sandboxDataDir, startStack, warmPoolFull, type SandboxObject } from './stack.ts';
 
 const GOAL_MS = 10;
 const POOL_SIZE = 4;
@@ -29,6 +29,15 @@ export const createBenchmark: Benchmark = {
     const poolFull = () => warmPoolFull(db, pooledStack.deployment, POOL_SIZE, { timeoutMs: 60_000, everyMs: 5 });
     const rawDir = sandboxDataDir('create-raw');
     const runtime = localRuntimeOn(rawDir);
+    // The hops the architecture fixes, with no work (bench/lifecycle-floor.ts), and a read's
+    // (bench/floor-server.ts): what is left over them is Paddock's own.
+    const lifecycleFloor = await startLifecycleFloor(ctx);
+    const readFloor = await startFloor(ctx);
+    const floorOk = async (url: string, method: string) => {
+      const answer = await call(url, 'none', method, '/', method === 'POST' ? {} : undefined);
+      if (answer.status >= 300) throw new Error(`the floor answered ${answer.status}`);
+      return answer.ms;
+    };
     try {
       const key = await mintApiKey(stack.url);
       const pooledKey = await mintApiKey(pooledStack.url);
@@ -39,6 +48,8 @@ export const createBenchmark: Benchmark = {
       const pooledInSession: number[] = [];
       const destroyed: number[] = [];
       const rawDestroyed: number[] = [];
+      const lifecycleFloorMs: number[] = [];
+      const readFloorMs: number[] = [];
       // The plain stack's processes between the warm-up and the end: what a create and a destroy cost them.
       let cpuFrom: { web: number; worker: number } | undefined;
       let pooledMisses = 0;
@@ -79,8 +90,13 @@ export const createBenchmark: Benchmark = {
         const destroyStarted = performance.now();
         await runtime.destroy(id);
         const rawDestroyMs = performance.now() - destroyStarted;
+        // Each floor after the pause the subjects above made it: idle, as the API's processes are before a create.
+        const readFloorOnce = await floorOk(readFloor.url, 'GET');
+        const lifecycleFloorOnce = await floorOk(lifecycleFloor.url, 'POST');
         if (i === WARMUP - 1) cpuFrom = processCpu(stack);
         if (i < WARMUP) continue;
+        readFloorMs.push(readFloorOnce);
+        lifecycleFloorMs.push(lifecycleFloorOnce);
         destroyed.push(destroy.ms);
         rawDestroyed.push(rawDestroyMs);
         pooled.push(afterIdle);
@@ -91,6 +107,7 @@ export const createBenchmark: Benchmark = {
         if ((i - WARMUP + 1) % 10 === 0) ctx.log(`  ${i - WARMUP + 1}/${COUNT}: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms`);
       }
       const overhead = percentile(api, 50) - percentile(raw, 50);
+      const overFloor = overhead - percentile(lifecycleFloorMs, 50);
       const cpuTo = processCpu(stack);
       const cpuPerCycle = (which: 'web' | 'worker') => (cpuFrom && cpuTo ? round(((cpuTo[which] - cpuFrom[which]) * 1000) / COUNT) : NaN);
       const rows: BenchRow[] = [
@@ -101,9 +118,21 @@ export const createBenchmark: Benchmark = {
         },
         {
           subject: 'API: POST /v1/sandboxes until running',
-          figures: { n: api.length, 'p50 ms': percentile(api, 50), 'p99 ms': percentile(api, 99), 'max ms': percentile(api, 100), 'overhead p50 ms': round(overhead) },
+          figures: {
+            n: api.length,
+            'p50 ms': percentile(api, 50),
+            'p99 ms': percentile(api, 99),
+            'max ms': percentile(api, 100),
+            'overhead p50 ms': round(overhead),
+            'over the floor p50 ms': round(overFloor),
+          },
           goal: { text: `overhead ≤ ${GOAL_MS} ms at p50`, met: overhead <= GOAL_MS },
           detail: { samples: api.map((v) => round(v)) },
+        },
+        {
+          subject: "floor: the lifecycle's hops with no work (HTTP, Redis GET, one PostgreSQL round trip, a BullMQ job; in the worker one round trip and a Redis publish), after a pause",
+          figures: { n: lifecycleFloorMs.length, 'p50 ms': percentile(lifecycleFloorMs, 50), 'p99 ms': percentile(lifecycleFloorMs, 99), 'max ms': percentile(lifecycleFloorMs, 100) },
+          detail: { samples: lifecycleFloorMs.map((v) => round(v)) },
         },
         {
           subject: '(API: readyAt − createdAt, as stored)',
@@ -130,12 +159,24 @@ export const createBenchmark: Benchmark = {
         },
         {
           subject: `API: POST /v1/sandboxes from a warm pool of ${POOL_SIZE} (running in the answer), after a pause`,
-          figures: { n: pooled.length, 'p50 ms': percentile(pooled, 50), 'p99 ms': percentile(pooled, 99), 'max ms': percentile(pooled, 100), 'not from the pool': pooledMisses },
+          figures: {
+            n: pooled.length,
+            'p50 ms': percentile(pooled, 50),
+            'p99 ms': percentile(pooled, 99),
+            'max ms': percentile(pooled, 100),
+            'over the floor p50 ms': round(percentile(pooled, 50) - percentile(readFloorMs, 50)),
+            'not from the pool': pooledMisses,
+          },
           goal: {
             text: `p50 ≤ ${POOL_GOAL.p50} ms, p99 ≤ ${POOL_GOAL.p99} ms`,
             met: percentile(pooled, 50) <= POOL_GOAL.p50 && percentile(pooled, 99) <= POOL_GOAL.p99 && pooledMisses === 0,
           },
           detail: { samples: pooled.map((v) => round(v)) },
+        },
+        {
+          subject: 'floor: a read (HTTP, Redis GET, SELECT 1), after a pause',
+          figures: { n: readFloorMs.length, 'p50 ms': percentile(readFloorMs, 50), 'p99 ms': percentile(readFloorMs, 99), 'max ms': percentile(readFloorMs, 100) },
+          detail: { samples: readFloorMs.map((v) => round(v)) },
         },
         {
           subject: `API: the same, right after a GET /v1/account of the same client`,
@@ -154,6 +195,8 @@ export const createBenchmark: Benchmark = {
       await removeDataDir(rawDir);
       await stack.stop();
       await pooledStack.stop();
+      await lifecycleFloor.stop();
+      await readFloor.stop();
     }
   },
 };

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { freePort } from '../scripts/services.ts';
 import type { BenchContext } from './types.ts';
 import { deployedMemoryLimitMb } from './memory-limit.ts';
-import { logFile, startNodeProcess, type NodeProcess } from './processes.ts';
+import { logFile, startLoggingProcess, startNodeProcess, type NodeProcess } from './processes.ts';
 
 const POOL_MAX = process.env.PADDOCK_DB_POOL_MAX ?? '10';
 // Shared by every Paddock process of a run, so a key minted through one works on the others.
@@ -32,6 +32,26 @@ function profileDir(ctx: BenchContext): string | undefined {
 /** The floor server of `account` and its reads (bench/floor-server.ts). */
 export function startFloor(ctx: BenchContext): Promise<NodeProcess> {
   return startFloorScript(ctx, 'floor', 'bench/floor-server.ts');
+}
+
+/** The lifecycle's floor (bench/lifecycle-floor.ts): its server, and its worker as a process of its own. */
+export async function startLifecycleFloor(ctx: BenchContext): Promise<NodeProcess> {
+  const server = await startFloorScript(ctx, 'lifecycle-floor', 'bench/lifecycle-floor.ts');
+  try {
+    const port = new URL(server.url).port;
+    const worker = await startLoggingProcess({
+      name: 'lifecycle-floor-worker',
+      script: 'bench/lifecycle-floor.ts',
+      env: { ...baseEnv(ctx, Number(port)), ROLE: 'worker' },
+      logFile: logFile(ctx.dir, 'lifecycle-floor-worker'),
+      readyText: 'floor worker started',
+      ...(profileDir(ctx) ? { profileDir: profileDir(ctx) } : {}),
+    });
+    return { ...server, stop: () => Promise.all([server.stop(), worker.stop()]).then(() => undefined) };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
 }
 
 /** The burst's floor (bench/burst-floor.ts). */
