@@ -49,12 +49,16 @@ export async function createWebhook(deps: AppDeps, em: EntityManager, accountId:
   const row = await em.transactional(async (tx) => {
     // One writer per account at a time, so the limit holds under concurrent requests.
     await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 20261123))', [`webhooks:${accountId}`]);
+    // Between the account's events, which are recorded under its row's lock: an event recorded
+    // before this endpoint commits is older than it (created_at is taken once the lock is held),
+    // so it is no loss that the event was recorded with nowhere to go (shared/events/record.ts).
+    await tx.execute('select 1 from accounts where id = ? for share', [accountId]);
     const [count] = await tx.execute<{ n: string }[]>('select count(*) as n from webhook_endpoints where account_id = ?', [accountId]);
     const max = deps.config.PADDOCK_WEBHOOK_MAX_PER_ACCOUNT;
     if (Number(count?.n ?? 0) >= max) throw new ApiError('webhook_limit_reached', `The account has ${max} webhook endpoints, the most it may; delete one first.`);
     const [inserted] = await tx.execute<WebhookRow[]>(
-      `insert into webhook_endpoints (id, account_id, url, description, event_types, secret_ciphertext)
-       values (?, ?, ?, ?, ?::jsonb, ?) returning ${COLUMNS}`,
+      `insert into webhook_endpoints (id, account_id, url, description, event_types, secret_ciphertext, created_at)
+       values (?, ?, ?, ?, ?::jsonb, ?, clock_timestamp()) returning ${COLUMNS}`,
       [id, accountId, checked.target.url.href, input.description ?? null, types ? JSON.stringify(types) : null, cipher.encrypt(secret, webhookSecretContext(accountId, id, 'current'))],
     );
     return inserted!;

@@ -23,7 +23,8 @@ export interface Announcer {
 /**
  * After a commit: replaces the accounts' read views' generation (cache/read-views.ts, awaited:
  * the request or job that made the change answers only once no replica serves what it was
- * before), starts the webhook fan-out of the new events (a dispatch job each) and rings
+ * before), starts the webhook fan-out of the new events (a dispatch job each, for those an
+ * endpoint may receive) and rings
  * every API replica's event streams and waits of the account (Redis pub/sub, ring.ts; the streams
  * then read PostgreSQL, the record). Best effort and bounded: with Redis away the transition still stands,
  * the reaper sweep dispatches what was not, and the streams poll PostgreSQL anyway.
@@ -60,7 +61,8 @@ export class EventAnnouncer implements Announcer {
         this.views.changed(accounts),
         // The ring before the jobs: a create or destroy waiting on it answers sooner, behind no job's scripts.
         ...accounts.map((a) => this.redis.publish(eventsChannel(this.prefix), ringMessage(a, recorded))),
-        enqueueWebhookJobs(this.queue, 'dispatch', recorded.map((e) => ({ eventId: e.id }))),
+        // Only the events an endpoint may receive: for an account without one, no job at all.
+        enqueueWebhookJobs(this.queue, 'dispatch', recorded.filter((e) => !e.dispatched).map((e) => ({ eventId: e.id }))),
       ]);
     if (!(await settleWithin(this.redis, work, ANNOUNCE_TIMEOUT_MS))) {
       this.log.warn({ events: recorded.map((e) => e.id) }, 'event announcement failed; the sweep will dispatch');

@@ -27,6 +27,7 @@ interface EventRow {
   type: EventType;
   data: Record<string, unknown>;
   created_at: Date;
+  dispatched_at: Date | null;
 }
 
 /**
@@ -52,6 +53,10 @@ export function eventsLockStatement(of: { accountId: string } | { sandboxId: str
     : { sql: 'select 1 from accounts where id = (select account_id from sandboxes where id = ?) for no key update', params: [of.sandboxId] };
 }
 
+// The dispatched_at of a new event `v`: now, where no endpoint of its account could receive it.
+const NOWHERE_TO_SEND = `case when v.target_endpoint_id is null and not exists (
+       select 1 from webhook_endpoints w where w.account_id = v.account_id and w.disabled_at is null) then now() end`;
+
 /**
  * Events of one account as one statement (their seq in the order given), for a transaction that
  * holds their account's row locked already (FOR UPDATE or FOR NO KEY UPDATE, see recordEvent) and
@@ -65,10 +70,15 @@ export function eventsStatement(events: readonly NewEvent[], along?: Statement, 
   if (events.some((e) => e.accountId !== accountId)) throw new Error('eventsStatement takes the events of one account');
   const ids = events.map(() => newId('evt'));
   const values = `values ${events.map(() => '(?, ?, ?, ?, ?::jsonb, ?, ?)').join(', ')}`;
-  const sql = `${along ? `with along as (${along.sql}) ` : ''}insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
-     ${when ? `select * from (${values}) as v where exists (${when.sql})` : values}
+  // An event no endpoint can receive is recorded dispatched, and gets no dispatch job (announce).
+  // Exact, not a guess: this statement runs under the account's row lock, which an endpoint's
+  // creation takes too and dates itself after (createWebhook), so an endpoint this statement does
+  // not see is younger than the event, and the dispatch would leave it out (webhook-dispatch.ts).
+  const sql = `${along ? `with along as (${along.sql}) ` : ''}insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id, dispatched_at)
+     select v.*, ${NOWHERE_TO_SEND} from (${values}) as v (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id)
+     ${when ? `where exists (${when.sql})` : ''}
      on conflict do nothing
-     returning seq, id, account_id, sandbox_id, type, data, created_at`;
+     returning seq, id, account_id, sandbox_id, type, data, created_at, dispatched_at`;
   const params = [...(along?.params ?? []), ...events.flatMap((event, i) => [
     ids[i],
     event.accountId,
@@ -99,6 +109,7 @@ function toRecorded(row: EventRow): RecordedEvent {
     type: row.type,
     createdAt: new Date(row.created_at),
     data: row.data,
+    dispatched: row.dispatched_at !== null,
   };
 }
 

@@ -19,6 +19,8 @@ export interface RecordedEvent {
   type: EventType;
   createdAt: Date;
   data: Record<string, unknown>;
+  /** Recorded dispatched: no endpoint could receive it, so it needs no webhook fan-out. */
+  dispatched?: boolean;
 }
 
 /** The public event object: {id, type, createdAt, data}. */

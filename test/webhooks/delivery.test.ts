@@ -13,7 +13,7 @@ import { makeCertificate, startReceiver, testNetwork, verifyStandardWebhook, typ
 // in order per sandbox, retried on 500 and on timeouts, bounded per endpoint, disabled after
 // failing for the whole retry window, and never connected to a refused address.
 
-const cert = makeCertificate(['hooks.test', 'slow.test', 'fast.test', 'redirect.test', 'rebind.test', 'down.test', 'rotate.test', 'flaky.test']);
+const cert = makeCertificate(['hooks.test', 'slow.test', 'fast.test', 'redirect.test', 'rebind.test', 'down.test', 'rotate.test', 'flaky.test', 'late.test']);
 const net = testNetwork(cert.cert);
 const stack = await startSandboxStack({
   webhookTransport: net.transport,
@@ -101,6 +101,34 @@ test('deliveries are signed per Standard Webhooks, carry the event object, and a
     return new Set(l.filter((d) => d.statusCode === 200).map((d) => d.eventId)).size >= events.length ? l : undefined;
   });
   assert.ok(log.every((d) => d.statusCode === 200 || /no answer within/.test(d.error)), JSON.stringify(log));
+});
+
+test('an event no endpoint could receive is recorded dispatched, with no fan-out; an endpoint added later gets the events after it', async () => {
+  const r = await receiverAt('late.test');
+  const acct = await newAccount(url, 'no-endpoint-yet');
+  const events = async () =>
+    (await stack.apis[0]!.deps.pg.query<{ id: string; type: string; created_at: Date; dispatched_at: Date | null }>(
+      'select id, type, created_at, dispatched_at from events where account_id = $1 order by seq',
+      [acct.id],
+    )).rows;
+  const created = await createSandbox(url, acct.key);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const before = await events();
+  assert.deepEqual(before.map((e) => e.type), ['sandbox.created', 'sandbox.running']);
+  // Dispatched by the statement that recorded it (now() is its transaction's start, as created_at
+  // is), not later by a dispatch job.
+  for (const e of before) assert.equal(e.dispatched_at?.getTime(), e.created_at.getTime(), `${e.type} recorded dispatched`);
+
+  await addWebhook(acct, { url: 'https://late.test/' });
+  const destroyed = await call(url, 'DELETE', `/v1/sandboxes/${created.body.id}`, { token: acct.key });
+  assert.equal(destroyed.status, 200, JSON.stringify(destroyed.body));
+  const after = (await events()).filter((e) => !before.some((b) => b.id === e.id));
+  assert.deepEqual(after.map((e) => e.type), ['sandbox.destroyed']);
+  await eventually('the destroyed event delivered', 30_000, async () => (r.received.length > 0 ? true : undefined));
+  const dispatched = (await events()).find((e) => e.id === after[0]!.id)!;
+  assert.ok(dispatched.dispatched_at && dispatched.dispatched_at > dispatched.created_at, 'dispatched by its job, after it was recorded');
+  await sleep(500);
+  assert.deepEqual(r.received.map((x) => JSON.parse(x.body).type), ['sandbox.destroyed'], 'only the event after the endpoint');
 });
 
 test('a 500 and a timeout are retried with backoff, the attempts logged with their next retry; only event types subscribed to are sent', async () => {
