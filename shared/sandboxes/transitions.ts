@@ -76,7 +76,7 @@ export async function markTerminatingByItsUser(
  * sandbox.failed, then sandbox.destroyed), else terminated (sandbox.destroyed). Two round trips:
  * the update (with its own secrets' removal, which happens whether or not it applied), then, where
  * it applied, its time added to its account's months (usage never counts it twice, nor drops it)
- * and its events, with the commit.
+ * and its events, with the commit. The row as destroyed, or undefined where it was not active.
  */
 export async function markDestroyed(
   em: EntityManager,
@@ -84,19 +84,19 @@ export async function markDestroyed(
   reason: DestroyReason,
   failureMessage?: string,
   announcer?: Announcer,
-): Promise<boolean> {
-  const events = await inBatchedTransaction(em, async (tx) => {
+): Promise<SandboxRow | undefined> {
+  const destroyed = await inBatchedTransaction(em, async (tx) => {
     const [changed] = await tx.send([destroyedStatement(id, reason, new Date(), failureMessage), dropOwnSecretsStatement(id)]);
     const row = changed?.[0] as SandboxRow | undefined;
     if (!row) return undefined;
     const types: SandboxEventType[] = row.status === 'failed' ? ['sandbox.failed', 'sandbox.destroyed'] : ['sandbox.destroyed'];
     const { statement, ids } = eventsStatement(types.map((type) => sandboxEventOf(row, type)));
     const [, , rows] = await tx.commitWith([{ sql: ADD_DESTROYED_TO_ROLLUP, params: [id] }, eventsLockStatement({ accountId: row.account_id }), statement]);
-    return recordedFrom(ids, rows);
+    return { row, events: recordedFrom(ids, rows) };
   });
-  if (!events) return false;
-  await announcer?.announce(events);
-  return true;
+  if (!destroyed) return undefined;
+  await announcer?.announce(destroyed.events);
+  return destroyed.row;
 }
 
 /**

@@ -37,16 +37,21 @@ export async function destroySandbox(
   source: string,
 ): Promise<string> {
   const em = deps.orm.em.fork();
-  const row = await findSandbox(await ormPool(em), sandboxId);
-  if (!row) return 'unknown';
-  // One asked for already (a user's DELETE marks it before queuing this job) keeps its first reason.
-  if (row.state === 'active' && row.status !== 'terminating') await markTerminating(em, sandboxId, reason, deps.events);
+  // Only a user's DELETE queues a destroy for `user`, and it marked the sandbox terminating first
+  // (requestDestroy): nothing to read or mark, and the runtime's destroy starts a round trip sooner.
+  if (reason !== 'user') {
+    const row = await findSandbox(await ormPool(em), sandboxId);
+    if (!row) return 'unknown';
+    // One asked for already keeps its first reason.
+    if (row.state === 'active' && row.status !== 'terminating') await markTerminating(em, sandboxId, reason, deps.events);
+  }
   await deps.runtime.destroy(sandboxId);
   const destroyed = await markDestroyed(em, sandboxId, reason, undefined, deps.events);
   if (destroyed) {
-    const finalReason = row.destroyReason ?? reason;
+    const finalReason = destroyed.destroy_reason ?? reason;
     deps.metrics.sandboxesDestroyed.inc({ reason: finalReason });
-    if (finalReason === 'expired') deps.metrics.reaperLag.observe({ source }, Math.max(0, (Date.now() - row.expiresAt.getTime()) / 1000));
+    // The batch's rows hold times as the driver gave them (strings, on the ORM's pool).
+    if (finalReason === 'expired') deps.metrics.reaperLag.observe({ source }, Math.max(0, (Date.now() - new Date(destroyed.expires_at).getTime()) / 1000));
     // The expiry job has nothing left to do; drop it so Redis does not keep it until the cap.
     // Housekeeping, bounded: a Redis that is down (or never reached since this process started,
     // when BullMQ waits for it without limit) must not hold up the destroy, nor the sweep.
