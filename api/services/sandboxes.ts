@@ -4,7 +4,6 @@ import type { Pool } from 'pg';
 import { ApiError } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { Sandbox } from '../../shared/db/entities.ts';
-import type { RecordedEvent } from '../../shared/events/types.ts';
 import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, enqueueAll, jobCatalogue, type JobPayload, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminatingByItsUser } from '../../shared/sandboxes/transitions.ts';
@@ -13,13 +12,13 @@ import { presentSandbox, type PresentedSandbox } from '../presenters/sandbox.ts'
 import { withTransition } from '../../shared/events/ring.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { isPooled } from '../../shared/pool/warm-pool.ts';
-import { claimedFrom, claimIntoStatement, claimWarmStatement } from '../../shared/repositories/warm-pool.ts';
+import { claimedFrom, claimWarmStatement } from '../../shared/repositories/warm-pool.ts';
 import { inBatchedTransaction, type Rows, type Statement } from '../../shared/db/batch.ts';
 import { deploymentOf } from '../../shared/deployment.ts';
 import type { AppDeps } from '../context.ts';
 import { checkEnvironment } from '../../shared/allowlist/index.ts';
 import { currentPeriod, limitsOf } from './account-usage.ts';
-import { lockAccountStatement, overridesFrom, underQuotaCondition, usageFrom, usageStatement, type Usage } from '../../shared/repositories/accounts.ts';
+import { lockAccountStatement, overridesFrom, usageFrom, usageStatement, type Usage } from '../../shared/repositories/accounts.ts';
 import { getAllowlist, type Allowlist } from '../../shared/repositories/policy.ts';
 import * as sandboxes from '../../shared/repositories/sandboxes.ts';
 import type { SandboxPage } from '../../shared/repositories/sandboxes.ts';
@@ -55,17 +54,12 @@ export async function createSandbox(
   const image = resolveImage(deps, input.image);
   await refuseProtectedEnv(deps.pg, accountId, input.env);
   const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
-  const pooled = isPooled(deps.config, deps.runtime, image);
-  // With no key to replay, a claim from the pool is one round trip; an empty pool goes on below.
-  if (pooled && !idempotencyKey) {
-    const claimed = await claimPooled(deps, em, accountId, image, input);
-    if (claimed) return { sandbox: claimed, replayed: false };
-  }
 
   // Settles to the error of the enqueue, if it failed.
   let queued: Promise<unknown> = Promise.resolve(undefined);
   // Two round trips: the lock with everything read under it, then the writes with the commit.
   const outcome = await inBatchedTransaction(em, async (tx) => {
+    const pooled = isPooled(deps.config, deps.runtime, image);
     const [locked, usage, ...rest] = await tx.send([
       lockAccountStatement(accountId),
       usageStatement(accountId, currentPeriod().start),
@@ -125,55 +119,17 @@ export async function createSandbox(
       throw unqueued;
     }
   } else if (!outcome.replayed) {
-    await claimed(deps, sandbox, outcome.created ?? []);
+    // Its account's views (its usage) change before the answer, as after any create.
+    await deps.events.changed([accountId]);
+    // A claimed one runs already and is answered at once, its jobs and events queued once the
+    // answer is written (their synchronous part, the scripts and payloads, runs ahead of it in the
+    // microtasks before it). Should this process die before they are queued, the reaper's sweep
+    // still ends it at its cap, warns before, and refills the pool, and the events sweep still
+    // delivers its events.
+    const unqueued = (err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, "a claimed sandbox's jobs or events were not queued; the sweeps will see to them");
+    setImmediate(() => void Promise.all([enqueueAll(deps.queue, sandboxJobs(sandbox, true)), deps.events.announce(outcome.created ?? [])]).catch(unqueued));
   }
   return { sandbox, replayed: outcome.replayed };
-}
-
-/**
- * A create from the warm pool in one round trip: the account's lock, its usage, and one statement
- * that claims a ready sandbox and records it while both caps hold (underQuotaCondition), committed
- * together. Undefined when it took none: the pool had none ready (the create goes on as a cold
- * one), or a cap is reached, which refuseOverQuota then throws from the usage read under the lock,
- * as for any create.
- */
-async function claimPooled(deps: AppDeps, em: EntityManager, accountId: string, image: string, input: CreateSandboxInput): Promise<Sandbox | undefined> {
-  const period = currentPeriod().start;
-  const defaults = limitsOf({ concurrentSandboxesLimit: null, monthlySandboxHoursLimit: null }, deps.config);
-  // Its id is the claimed sandbox's, which the statement decides: the events take it there.
-  const row = newSandboxRow(deps, accountId, image, input, 'decided-by-the-claim');
-  const events: NewEvent[] = [
-    { accountId, type: 'sandbox.created', data: { sandbox: presentSandbox({ ...row, status: 'pending', readyAt: null }) }, dedupeKey: 'sandbox.created:' },
-    { accountId, type: 'sandbox.running', data: { sandbox: presentSandbox(row) }, dedupeKey: 'sandbox.running:' },
-  ];
-  const { statement, ids } = claimIntoStatement(deploymentOf(deps.config), image, underQuotaCondition(accountId, period, defaults), row, events);
-  const [locked, usage, eventRows] = await inBatchedTransaction(em, (tx) =>
-    tx.commitWith([lockAccountStatement(accountId), usageStatement(accountId, period), statement]),
-  );
-  const id = eventRows?.[0]?.sandbox_id as string | undefined;
-  if (id) {
-    const sandbox = { ...row, id };
-    await claimed(deps, sandbox, recordedFrom(ids, eventRows));
-    return sandbox;
-  }
-  const overrides = overridesFrom(locked ?? []);
-  if (!overrides) throw new ApiError('invalid_credential');
-  refuseOverQuota(limitsOf(overrides, deps.config), usageFrom(usage ?? []));
-  return undefined;
-}
-
-/**
- * After a claim's commit. Its account's views (its usage) change before the answer, as after any
- * create. A claimed sandbox runs already and is answered at once, its jobs and events queued once
- * the answer is written (their synchronous part, the scripts and payloads, runs ahead of it in the
- * microtasks before it). Should this process die before they are queued, the reaper's sweep still
- * ends it at its cap, warns before, and refills the pool, and the events sweep still delivers its
- * events.
- */
-async function claimed(deps: AppDeps, sandbox: Sandbox, created: readonly (RecordedEvent | undefined)[]): Promise<void> {
-  await deps.events.changed([sandbox.accountId]);
-  const unqueued = (err: unknown) => deps.log.warn({ err, sandboxId: sandbox.id }, "a claimed sandbox's jobs or events were not queued; the sweeps will see to them");
-  setImmediate(() => void Promise.all([enqueueAll(deps.queue, sandboxJobs(sandbox, true)), deps.events.announce(created)]).catch(unqueued));
 }
 
 /** The image the sandbox will run, as the runtime that runs it decides; a refusal creates nothing. */

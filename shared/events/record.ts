@@ -53,8 +53,7 @@ export function eventsLockStatement(of: { accountId: string } | { sandboxId: str
     : { sql: 'select 1 from accounts where id = (select account_id from sandboxes where id = ?) for no key update', params: [of.sandboxId] };
 }
 
-// The dispatched_at of a new event `v` (its account_id and target_endpoint_id): now, where no
-// endpoint of its account could receive it.
+// The dispatched_at of a new event `v`: now, where no endpoint of its account could receive it.
 const NOWHERE_TO_SEND = `case when v.target_endpoint_id is null and not exists (
        select 1 from webhook_endpoints w where w.account_id = v.account_id and w.disabled_at is null) then now() end`;
 
@@ -89,25 +88,6 @@ export function eventsStatement(events: readonly NewEvent[], along?: Statement, 
     event.dedupeKey ?? null,
     event.targetEndpointId ?? null,
   ]), ...(when?.params ?? [])];
-  return { statement: { sql, params }, ids };
-}
-
-/**
- * As eventsStatement, for the events of a sandbox whose id the same statement decides: `ctes` are
- * common table expressions, the last of them named `sandbox` and answering at most one row, its
- * `id`. The events take that id as their sandbox_id, as their data's `sandbox.id` and after the
- * colon of their dedupe key (given as `type:`); none is inserted when `sandbox` answers no row.
- */
-export function eventsOfDecidedSandboxStatement(events: readonly NewEvent[], ctes: Statement): { statement: Statement; ids: string[] } {
-  const ids = events.map(() => newId('evt'));
-  const values = `values ${events.map(() => '(?, ?, ?, ?::jsonb, ?, null::text)').join(', ')}`;
-  const sql = `with ${ctes.sql}
-     insert into events (id, account_id, sandbox_id, type, data, dedupe_key, target_endpoint_id, dispatched_at)
-     select v.id, v.account_id, s.id, v.type, jsonb_set(v.data, '{sandbox,id}', to_jsonb(s.id)), v.dedupe_key || s.id, null, ${NOWHERE_TO_SEND}
-       from sandbox s, (${values}) as v (id, account_id, type, data, dedupe_key, target_endpoint_id)
-     on conflict do nothing
-     returning seq, id, account_id, sandbox_id, type, data, created_at, dispatched_at`;
-  const params = [...ctes.params, ...events.flatMap((event, i) => [ids[i], event.accountId, event.type, JSON.stringify(event.data), event.dedupeKey ?? null])];
   return { statement: { sql, params }, ids };
 }
 

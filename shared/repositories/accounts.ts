@@ -96,20 +96,6 @@ export function usageStatement(accountId: string, periodStart: Date): Statement 
   };
 }
 
-/**
- * A condition (SQL and its values) that holds while the account is under both its caps in the month
- * from `periodStart`, as refuseOverQuota judges them (api/services/sandboxes.ts), `defaults` being
- * the caps of an account without overrides. False for an account that does not exist.
- */
-export function underQuotaCondition(accountId: string, periodStart: Date, defaults: { concurrentSandboxes: number; monthlySandboxHours: number }): Statement {
-  return {
-    sql: `exists (select 1 from accounts a where a.id = ?
-             and (${activeCount('a.id')}) < coalesce(a.concurrent_sandboxes_limit, ?)
-             and greatest(0, ${secondsUsedSql('?', 'a.id')}) < coalesce(a.monthly_sandbox_hours_limit, ?) * 3600)`,
-    params: [accountId, defaults.concurrentSandboxes, periodStart, periodStart, defaults.monthlySandboxHours],
-  };
-}
-
 export function usageFrom(rows: Rows): Usage {
   const row = rows[0] as UsageColumns | undefined;
   return { active: Number(row?.active ?? 0), hours: Math.max(0, Number(row?.seconds ?? 0)) / 3600 };

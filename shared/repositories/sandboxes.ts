@@ -45,36 +45,23 @@ const OWN_SANDBOX_WITH_POLICY = {
  */
 export function insertSandboxStatement(sandbox: Sandbox): Statement {
   return {
-    sql: `insert into sandboxes (${INSERTED_COLUMNS}) values (?, ${INSERTED_VALUES})`,
-    params: [sandbox.id, ...insertedValues(sandbox)],
-  };
-}
-
-/** As insertSandboxStatement, under the id the common table expression `from` answers (none: no row); answers the id. */
-export function insertSandboxFromStatement(sandbox: Omit<Sandbox, 'id'>, from: string): Statement {
-  return {
-    sql: `insert into sandboxes (${INSERTED_COLUMNS}) select ${from}.id, ${INSERTED_VALUES} from ${from} returning id`,
-    params: insertedValues(sandbox),
-  };
-}
-
-const INSERTED_COLUMNS = 'id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment';
-const INSERTED_VALUES = '?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?';
-
-function insertedValues(sandbox: Omit<Sandbox, 'id'>): unknown[] {
-  return [
-    sandbox.accountId,
-    sandbox.state,
-    sandbox.status,
-    sandbox.image,
+    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment)
+     values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?)`,
+    params: [
+      sandbox.id,
+      sandbox.accountId,
+      sandbox.state,
+      sandbox.status,
+      sandbox.image,
       JSON.stringify(sandbox.metadata),
       JSON.stringify(sandbox.env),
-    sandbox.createdAt,
-    sandbox.readyAt ?? null,
-    sandbox.expiresAt,
-    sandbox.expiryWarningAt ?? null,
-    sandbox.deployment ?? null,
-  ];
+      sandbox.createdAt,
+      sandbox.readyAt ?? null,
+      sandbox.expiresAt,
+      sandbox.expiryWarningAt ?? null,
+      sandbox.deployment ?? null,
+    ],
+  };
 }
 
 const SANDBOX = {

@@ -1,8 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Rows, Statement } from '../db/batch.ts';
-import type { Sandbox } from '../db/entities.ts';
-import { eventsOfDecidedSandboxStatement, type NewEvent } from '../events/record.ts';
-import { insertSandboxFromStatement } from './sandboxes.ts';
 
 // The warm pool's rows (shared/pool/warm-pool.ts says what the pool is): one per pooled sandbox,
 // `starting` from before its runtime create until it is `ready`; a claim deletes it. Every read
@@ -76,29 +73,15 @@ export async function readyBefore(em: EntityManager, deployment: string, at: Dat
  * reads its id, none when the pool has none ready). SKIP LOCKED: concurrent creates each take a
  * different one, and none waits on another's; a create that rolls back puts it back.
  */
-export function claimWarmStatement(deployment: string, image: string, provided?: Statement): Statement {
+export function claimWarmStatement(deployment: string, image: string): Statement {
   return {
     sql: `delete from warm_sandboxes where id = (
        select id from warm_sandboxes where deployment = ? and image = ? and status = 'ready' order by ready_at limit 1 for update skip locked)
-       ${provided ? `and ${provided.sql}` : ''}
      returning id`,
-    params: [deployment, image, ...(provided?.params ?? [])],
+    params: [deployment, image],
   };
 }
 
 export function claimedFrom(rows: Rows): string | undefined {
   return rows[0]?.id as string | undefined;
-}
-
-/**
- * A create from the pool as one statement, for a transaction that holds the account's row FOR
- * UPDATE already (the caps' lock, and the events'): while `underQuota` holds, takes the oldest
- * ready sandbox of the image out of the pool (as claimWarmStatement), records the account's
- * sandbox `row` under its id, and the sandbox's `events` (recordedFrom reads them). Takes and
- * writes nothing when the pool has none ready or a cap is reached: no event rows then.
- */
-export function claimIntoStatement(deployment: string, image: string, underQuota: Statement, row: Omit<Sandbox, 'id'>, events: readonly NewEvent[]) {
-  const claim = claimWarmStatement(deployment, image, underQuota);
-  const insert = insertSandboxFromStatement(row, 'claimed');
-  return eventsOfDecidedSandboxStatement(events, { sql: `claimed as (${claim.sql}), sandbox as (${insert.sql})`, params: [...claim.params, ...insert.params] });
 }
