@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDeployment } from '../helpers/deployment.ts';
 import { call } from '../helpers/http.ts';
-import { newAccount } from '../helpers/accounts.ts';
+import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { holdWrites } from '../helpers/held-writes.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
@@ -110,6 +110,32 @@ test('more creates at once than the pool holds: each gets its own sandbox, the r
   for (const id of ids) assert.equal((await exec(a.key, id, 'echo ok')).body.stdout, 'ok\n');
   await assertEventsMatchTransitions(stack.sql, { sandboxIds: ids });
   for (const id of ids) await call(stack.url, 'DELETE', `/v1/sandboxes/${id}?wait=false`, { token: a.key });
+});
+
+test('a create from the pool is refused at either cap exactly as a cold one, and a refusal takes nothing from the pool', async () => {
+  const pooled = await fullPool();
+  const a = await newAccount(stack.url);
+  await stack.sql('update accounts set concurrent_sandboxes_limit = 1 where id = $1', [a.id]);
+  // Three at once against a cap of one: the caps' check is in the claim's own statement, under the account's lock.
+  const results = await Promise.all(Array.from({ length: 3 }, () => createSandbox(stack.url, a.key)));
+  const created = results.filter((r) => r.status === 201);
+  assert.equal(created.length, 1, results.map((r) => `${r.status} ${r.body.code ?? r.body.status}`).join(', '));
+  for (const r of results.filter((x) => x.status !== 201)) assertProblem(r, 429, 'concurrent_sandbox_limit_reached');
+  const taken = created[0]!.body.id as string;
+  assert.ok(pooled.includes(taken), 'the one created came from the pool');
+  assert.equal(created[0]!.body.status, 'running');
+  const left = (await warmRows()).map((r) => r.id);
+  assert.ok(pooled.filter((id) => id !== taken).every((id) => left.includes(id)), `the refusals took nothing: ${left.join(', ')}`);
+
+  const b = await newAccount(stack.url);
+  await stack.sql('update accounts set monthly_sandbox_hours_limit = 0 where id = $1', [b.id]);
+  const before = (await warmRows()).filter((r) => r.status === 'ready').map((r) => r.id);
+  assertProblem(await createSandbox(stack.url, b.key), 429, 'monthly_usage_limit_reached');
+  const after = (await warmRows()).map((r) => r.id);
+  assert.ok(before.every((id) => after.includes(id)), 'a refusal at the monthly cap took nothing either');
+  assert.deepEqual(await stack.sql('select id from sandboxes where account_id = $1', [b.id]), []);
+  await assertEventsMatchTransitions(stack.sql, { sandboxIds: [taken] });
+  await call(stack.url, 'DELETE', `/v1/sandboxes/${taken}?wait=false`, { token: a.key });
 });
 
 test('a pooled sandbox that stops running in the pool is replaced, never handed out', async () => {
