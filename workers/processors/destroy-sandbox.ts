@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import type { DestroyReason } from '../../shared/db/entities.ts';
 import { ormPool } from '../../shared/db/orm.ts';
+import { dateOf } from '../../shared/db/timestamps.ts';
 import { findSandbox } from '../../shared/repositories/sandboxes.ts';
 import { jobCatalogue, parsePayload } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markExpiring, markTerminating } from '../../shared/sandboxes/transitions.ts';
@@ -50,8 +51,7 @@ export async function destroySandbox(
   if (destroyed) {
     const finalReason = destroyed.destroy_reason ?? reason;
     deps.metrics.sandboxesDestroyed.inc({ reason: finalReason });
-    // The batch's rows hold times as the driver gave them (strings, on the ORM's pool).
-    if (finalReason === 'expired') deps.metrics.reaperLag.observe({ source }, Math.max(0, (Date.now() - new Date(destroyed.expires_at).getTime()) / 1000));
+    if (finalReason === 'expired') deps.metrics.reaperLag.observe({ source }, Math.max(0, (Date.now() - dateOf(destroyed.expires_at).getTime()) / 1000));
     // The expiry job has nothing left to do; drop it so Redis does not keep it until the cap.
     // Housekeeping, bounded: a Redis that is down (or never reached since this process started,
     // when BullMQ waits for it without limit) must not hold up the destroy, nor the sweep.
