@@ -4,7 +4,7 @@
 // `npm test -- test/api/auth.test.ts` runs only the named files (PADDOCK_TEST_DEPLOYMENT=replicas
 // runs suites that support it through the replicas); PADDOCK_TEST_RUNTIMES=local runs one runtime only.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { startServices } from './services.ts';
@@ -26,12 +26,12 @@ function step(cmd: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Pr
   });
 }
 
-let failed = false;
+/** The steps that failed, named again at the very end of the output. */
+const failedSteps: string[] = [];
 if (files.length === 0) {
-  // Each step runs whatever the one before it found: `failed ||= await …` would skip them.
-  const typecheck = await step('tsc', ['-p', 'tsconfig.json', '--noEmit']);
-  const lint = await step('eslint', ['.']);
-  failed = typecheck !== 0 || lint !== 0;
+  // Each step runs whatever the one before it found.
+  if ((await step('tsc', ['-p', 'tsconfig.json', '--noEmit'])) !== 0) failedSteps.push('typecheck (tsc)');
+  if ((await step('eslint', ['.'])) !== 0) failedSteps.push('lint (eslint)');
 }
 
 const services = await startServices({ dir: resolve(root, '.paddock/test'), database: 'paddock_test', fresh: true });
@@ -56,21 +56,41 @@ try {
   // temporary prefix (test/cli/cli-helpers.ts reads PADDOCK_TEST_CLI).
   if (files.length === 0 || files.some((f) => f.includes('test/cli/'))) {
     const prefix = mkdtempSync(join(tmpdir(), 'paddock-test-cli-'));
-    if ((await step('node', ['scripts/install-cli.ts', '--prefix', prefix])) !== 0) failed = true;
+    if ((await step('node', ['scripts/install-cli.ts', '--prefix', prefix])) !== 0) failedSteps.push('installing the packed CLI');
     else testEnv.PADDOCK_TEST_CLI = join(prefix, 'lib/node_modules/@paddock/cli/bin/paddock.cjs');
   }
-  const nodeTest = ['--test', '--test-concurrency=3', '--test-timeout=180000'];
+  // Each run's failures also go to a file of their own (test/helpers/failures-reporter.ts), printed
+  // again at the very end: a log read from its tail still names every failure of every run.
+  const failuresDir = mkdtempSync(join(tmpdir(), 'paddock-test-failures-'));
+  const runs: { title: string; failures: string }[] = [];
+  const nodeTest = (title: string, testFiles: string[], extraEnv: NodeJS.ProcessEnv) => {
+    process.stderr.write(`\n=== ${title}\n`);
+    const failures = join(failuresDir, `${runs.length}.txt`);
+    runs.push({ title, failures });
+    const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/helpers/failures-reporter.ts', `--test-reporter-destination=${failures}`];
+    return step('node', ['--test', '--test-concurrency=3', '--test-timeout=180000', ...reporters, ...testFiles], { ...testEnv, ...extraEnv }).then((code) => {
+      if (code !== 0) failedSteps.push(`${title} (exit ${code})`);
+    });
+  };
   for (const runtime of runtimes) {
-    process.stderr.write(`\n=== test suite, PADDOCK_TEST_RUNTIME=${runtime}\n`);
-    const code = await step('node', [...nodeTest, ...(files.length ? files : ['test/**/*.test.ts'])], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime });
-    failed ||= code !== 0;
+    await nodeTest(`test suite, PADDOCK_TEST_RUNTIME=${runtime}`, files.length ? files : ['test/**/*.test.ts'], { PADDOCK_TEST_RUNTIME: runtime });
     if (files.length > 0) continue;
     // The same suites again, unchanged, through two web and two worker processes.
-    process.stderr.write(`\n=== ${THROUGH_REPLICAS.join(', ')}, PADDOCK_TEST_DEPLOYMENT=replicas, PADDOCK_TEST_RUNTIME=${runtime}\n`);
-    const replicasCode = await step('node', [...nodeTest, ...THROUGH_REPLICAS], { ...testEnv, PADDOCK_TEST_RUNTIME: runtime, PADDOCK_TEST_DEPLOYMENT: 'replicas' });
-    failed ||= replicasCode !== 0;
+    await nodeTest(`${THROUGH_REPLICAS.join(', ')}, PADDOCK_TEST_DEPLOYMENT=replicas, PADDOCK_TEST_RUNTIME=${runtime}`, THROUGH_REPLICAS, { PADDOCK_TEST_RUNTIME: runtime, PADDOCK_TEST_DEPLOYMENT: 'replicas' });
   }
+  for (const run of runs) {
+    let text = '';
+    try {
+      text = readFileSync(run.failures, 'utf8');
+    } catch {
+      text = '(the run wrote no list of failures)\n';
+    }
+    if (text) process.stderr.write(`\n=== failing tests of: ${run.title}\n${text}`);
+  }
+} catch (error) {
+  failedSteps.push(`the test runner itself: ${String(error)}`);
 } finally {
   await stop();
 }
-process.exit(failed ? 1 : 0);
+process.stderr.write(failedSteps.length ? `\n=== npm test failed: ${failedSteps.join('; ')}\n` : '\n=== npm test passed\n');
+process.exit(failedSteps.length ? 1 : 0);
