@@ -4,7 +4,7 @@
 // `npm test -- test/api/auth.test.ts` runs only the named files (PADDOCK_TEST_DEPLOYMENT=replicas
 // runs suites that support it through the replicas); PADDOCK_TEST_RUNTIMES=local runs one runtime only.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { startServices } from './services.ts';
@@ -35,11 +35,14 @@ if (files.length === 0) {
 }
 
 const services = await startServices({ dir: resolve(root, '.paddock/test'), database: 'paddock_test', fresh: true });
+// The packed CLI's prefix and the runs' failure lists, removed once the runs are over.
+const scratch = mkdtempSync(join(tmpdir(), 'paddock-test-'));
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await services.stop();
+  rmSync(scratch, { recursive: true, force: true });
 };
 process.on('SIGINT', () => void stop().then(() => process.exit(130)));
 process.on('SIGTERM', () => void stop().then(() => process.exit(143)));
@@ -55,17 +58,17 @@ try {
   // The CLI tests run the CLI as users install it: the packed @paddock/cli, installed into a
   // temporary prefix (test/cli/cli-helpers.ts reads PADDOCK_TEST_CLI).
   if (files.length === 0 || files.some((f) => f.includes('test/cli/'))) {
-    const prefix = mkdtempSync(join(tmpdir(), 'paddock-test-cli-'));
+    const prefix = join(scratch, 'cli');
+    mkdirSync(prefix);
     if ((await step('node', ['scripts/install-cli.ts', '--prefix', prefix])) !== 0) failedSteps.push('installing the packed CLI');
     else testEnv.PADDOCK_TEST_CLI = join(prefix, 'lib/node_modules/@paddock/cli/bin/paddock.cjs');
   }
   // Each run's failures also go to a file of their own (test/helpers/failures-reporter.ts), printed
   // again at the very end: a log read from its tail still names every failure of every run.
-  const failuresDir = mkdtempSync(join(tmpdir(), 'paddock-test-failures-'));
   const runs: { title: string; failures: string }[] = [];
   const nodeTest = (title: string, testFiles: string[], extraEnv: NodeJS.ProcessEnv) => {
     process.stderr.write(`\n=== ${title}\n`);
-    const failures = join(failuresDir, `${runs.length}.txt`);
+    const failures = join(scratch, `failures-${runs.length}.txt`);
     runs.push({ title, failures });
     const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=./test/helpers/failures-reporter.ts', `--test-reporter-destination=${failures}`];
     return step('node', ['--test', '--test-concurrency=3', '--test-timeout=180000', ...reporters, ...testFiles], { ...testEnv, ...extraEnv }).then((code) => {
