@@ -94,17 +94,19 @@ describe('sandboxPodManifest', () => {
     assert.equal(security?.readOnlyRootFilesystem, true);
   });
 
-  test('gives the sandbox an emptyDir workspace as its working directory, and a writable /tmp', () => {
+  test('gives the sandbox an emptyDir workspace as its working directory, a writable /tmp and /dev/shm, and nothing else', () => {
     const pod = sandboxPodManifest(spec(), runtimeOptions());
     const container = pod.spec?.containers[0];
     assert.equal(container?.workingDir, '/workspace');
     const mounts = Object.fromEntries((container?.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
     const volumes = Object.fromEntries((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
-    for (const path of ['/workspace', '/tmp']) {
+    for (const [path, emptyDir] of [['/workspace', {}], ['/tmp', {}], ['/dev/shm', { medium: 'Memory' }]] as const) {
       const volume = volumes[mounts[path] ?? ''];
       assert.ok(volume, `a volume is mounted at ${path}`);
-      assert.deepEqual(volume.emptyDir, {});
+      assert.deepEqual(volume.emptyDir, emptyDir);
     }
+    assert.deepEqual(Object.keys(mounts).sort(), ['/dev/shm', '/tmp', '/workspace'], 'nothing else is writable');
+    assert.equal(container?.securityContext?.readOnlyRootFilesystem, true);
     // Only emptyDir volumes: nothing of the node is reachable.
     for (const volume of pod.spec?.volumes ?? []) assert.deepEqual(Object.keys(volume).sort(), ['emptyDir', 'name']);
   });

@@ -263,6 +263,7 @@ export const uploadArchiveRoute = route(
       description:
         'A tar archive (application/x-tar) or a gzip-compressed one (application/gzip), at most PADDOCK_ARCHIVE_MAX_BYTES as sent. ' +
         'Members with `..` or absolute names, device nodes, and links that would lead out are refused (422 invalid_archive). ' +
+        'Only /workspace, /tmp and /dev/shm are writable: a directory elsewhere answers 403 permission_denied. ' +
         'A failed upload is never a partial success: a directory it created is removed; in one that existed, members extracted before the failure stay.',
     },
     responses: { 201: { description: 'Extracted', schema: ExtractedArchiveResponse } },

@@ -16,6 +16,11 @@ const filePath = z
   .transform((value) => normalisePath(value))
   .meta({ description: PATH_DESCRIPTION });
 
+/** A path a route writes: the sandbox's file system is read-only but for these places. */
+const writtenPath = filePath.meta({
+  description: `${PATH_DESCRIPTION} Only /workspace, /tmp and /dev/shm are writable; a path elsewhere answers 403 permission_denied.`,
+});
+
 const directoryPath = filePath.default(WORKSPACE).meta({ description: `${PATH_DESCRIPTION} Default /workspace.` });
 
 const booleanFlag = z.enum(['true', 'false']).transform((v) => v === 'true');
@@ -51,7 +56,7 @@ export const ViewFileQuery = z.strictObject({
 });
 
 export const CreateFileQuery = z.strictObject({
-  path: filePath,
+  path: writtenPath,
   overwrite: booleanFlag.default(true).meta({ description: 'false: answer 409 file_exists when the path exists' }),
 });
 
@@ -64,7 +69,7 @@ export const CreateFileBody = z
     error: 'send exactly one of content and contentBase64',
   });
 
-export const EditFileQuery = z.strictObject({ path: filePath });
+export const EditFileQuery = z.strictObject({ path: writtenPath });
 
 export const EditFileBody = z.strictObject({
   oldText: text.pipe(z.string().min(1)).meta({ description: 'The exact text to replace' }),

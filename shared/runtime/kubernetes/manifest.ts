@@ -81,15 +81,21 @@ export function sandboxPodManifest(spec: SandboxSpec, options: KubernetesRuntime
             capabilities: { drop: ['ALL'] },
             seccompProfile: { type: 'RuntimeDefault' },
           },
+          // The only places the sandbox writes, as on the local runtime: the root is read-only, so
+          // nothing the tenant writes is a file the image's programs read (/etc/ld.so.preload,
+          // /etc/profile, a program on PATH before the system's).
           volumeMounts: [
             { name: 'workspace', mountPath: WORKSPACE },
             { name: 'tmp', mountPath: '/tmp' },
+            { name: 'shm', mountPath: '/dev/shm' },
           ],
         },
       ],
       volumes: [
         { name: 'workspace', emptyDir: {} },
         { name: 'tmp', emptyDir: {} },
+        // In memory, as a runtime's own /dev/shm is, counted against the container's memory limit.
+        { name: 'shm', emptyDir: { medium: 'Memory' } },
       ],
     },
   };

@@ -3,7 +3,8 @@ import { GENERATED_ETC, runningAsRoot, SANDBOX_GID, SANDBOX_UID, WORKSPACE } fro
 
 // A sandbox as bubblewrap arguments: its namespaces, its user, and what it sees of the file
 // system. The root is a fresh tmpfs; only what is listed here comes from the host, read-only
-// except the workspace.
+// except the workspace. Once every mount is made, the root and /dev are remounted read-only
+// (launch.ts): the sandbox writes only /workspace, /tmp and /dev/shm.
 
 // The top-level directories /usr needs beside it: merged-/usr hosts have symlinks, others real ones.
 const SYSTEM_DIRS = ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];

@@ -28,6 +28,14 @@ import { admitTo } from './cgroups.ts';
 const INIT_SCRIPT =
   'echo >&5; exec 3<&- 4>&- 5>&- 6<&- 7<&- 8<&- 9<&- </dev/null >/dev/null 2>&1; while :; do sleep infinity & wait; done';
 
+/**
+ * After every mount: the sandbox's root and its /dev (tmpfs that bubblewrap made, owned by the
+ * sandbox user) become read-only, so the mounts on them (/workspace, /tmp, /dev/shm, later
+ * /dev/pts) are the only places it can write. An /etc/ld.so.preload, a program on PATH before the
+ * system's, or any other file a program reads from the root would otherwise be the tenant's to plant.
+ */
+const READ_ONLY = ['--remount-ro', '/dev', '--remount-ro', '/'];
+
 /** An argument of the init's command line that names its sandbox, in `ps` and for cleanup. */
 export const sandboxMarker = (id: string): string => `paddock-sandbox-${id}`;
 
@@ -83,10 +91,11 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
   const cgroupDir = options.agent?.cgroupDir ? openSync(options.agent.cgroupDir, 'r') : undefined;
   let child: ChildProcess;
   try {
+    const start = ['--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--'];
     const init = listening
-      ? ['--perms', '0555', '--ro-bind-data', String(AGENT_BINARY_FD), AGENT_PATH, '--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--',
+      ? ['--perms', '0555', '--ro-bind-data', String(AGENT_BINARY_FD), AGENT_PATH, ...READ_ONLY, ...start,
           AGENT_PATH, String(AGENT_SOCKET_FD), '5', sandboxMarker(options.id), ...(cgroupDir === undefined ? [] : [String(AGENT_CGROUP_FD)])]
-      : ['--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--', '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id)];
+      : [...READ_ONLY, ...start, '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id)];
     child = spawn(options.bwrap, [...options.args, ...init], {
       // Its own session, and no --die-with-parent: the sandbox outlives the process that made it.
       detached: true,
