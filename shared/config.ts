@@ -141,6 +141,8 @@ export const configSchema = z.object({
   PADDOCK_LOCAL_DISK_MBPS: int(0).default(512),
   /** Each sandbox's init is the agent that starts its commands (no nsenter per exec); false: nsenter for every command. */
   PADDOCK_LOCAL_AGENT: bool.default(true),
+  /** Seconds past its session cap at which a local sandbox's own init ends it, with or without a live Paddock process. */
+  PADDOCK_LOCAL_DEADLINE_GRACE_SECONDS: int(0).default(120),
   // kubernetes runtime (KUBECONFIG, or the in-cluster service account, says which cluster)
   PADDOCK_KUBE_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock-sandboxes'),
   PADDOCK_KUBE_DEFAULT_IMAGE: z.string().min(1).default('docker.io/library/debian:bookworm-slim'),

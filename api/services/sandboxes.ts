@@ -119,8 +119,10 @@ export async function createSandbox(
       throw unqueued;
     }
   } else if (!outcome.replayed) {
-    // Its account's views (its usage) change before the answer, as after any create.
-    await deps.events.changed([accountId]);
+    // Its account's views (its usage) change before the answer, as after any create; and the
+    // sandbox's own backstop, set when it was pooled for the longest wait in the pool and a whole
+    // session after it, follows its expiresAt from now on.
+    await Promise.all([deps.events.changed([accountId]), followExpiry(deps, sandbox)]);
     // A claimed one runs already and is answered at once, its jobs and events queued once the
     // answer is written (their synchronous part, the scripts and payloads, runs ahead of it in the
     // microtasks before it). Should this process die before they are queued, the reaper's sweep
@@ -130,6 +132,17 @@ export async function createSandbox(
     setImmediate(() => void Promise.all([enqueueAll(deps.queue, sandboxJobs(sandbox, true)), deps.events.announce(outcome.created ?? [])]).catch(unqueued));
   }
   return { sandbox, replayed: outcome.replayed };
+}
+
+/**
+ * Tells the runtime the sandbox's expiresAt, where its own end follows it (the local runtime's
+ * init). A failure leaves the longer deadline the sandbox was made with: the reaper still ends it
+ * at expiresAt.
+ */
+async function followExpiry(deps: AppDeps, sandbox: Sandbox): Promise<void> {
+  await deps.runtime.setExpiresAt?.(sandbox.id, sandbox.expiresAt).catch((err: unknown) =>
+    deps.log.warn({ err, sandboxId: sandbox.id }, "could not move a claimed sandbox's own deadline to its expiresAt; the one it was pooled with holds"),
+  );
 }
 
 /** The image the sandbox will run, as the runtime that runs it decides; a refusal creates nothing. */

@@ -30,6 +30,7 @@ export function createRuntime(config: Config, log: Logger, options: { kubeConfig
     diskInodes: config.PADDOCK_LOCAL_DISK_INODES,
     diskMbps: config.PADDOCK_LOCAL_DISK_MBPS,
     agent: config.PADDOCK_LOCAL_AGENT,
+    deadlineGraceSeconds: config.PADDOCK_LOCAL_DEADLINE_GRACE_SECONDS,
     log,
   });
 }

@@ -8,7 +8,11 @@ export interface SandboxSpec {
   accountId: string;
   /** The image, as the runtime's resolveImage answered it. */
   image?: string;
-  /** The session cap: runtimes that can (Kubernetes' activeDeadlineSeconds) end the sandbox themselves past it plus a grace period. */
+  /**
+   * The session cap, from now: each runtime ends the sandbox itself past it plus a grace period,
+   * whatever becomes of Paddock's processes (Kubernetes: the pod's activeDeadlineSeconds; local:
+   * the sandbox's own init).
+   */
   capSeconds: number;
 }
 
@@ -131,6 +135,14 @@ export interface SandboxRuntime {
    * user, its namespaces and limits). Rejects with SandboxGoneError as exec does.
    */
   terminal(id: string, request: TerminalRequest): Promise<TerminalSession>;
+  /**
+   * The sandbox's expiresAt has moved (a claim from the warm pool starts its cap anew): a runtime
+   * whose own backstop can follow (the local one: its init's deadline, expiresAt plus the grace)
+   * moves it and resolves true; false where it cannot (a pod's activeDeadlineSeconds is fixed at
+   * its creation, as is a local sandbox's made without the agent). Rejects with SandboxGoneError
+   * as exec does.
+   */
+  setExpiresAt?(id: string, expiresAt: Date): Promise<boolean>;
   /** Readies what a first create would otherwise wait for (the local runtime's command spawner). */
   warm?(): Promise<void>;
   close(): Promise<void>;

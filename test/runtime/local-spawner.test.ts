@@ -201,7 +201,7 @@ async function launchRequest(dir: string, id: string, extraArgs: string[] = []):
   const programs = await findPrograms();
   assert.ok(programs, 'bubblewrap and nsenter are installed');
   const args = [...sandboxArgs({ systemDirs: await systemDirArgs(), workspace }), ...extraArgs];
-  return { bwrap: programs.bwrap, id, args, hostUid, logFile: join(dir, 'init.log'), deadline: Date.now() + 60_000 };
+  return { bwrap: programs.bwrap, id, args, hostUid, logFile: join(dir, 'init.log'), deadline: Date.now() + 60_000, endsAt: Date.now() + 600_000 };
 }
 
 /** Host processes whose command line names the sandbox (its bubblewrap and its init). */

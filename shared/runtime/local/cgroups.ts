@@ -107,8 +107,9 @@ export interface Cgroups {
   /**
    * Lets the sandbox's agent, running as `owner`, make its commands' groups and start each in its
    * own (clone3's CLONE_INTO_CGROUP needs write access to the group's cgroup.procs and to the
-   * sandbox group's): the sandbox's v2 group and its cgroup.procs become the owner's. Answers that
-   * directory, or undefined where exec groups are not v2 groups. Its limits' files stay root's.
+   * sandbox group's), and end the whole sandbox at its deadline: the sandbox's v2 group, its
+   * cgroup.procs and its cgroup.kill become the owner's. Answers that directory, or undefined where
+   * exec groups are not v2 groups. Its limits' files stay root's.
    */
   delegate(id: string, owner: number): Promise<string | undefined>;
   /** Kills every process in the sandbox's groups, waits until none is left, then removes the groups. */
@@ -290,6 +291,10 @@ function cgroupsOf(
       if (killHierarchy !== 'v2') return undefined;
       await chown(v2Dir(id)!, owner, owner);
       await chown(join(v2Dir(id)!, 'cgroup.procs'), owner, owner);
+      // The agent's own end of the sandbox at its deadline (Linux 5.14 and later have the file).
+      await chown(join(v2Dir(id)!, 'cgroup.kill'), owner, owner).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
       return v2Dir(id)!;
     },
 

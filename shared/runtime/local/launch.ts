@@ -21,12 +21,18 @@ import { admitTo } from './cgroups.ts';
 // held init's pid into the cgroups the runtime named (admitTo); only for a sandbox with network
 // does it relay the pid to the runtime, which attaches the network meanwhile (CommandSpawner.launch).
 
-// The sandbox's pid 1 (--as-pid-1). Signals sent from inside never reach a namespace's init, so a
-// user's `kill -9 -1` cannot end the sandbox; `wait` reaps every orphan that is reparented to it,
-// and the loop restarts the sleeper when the user kills that. It says it runs on fd 5, then lets
-// go of every descriptor it was started with.
+// The sandbox's pid 1 (--as-pid-1) where the agent is not. Signals sent from inside never reach a
+// namespace's init, so a user's `kill -9 -1` cannot end the sandbox; `wait` reaps every orphan that
+// is reparented to it, and the loop restarts the sleeper when the user kills that. It says it runs
+// on fd 5, then lets go of every descriptor it was started with. Its $1 is the sandbox's deadline
+// (seconds since the epoch; 0: none): once the clock passes it, it exits, and with it everything in
+// the sandbox's pid namespace. A `date` that cannot run (the sandbox out of processes) counts as not
+// yet.
 const INIT_SCRIPT =
-  'echo >&5; exec 3<&- 4>&- 5>&- 6<&- 7<&- 8<&- 9<&- </dev/null >/dev/null 2>&1; while :; do sleep infinity & wait; done';
+  'echo >&5; exec 3<&- 4>&- 5>&- 6<&- 7<&- 8<&- 9<&- </dev/null >/dev/null 2>&1; ' +
+  'while :; do ' +
+  'if [ "$1" -gt 0 ]; then now=$(date +%s) || now=; case $now in ""|*[!0-9]*) s=1 ;; *) [ "$now" -lt "$1" ] || exit 0; s=$(($1 - now)) ;; esac; else s=infinity; fi; ' +
+  'sleep "$s" & wait; done';
 
 /**
  * After every mount: the sandbox's root and its /dev (tmpfs that bubblewrap made, owned by the
@@ -51,7 +57,13 @@ export interface LaunchOptions {
   admitTo?: string[];
   /** Runs while the init is held, given its host pid, once it is in its groups. */
   beforeStart(pid: number): Promise<void>;
+  /** When the start is given up. */
   deadline: number;
+  /**
+   * When the sandbox ends by itself (wall-clock ms; 0: never): its init kills everything in it
+   * then, whether or not any Paddock process is alive (the session cap's own backstop).
+   */
+  endsAt: number;
   /** Ends the start (the init and bubblewrap killed) with the signal's reason. */
   signal?: AbortSignal;
   /**
@@ -91,11 +103,12 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
   const cgroupDir = options.agent?.cgroupDir ? openSync(options.agent.cgroupDir, 'r') : undefined;
   let child: ChildProcess;
   try {
+    const endsAt = Math.max(0, Math.ceil(options.endsAt));
     const start = ['--block-fd', '3', '--info-fd', '4', '--as-pid-1', '--'];
     const init = listening
       ? ['--perms', '0555', '--ro-bind-data', String(AGENT_BINARY_FD), AGENT_PATH, ...READ_ONLY, ...start,
-          AGENT_PATH, String(AGENT_SOCKET_FD), '5', sandboxMarker(options.id), ...(cgroupDir === undefined ? [] : [String(AGENT_CGROUP_FD)])]
-      : [...READ_ONLY, ...start, '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id)];
+          AGENT_PATH, String(AGENT_SOCKET_FD), '5', sandboxMarker(options.id), String(endsAt), ...(cgroupDir === undefined ? [] : [String(AGENT_CGROUP_FD)])]
+      : [...READ_ONLY, ...start, '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id), String(Math.ceil(endsAt / 1000))];
     child = spawn(options.bwrap, [...options.args, ...init], {
       // Its own session, and no --die-with-parent: the sandbox outlives the process that made it.
       detached: true,

@@ -37,6 +37,11 @@ export interface LocalRuntimeOptions {
   diskInodes?: number;
   /** Reads and writes of that disk, each in MB/s (cgroup v2's io.max on its device); 0 or absent: no cap. */
   diskMbps?: number;
+  /**
+   * Seconds past its session cap at which a sandbox's own init ends everything in it, with or
+   * without a live Paddock process (default 120, as Kubernetes' activeDeadlineSeconds grace).
+   */
+  deadlineGraceSeconds?: number;
   /** Run each sandbox's init as the agent that starts its commands (default true); false: every command through nsenter. */
   agent?: boolean;
   /** All sandboxes together: a weight in percent of one ordinary process group (default 25), or an idle CPU group. */

@@ -16,6 +16,7 @@ import { ESSENTIAL, openCgroups, settledAll, type Cgroups } from './cgroups.ts';
 import { execCommand, execCommandLine, execFrame } from './exec.ts';
 import { agentBinary } from './agent/binary.ts';
 import { AgentGoneError, runThroughAgent } from './agent/client.ts';
+import { moveAgentDeadline } from './agent/deadline.ts';
 import { mountPts, terminalCommand } from './terminal.ts';
 import { hostUidFor, runningAsRoot } from './identity.ts';
 import { sandboxMarker } from './launch.ts';
@@ -45,7 +46,9 @@ const DESTROY_TIMEOUT_MS = 30_000;
 const CLOSE_WAITS_FOR_REMOVALS_MS = 10_000;
 const NETWORK_NEEDS =
   'sandboxes with network (PADDOCK_LOCAL_NETWORK) need Paddock to run as root, with slirp4netns and nft installed';
-const ENDED = 'its processes have ended (its init exited, or the host restarted)';
+const ENDED = 'its processes have ended (its session cap and grace passed, its init exited, or the host restarted)';
+/** PADDOCK_LOCAL_DEADLINE_GRACE_SECONDS's default, as Kubernetes' activeDeadlineSeconds grace. */
+const DEFAULT_DEADLINE_GRACE_SECONDS = 120;
 
 /** What the runtime learns about its host once, on first use. */
 interface Host {
@@ -72,6 +75,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   // Enough for a large project tree, never more than the disk's size can format.
   const diskInodes = Math.min(settings.diskInodes ?? 131_072, diskMb * 64);
   const diskMbps = settings.diskMbps ?? 0;
+  const graceMs = (settings.deadlineGraceSeconds ?? DEFAULT_DEADLINE_GRACE_SECONDS) * 1000;
   let sweeping: Promise<void> | undefined;
   // Destroyed sandboxes' files still being removed: close waits for them (bounded), so a
   // worker that stops leaves no trash behind and cuts no `rm` short.
@@ -159,6 +163,8 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         args,
         hostUid,
         logFile: initLogFile(h.layout, spec.id),
+        // The cap counts from now (the worker computed it from expiresAt just before this create).
+        endsAt: Date.now() + spec.capSeconds * 1000 + graceMs,
         ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
         ...(h.cgroups ? { admitTo: h.cgroups.initProcsFiles(spec.id, { cpuOnceReady: true }) } : {}),
         deadline,
@@ -404,6 +410,15 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       );
       exit.catch(() => undefined);
       return { write: session.write, resize: session.resize, exit };
+    },
+
+    async setExpiresAt(id: string, expiresAt: Date): Promise<boolean> {
+      const h = await host();
+      const state = await runningState(h, id);
+      // A shell init took its deadline on its command line, for good.
+      if (!state.agent) return false;
+      await moveAgentDeadline(agentSocket(h.layout, id), expiresAt.getTime() + graceMs);
+      return true;
     },
 
     // A worker's first create would otherwise wait for the spawner's start (a Node process: about

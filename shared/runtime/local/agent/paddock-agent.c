@@ -11,8 +11,15 @@
 // never reach a pid namespace's init. So the commands it runs cannot steer it; what they print is
 // copied, never interpreted.
 //
-// Each connection is one command. Frames both ways are [type: 1 byte][length: u32 LE][payload].
-//   runtime -> agent: 'R' the request (items [kind][u32 len][bytes]: 'a' an argv element, 'e' an
+// The sandbox's hard cap is the agent's too: it is started with the moment the sandbox must end
+// (the session's expiresAt plus a grace, wall-clock milliseconds), and then it kills every process
+// of the sandbox and exits, which ends the pid namespace, whatever became of Paddock's processes.
+//
+// Each connection is one command, or one move of that deadline. Frames both ways are
+// [type: 1 byte][length: u32 LE][payload].
+//   runtime -> agent: 'T' (first and only frame) the sandbox's new deadline (i64 LE, wall-clock
+//                     ms); the agent answers 'T' with the deadline now in force.
+//                     'R' the request (items [kind][u32 len][bytes]: 'a' an argv element, 'e' an
 //                     environment entry NAME=value, 'c' the working directory, 'g' the name of
 //                     the command's own cgroup), 'G' go (the runtime has put the command's pid
 //                     into its cgroup), 'I' stdin bytes, 'D' the end of stdin.
@@ -46,6 +53,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,6 +99,8 @@ struct conn {
 
 static struct conn *conns[MAX_CONNECTIONS];
 static int listener = -1, sigfd = -1;
+/** A CLOCK_REALTIME timer at the sandbox's deadline; -1 without one. */
+static int deadline_fd = -1;
 /** The sandbox's cgroup v2 directory, below which each command's own group is; -1 without. */
 static int cgroup_dir = -1;
 
@@ -329,11 +339,72 @@ static void start(int slot) {
   send_now(slot, 'P', p, sizeof p);
 }
 
+static long long get_i64(const unsigned char *p) {
+  return (long long)((uint64_t)get_u32(p) | ((uint64_t)get_u32(p + 4) << 32));
+}
+
+static void put_i64(unsigned char *p, long long v) {
+  put_u32(p, (uint32_t)((uint64_t)v & 0xffffffffu));
+  put_u32(p + 4, (uint32_t)((uint64_t)v >> 32));
+}
+
+/**
+ * Sets the sandbox's deadline, wall-clock ms since the epoch: the wall clock, as expiresAt is, so
+ * a host whose clock is set forward ends its sandboxes by the time it shows. One already past fires
+ * at once.
+ */
+static int set_deadline(long long ms) {
+  if (deadline_fd < 0) deadline_fd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (deadline_fd < 0) return -1;
+  struct itimerspec at;
+  memset(&at, 0, sizeof at);
+  if (ms < 1) ms = 1; // zero would disarm it
+  at.it_value.tv_sec = (time_t)(ms / 1000);
+  at.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+  return timerfd_settime(deadline_fd, TFD_TIMER_ABSTIME, &at, NULL);
+}
+
+/**
+ * The deadline has come: every process of the sandbox is killed, and the agent exits, which ends
+ * the pid namespace (the kernel kills whatever a fork slipped past the first kill). Signals from
+ * pid 1 reach every process of its namespace: they all run as its user. Where the agent holds the
+ * sandbox's v2 group, its cgroup.kill (made the sandbox uid's for this) ends the rest first: what
+ * runs outside the namespace for the sandbox, its network's slirp4netns and nsenter's host halves.
+ */
+static void end_sandbox(void) {
+  if (cgroup_dir >= 0) {
+    int fd = openat(cgroup_dir, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = write(fd, "1", 1);
+      (void)n;
+      close(fd);
+    }
+  }
+  kill(-1, SIGKILL);
+  _exit(0);
+}
+
+/** 'T': the runtime moves the deadline; answered with the deadline now in force. */
+static void retime(int slot) {
+  struct conn *c = conns[slot];
+  if (c->body_len != 8) { errno = EINVAL; return fail_start(slot, "a malformed deadline"); }
+  long long ms = get_i64(c->body);
+  if (set_deadline(ms) < 0) return fail_start(slot, "the deadline");
+  free(c->body);
+  c->body = NULL;
+  c->body_len = c->body_got = 0;
+  c->phase = DONE;
+  unsigned char t[8];
+  put_i64(t, ms);
+  send_now(slot, 'T', t, sizeof t);
+}
+
 /** A whole frame from the runtime. */
 static void frame(int slot) {
   struct conn *c = conns[slot];
   char type = (char)c->head[0];
   if (c->phase == READING_REQUEST) {
+    if (type == 'T') return retime(slot);
     if (type != 'R') { errno = EPROTO; return fail_start(slot, "a request was expected"); }
     return start(slot);
   }
@@ -530,22 +601,27 @@ static void accept_all(void) {
 }
 
 int main(int argc, char **argv) {
-  // argv: the listening socket's descriptor, the one to say "ready" on, the sandbox's marker, and
-  // optionally the descriptor of the sandbox's cgroup v2 directory.
-  if (argc < 3) return 2;
+  // argv: the listening socket's descriptor, the one to say "ready" on, the sandbox's marker, the
+  // sandbox's deadline (wall-clock ms since the epoch; 0: none), and optionally the descriptor of
+  // the sandbox's cgroup v2 directory.
+  if (argc < 5) return 2;
   int listen_fd = atoi(argv[1]), ready_fd = atoi(argv[2]);
-  int group_fd = argc > 4 ? atoi(argv[4]) : -1;
+  long long deadline = strtoll(argv[4], NULL, 10);
+  int group_fd = argc > 5 ? atoi(argv[5]) : -1;
   prctl(PR_SET_DUMPABLE, 0);
   signal(SIGPIPE, SIG_IGN);
   ask_slice(AGENT_SLICE_NS);
   if (dup2(listen_fd, 3) < 0) return 3;
   listener = 3;
   if (group_fd >= 0 && dup2(group_fd, 4) == 4) cgroup_dir = 4;
+  // Armed before anything of the tenant's can run: a sandbox whose cap cannot be kept does not start.
+  if (deadline > 0 && set_deadline(deadline) < 0) return 6;
   if (write(ready_fd, "\n", 1) != 1) return 4;
-  // Nothing the runtime started it with stays open but the socket (3) and the cgroup directory (4).
+  // Nothing the runtime started it with stays open but the socket (3), the cgroup directory (4)
+  // and the deadline's timer.
   int null = open("/dev/null", O_RDWR);
   if (null >= 0) { dup2(null, 0); dup2(null, 1); dup2(null, 2); }
-  for (int fd = cgroup_dir < 0 ? 4 : 5; fd < 1024; fd++) close(fd);
+  for (int fd = cgroup_dir < 0 ? 4 : 5; fd < 1024; fd++) if (fd != deadline_fd) close(fd);
   fcntl(listener, F_SETFD, FD_CLOEXEC);
   if (cgroup_dir >= 0) fcntl(cgroup_dir, F_SETFD, FD_CLOEXEC);
   nonblocking(listener);
@@ -556,12 +632,14 @@ int main(int argc, char **argv) {
   sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sigfd < 0) return 5;
 
-  static struct pollfd fds[2 + MAX_CONNECTIONS * 4];
-  static int owner[2 + MAX_CONNECTIONS * 4];
+  static struct pollfd fds[3 + MAX_CONNECTIONS * 4];
+  static int owner[3 + MAX_CONNECTIONS * 4];
   for (;;) {
     int n = 0, timeout = -1;
     fds[n++] = (struct pollfd){.fd = listener, .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+    // Without a deadline, -1: poll skips it.
+    fds[n++] = (struct pollfd){.fd = deadline_fd, .events = POLLIN};
     long long now = now_ms();
     for (int i = 0; i < MAX_CONNECTIONS; i++) {
       struct conn *c = conns[i];
@@ -584,9 +662,10 @@ int main(int argc, char **argv) {
     }
     int ready = poll(fds, (nfds_t)n, timeout);
     if (ready < 0 && errno != EINTR) continue;
+    if (ready > 0 && fds[2].revents) end_sandbox();
     if (ready > 0 && fds[1].revents) reap();
     if (ready > 0 && fds[0].revents) accept_all();
-    for (int k = 2; ready > 0 && k < n; k++) {
+    for (int k = 3; ready > 0 && k < n; k++) {
       if (!fds[k].revents) continue;
       int slot = owner[k];
       struct conn *c = conns[slot];

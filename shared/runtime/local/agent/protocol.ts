@@ -8,21 +8,24 @@ export const HEADER_BYTES = 5;
 /** The largest stdin frame the agent takes; output frames are at most this too. */
 export const CHUNK_BYTES = 64 * 1024;
 
-export type AgentFrameType = 'P' | 'O' | 'E' | 'C' | 'X' | 'F';
+export type AgentFrameType = 'P' | 'O' | 'E' | 'C' | 'X' | 'F' | 'T';
 
 export interface AgentFrame {
   type: string;
   payload: Buffer;
 }
 
-export function frameHeader(type: 'R' | 'G' | 'I' | 'D', length: number): Buffer {
+/** What the runtime sends: a command's request, go, stdin and its end; or a move of the sandbox's deadline. */
+export type RuntimeFrameType = 'R' | 'G' | 'I' | 'D' | 'T';
+
+export function frameHeader(type: RuntimeFrameType, length: number): Buffer {
   const head = Buffer.allocUnsafe(HEADER_BYTES);
   head[0] = type.charCodeAt(0);
   head.writeUInt32LE(length, 1);
   return head;
 }
 
-export function frame(type: 'R' | 'G' | 'I' | 'D', payload?: Uint8Array): Buffer {
+export function frame(type: RuntimeFrameType, payload?: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(HEADER_BYTES + (payload?.byteLength ?? 0));
   out[0] = type.charCodeAt(0);
   out.writeUInt32LE(payload?.byteLength ?? 0, 1);
