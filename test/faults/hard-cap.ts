@@ -59,8 +59,10 @@ export async function sandboxWithWork(url: string, account: TestAccount): Promis
  * once expiresAt + grace (+ END_SLACK_MS) has passed.
  */
 export async function assertEndsAtItsCap(uid: number, expiresAt: number, graceSeconds: number): Promise<void> {
-  const running = processesOf(uid);
-  assert.ok(running.some((p) => p.includes('sleep 600')), `its background process runs: ${running.join('; ')}`);
+  for (let tries = 0; !processesOf(uid).some((p) => p.includes('sleep 600')); tries++) {
+    assert.ok(tries < 30, `its background process runs: ${processesOf(uid).join('; ')}`);
+    await sleep(100);
+  }
   const before = expiresAt - 1000 - Date.now();
   if (before > 0) {
     await sleep(before);
