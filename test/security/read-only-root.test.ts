@@ -122,6 +122,12 @@ test('a system directory cannot be stood in for, nor a file a program reads plan
     const res = await put(agentKey, sandboxId, path, { content: script });
     assertProblem(res, 403, 'permission_denied');
   }
+  // An edit writes as a PUT does.
+  const edit = await call(stack.url, 'PATCH', `/v1/sandboxes/${sandboxId}/files?path=/etc/hosts`, {
+    token: agentKey,
+    body: { oldText: 'localhost', newText: 'planted', replaceAll: true },
+  });
+  assertProblem(edit, 403, 'permission_denied');
   for (const path of ['/etc/profile', '/opt']) {
     assertProblem(await call(stack.url, 'GET', `/v1/sandboxes/${sandboxId}/files?path=${path}`, { token: agentKey }), 404, 'file_not_found');
   }
