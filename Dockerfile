@@ -53,8 +53,9 @@ USER 10001:10001
 
 # 3000: the web role's HTTP API (PORT). 9091: the worker role's /metrics and /healthz
 # (PADDOCK_WORKER_METRICS_PORT). A bare worker picks any free port; a container has its own
-# network, so here the port is fixed for probes and scrapers to find.
-ENV PADDOCK_WORKER_METRICS_PORT=9091
+# network, so here the port is fixed for probes and scrapers to find, on every interface of it
+# (a bare worker binds loopback); with PADDOCK_METRICS_TOKEN set, /metrics wants the token.
+ENV PADDOCK_WORKER_METRICS_PORT=9091 PADDOCK_WORKER_METRICS_HOST=0.0.0.0
 EXPOSE 3000 9091
 
 # Healthy when this container's role answers /healthz: the API on PORT, or a worker on

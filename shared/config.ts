@@ -95,6 +95,8 @@ export const configSchema = z.object({
   PADDOCK_WORKER_CONCURRENCY: int(1, 1000).default(20),
   /** Port of the worker's /metrics and /healthz; 0 picks a free one. */
   PADDOCK_WORKER_METRICS_PORT: int(0, 65535).default(0),
+  /** Interface of the worker's /metrics and /healthz: loopback unless opened (a container's own network, for probes and scrapers). */
+  PADDOCK_WORKER_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /** How long a worker holds a job before others may take it over (a dead worker's jobs wait this long). */
   PADDOCK_JOB_LOCK_SECONDS: int(1, 600).default(30),
   PADDOCK_RUNTIME: z.enum(['local', 'kubernetes']).default('local'),

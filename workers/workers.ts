@@ -93,12 +93,14 @@ export async function startWorkers(
 
   // Its port first: a worker that cannot serve its probes fails before it takes any job.
   let running: (() => boolean) | undefined;
-  const metricsServer = await startMetricsServer(deps.metrics.registry, config.PADDOCK_WORKER_METRICS_PORT, () => running?.() === true).catch(
-    async (err: unknown) => {
-      await Promise.allSettled([queue.close(), webhookQueue.close(), queueRedis.quit(), workerRedis.quit(), webhookRedis.quit(), orm.close(true)]);
-      throw err;
-    },
-  );
+  const metricsServer = await startMetricsServer(
+    deps.metrics.registry,
+    { port: config.PADDOCK_WORKER_METRICS_PORT, host: config.PADDOCK_WORKER_METRICS_HOST, token: config.PADDOCK_METRICS_TOKEN },
+    () => running?.() === true,
+  ).catch(async (err: unknown) => {
+    await Promise.allSettled([queue.close(), webhookQueue.close(), queueRedis.quit(), workerRedis.quit(), webhookRedis.quit(), orm.close(true)]);
+    throw err;
+  });
   const worker = startWorker(SANDBOX_QUEUE, PROCESSORS, workerRedis, config.PADDOCK_WORKER_CONCURRENCY, deps);
   const webhookWorker = startWorker(WEBHOOK_QUEUE, WEBHOOK_PROCESSORS, webhookRedis, config.PADDOCK_WEBHOOK_WORKER_CONCURRENCY, deps);
   running = () => worker.isRunning() && webhookWorker.isRunning();

@@ -451,6 +451,8 @@ describe('the control plane', () => {
         assert.equal(container.livenessProbe?.httpGet?.path, '/healthz');
         const port = container.ports?.find((p) => p.containerPort === config.PADDOCK_WORKER_METRICS_PORT);
         assert.ok(port && [port.name, port.containerPort].includes(container.livenessProbe.httpGet.port as string | number));
+        // The kubelet probes the pod's address, not its loopback.
+        assert.equal(config.PADDOCK_WORKER_METRICS_HOST, '0.0.0.0', 'the worker\'s probes cannot reach a loopback listener');
       }
     }
   });

@@ -1,5 +1,5 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
 import { ApiError } from '../../../shared/errors.ts';
+import { sameSecret } from '../../../shared/same-secret.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { buildOpenApi } from '../../openapi.ts';
 import { allRoutes } from '../index.ts';
@@ -56,9 +56,4 @@ async function check(probe: () => Promise<unknown>): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-function sameSecret(a: string, b: string): boolean {
-  // Hash first so the comparison is constant-time whatever the lengths.
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 }
