@@ -19,6 +19,7 @@ import { SECURITY_HEADERS } from './middleware/security-headers.ts';
 import type { AppDeps } from './context.ts';
 import { isWebSocketUpgrade, serveUpgrades } from './services/terminal/upgrade.ts';
 import { closeTerminals } from './services/terminal/open.ts';
+import { LingeringClose } from './lingering-close.ts';
 import type { Route } from './routes/route.ts';
 
 export interface RunningApi {
@@ -67,7 +68,9 @@ export async function startApi(
   const app = createApp(deps, options.extraRoutes);
   // The headers and request timeouts are checked this often (Node's default, 30 s, would let a
   // slow client hold its connection that much longer).
-  const server = createServer({ connectionsCheckingInterval: 1000, shouldUpgradeCallback: isWebSocketUpgrade }, boundPipelining(app.callback()));
+  const lingering = new LingeringClose({ maxBytes: config.PADDOCK_HTTP_LINGER_BYTES, maxMs: config.PADDOCK_HTTP_LINGER_SECONDS * 1000 });
+  const server = createServer({ connectionsCheckingInterval: 1000, shouldUpgradeCallback: isWebSocketUpgrade }, boundPipelining(lingering.wrap(app.callback())));
+  server.on('connection', (socket: Socket) => lingering.arm(socket));
   guardConnections(server, config);
   // WebSocket upgrades (the terminal) go through the app like any request (services/terminal/upgrade.ts).
   server.on('upgrade', serveUpgrades(app.callback()));

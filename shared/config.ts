@@ -78,6 +78,10 @@ export const configSchema = z.object({
   PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS: int(1, 3600).default(5),
   PADDOCK_HTTP_MAX_CONNECTIONS: int(16).default(4096),
   PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP: int(1).default(256),
+  /** After an answer sent before its request's body was read, that body is read and dropped this long at most, then the connection is cut (0: at once). */
+  PADDOCK_HTTP_LINGER_SECONDS: int(0, 60).default(5),
+  /** …and this many of its bytes at most; a body declared larger is not waited for. */
+  PADDOCK_HTTP_LINGER_BYTES: int(0).default(8 * 1024 * 1024),
   PADDOCK_BODY_LIMIT_BYTES: int(1024).default(1024 * 1024),
   PADDOCK_QUOTA_CONCURRENT_SANDBOXES: int(0).default(2),
   PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS: positiveNumber.default(20),

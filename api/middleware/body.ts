@@ -103,10 +103,12 @@ async function readLimited(ctx: AppContext, limitBytes: number, shapeOptions: Sh
   const chunks: Buffer[] = [];
   let size = 0;
   const shape = new JsonShapeGuard(shapeOptions);
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+  // Not destroyed when the loop stops early (too large, a bad shape): the rest of the body is then
+  // read and dropped after the answer (api/lingering-close.ts), which a destroyed request cannot be.
+  for await (const chunk of ctx.req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     size += chunk.length;
     bytesMoved(chunk.length);
-    // Stop reading, and close the connection once answered: the rest of the body is unwanted.
+    // Stop reading: the answer goes out, the rest of the body is dropped and the connection closed.
     if (size > limitBytes) throw tooLarge(limitBytes);
     shape.push(chunk);
     chunks.push(chunk);

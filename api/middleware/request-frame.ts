@@ -51,7 +51,8 @@ export function requestFrame({ orm, log, metrics, writeIdleMs }: RequestFrameOpt
 /**
  * A request answered before its body was read (a 401, a 413, a bad shape, or a body sent to a route
  * that takes none) closes its connection once answered, instead of draining whatever the client
- * goes on sending, however slowly or however much. Node still reads what came until then (the
+ * goes on sending, however slowly or however much: only a bounded part of it is read and dropped,
+ * so that the client sees the answer (api/lingering-close.ts). Node reads what comes (the
  * parser's buffer, then the request's dump), in chunks no code of ours sees: counted when the
  * connection ends, so that a scavenge frees them. Uncounted, a flood of refused large bodies (the
  * abuse bench: about a thousand a second) piled them up until V8's external-memory limit started
