@@ -110,7 +110,7 @@ export function buildOpenApi(routes: Route[], version: string): object {
     const byStatus = new Map<number, ErrorCode[]>();
     const readsBody = ['post', 'put', 'patch'].includes(spec.method) || spec.body !== undefined;
     const bodyErrors = spec.streamedBody ? STREAMED_BODY_ERRORS : readsBody ? BODY_ERRORS : [];
-    for (const code of new Set<ErrorCode>([...spec.errors, ...bodyErrors, 'internal_error', 'service_unavailable'])) {
+    for (const code of new Set<ErrorCode>([...spec.errors, ...bodyErrors, 'internal_error', 'service_unavailable', 'server_busy'])) {
       const status = errorCatalogue[code].status;
       byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
     }

@@ -20,6 +20,7 @@ import type { AppDeps } from './context.ts';
 import { isWebSocketUpgrade, serveUpgrades } from './services/terminal/upgrade.ts';
 import { closeTerminals } from './services/terminal/open.ts';
 import { LingeringClose } from './lingering-close.ts';
+import { ConnectionAllowance } from './connection-allowance.ts';
 import type { Route } from './routes/route.ts';
 
 export interface RunningApi {
@@ -116,8 +117,9 @@ export async function startApi(
 /**
  * What one client may hold of the server: headers within seconds, a whole request (body included;
  * answering may take longer, exec and waits are bounded by their own timeouts) within the request
- * timeout, a short keep-alive, and a cap on connections, in all and per client address. Behind a
- * proxy every connection comes from the proxy, so the per-address cap is the ingress's to apply
+ * timeout, a short keep-alive, and a cap on connections in all. Per client address, connections
+ * past an allowance must authenticate to be served (api/connection-allowance.ts). Behind a proxy
+ * every connection comes from the proxy, so that allowance is the ingress's to apply
  * (docs/deploy.md).
  */
 function guardConnections(server: Server, config: Config): void {
@@ -126,21 +128,8 @@ function guardConnections(server: Server, config: Config): void {
   server.keepAliveTimeout = config.PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS * 1000;
   server.maxConnections = config.PADDOCK_HTTP_MAX_CONNECTIONS;
   if (config.PADDOCK_TRUST_PROXY) return;
-  const perAddress = new Map<string, number>();
-  server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
-    const count = (perAddress.get(address) ?? 0) + 1;
-    if (count > config.PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP) {
-      socket.destroy();
-      return;
-    }
-    perAddress.set(address, count);
-    socket.once('close', () => {
-      const left = (perAddress.get(address) ?? 1) - 1;
-      if (left > 0) perAddress.set(address, left);
-      else perAddress.delete(address);
-    });
-  });
+  const allowance = new ConnectionAllowance(config.PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP);
+  server.on('connection', (socket: Socket) => allowance.admit(socket));
 }
 
 // Pipelined requests that arrive in one read are parsed and dispatched in one turn of the event
@@ -165,6 +154,9 @@ function boundPipelining(handle: (req: IncomingMessage, res: ServerResponse) => 
     handle(req, res);
   };
 }
+
+/** How long a connection refused by the parser has to read its answer before it is cut. */
+const CLIENT_ERROR_CLOSE_MS = 2000;
 
 /**
  * Requests Node refuses before Koa sees them (oversized headers, malformed HTTP) still get a
@@ -199,4 +191,8 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
       'Connection: close\r\n\r\n' +
       (head ? '' : body),
   );
+  // Ended, the connection is only half closed: a client that neither reads its answer nor closes
+  // (one that timed out trickling its headers) would hold it for good.
+  const timer = setTimeout(() => socket.destroy(), CLIENT_ERROR_CLOSE_MS);
+  socket.once('close', () => clearTimeout(timer));
 }

@@ -50,6 +50,7 @@ export const errorCatalogue = {
   too_many_in_flight: { status: 429, title: 'Too many requests of this kind are in progress' },
   internal_error: { status: 500, title: 'Internal server error' },
   service_unavailable: { status: 503, title: 'The service is temporarily unavailable' },
+  server_busy: { status: 503, title: 'Too many connections from this address without credentials' },
   operation_timed_out: { status: 504, title: 'The operation did not finish in time' },
   insufficient_storage: { status: 507, title: "The sandbox's disk is full" },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -7,6 +7,7 @@ import type { Scope } from '../../shared/scopes.ts';
 import type { BucketToTake } from '../auth/api-key-store.ts';
 import type { BucketName } from '../routes/route.ts';
 import { bucketLimit } from './rate-limit.ts';
+import { proveConnection } from '../connection-allowance.ts';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
@@ -57,6 +58,7 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
         throw invalid();
       }
     }
+    proveConnection(ctx.req.socket);
     await next();
   };
 }
@@ -78,6 +80,7 @@ export function authenticateWebSocket(deps: AppDeps) {
     if (!identity || identity.keyId !== grant.keyId) throw invalid();
     if (grant.sandboxId !== ctx.params.id) throw new ApiError('invalid_credential', 'The ticket was issued for another sandbox.');
     ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes };
+    proveConnection(ctx.req.socket);
     await next();
   };
 }

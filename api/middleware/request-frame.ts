@@ -11,6 +11,8 @@ import { accessLog } from './access-log.ts';
 import { armWriteDeadline } from './write-deadline.ts';
 import { errorAnswerer, refuseUnrouted } from './errors.ts';
 import { bytesMoved } from '../../shared/reclaim.ts';
+import { onProbation } from '../connection-allowance.ts';
+import { serverBusy } from './probation.ts';
 
 export interface RequestFrameOptions {
   orm: MikroORM;
@@ -38,8 +40,12 @@ export function requestFrame({ orm, log, metrics, writeIdleMs }: RequestFrameOpt
         await next();
         refuseUnrouted(ctx);
       } catch (err) {
-        answerError(ctx, err);
+        // A connection on probation that has not authenticated is told why it is not served
+        // (a refused credential, a route that takes none, no route at all), not what it asked.
+        answerError(ctx, onProbation(ctx.req.socket) ? serverBusy() : err);
       }
+      // Served once: it comes back when it can authenticate, or on a connection within the allowance.
+      if (onProbation(ctx.req.socket)) ctx.set('Connection', 'close');
       if (!ctx.req.complete) closeUnreadBody(ctx);
       armWriteDeadline(ctx, writeIdleMs);
     } finally {

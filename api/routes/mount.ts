@@ -4,6 +4,7 @@ import type { AppContext, AppDeps } from '../context.ts';
 import { authenticate, authenticateWebSocket, requireScope } from '../middleware/authenticate.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { admitInFlight } from '../middleware/in-flight.ts';
+import { refuseOnProbation } from '../middleware/probation.ts';
 import { jsonBody, streamedBody } from '../middleware/body.ts';
 import { parseInput } from '../middleware/validate.ts';
 import type { Route, RouteInput, RouteSpec } from './route.ts';
@@ -18,6 +19,7 @@ export function mountRoutes(router: ShapedRouter, routes: Route[], deps: AppDeps
     const chain: Handler[] = [];
     if (spec.websocket) chain.push(authenticateWebSocket(deps));
     else if (spec.auth !== 'none') chain.push(authenticate(spec.auth, deps, { bucket: spec.bucket, scope: spec.scope }));
+    else chain.push(refuseOnProbation);
     if (spec.scope) chain.push(requireScope(spec.scope));
     if (spec.bucket) chain.push(rateLimit(spec.bucket, deps));
     // A place in flight is taken once the request is whole: a client trickling its JSON body must

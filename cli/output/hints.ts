@@ -58,6 +58,8 @@ export function hintFor(code: string, retryAfter?: number): string | undefined {
       return 'Check the arguments against `--help`.';
     case 'idempotency_conflict':
       return 'The same request is still in progress: wait for it, then try again.';
+    case 'server_busy':
+      return 'Too many connections come from your address without credentials: try again shortly.';
     case 'internal_error':
     case 'service_unavailable':
       return 'The service had a problem: try again shortly, and quote the request id if it persists.';

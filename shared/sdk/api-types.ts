@@ -52,6 +52,7 @@ export type ErrorCode =
   | "too_many_in_flight"
   | "internal_error"
   | "service_unavailable"
+  | "server_busy"
   | "operation_timed_out"
   | "insufficient_storage";
 
@@ -413,7 +414,7 @@ export type Problem = {
   title: string;
   status: number;
   detail: string;
-  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "payload_too_large" | "file_too_large" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "internal_error" | "service_unavailable" | "operation_timed_out" | "insufficient_storage";
+  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "payload_too_large" | "file_too_large" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "internal_error" | "service_unavailable" | "server_busy" | "operation_timed_out" | "insufficient_storage";
   requestId: string;
 };
 

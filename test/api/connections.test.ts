@@ -4,13 +4,15 @@ import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
-import { newAccount } from '../helpers/accounts.ts';
+import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
 import { MAX_PIPELINED_PER_CONNECTION } from '../../api/server.ts';
 
 // A stranger holding the API's connections (issue 13): half-sent headers, trickled bodies after an
 // early refusal, many idle connections from one address. Each must cost the server a bounded time
-// and a bounded number of descriptors, and a neighbour must still be served.
+// and a bounded number of descriptors, and a neighbour must still be served. And a client is never
+// reset for its number of connections: past its address's allowance it is answered, and served if
+// it authenticates, the account's own limits deciding (accounts behind one address share none).
 
 const PER_IP = 8;
 const api = await startTestApi({
@@ -18,6 +20,7 @@ const api = await startTestApi({
     PADDOCK_HTTP_HEADERS_TIMEOUT_SECONDS: '1',
     PADDOCK_HTTP_REQUEST_TIMEOUT_SECONDS: '3',
     PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP: String(PER_IP),
+    PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS: '1',
   },
 });
 const { port } = new URL(api.url);
@@ -68,7 +71,34 @@ test('an early 401 closes the connection instead of waiting for a trickled body'
   }
 });
 
-test('connections from one address are capped; others are still served, and a freed slot is reused', async () => {
+/** Waits until the server holds no connection (those of earlier tests have timed out). */
+async function quiet(): Promise<void> {
+  const count = () => new Promise<number>((resolve, reject) => api.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+  const deadline = Date.now() + 10_000;
+  while ((await count()) > 0) {
+    if (Date.now() > deadline) throw new Error('connections still open after 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Many requests at once with Node's fetch (one connection each): each one's status and code, or its error. */
+async function burst(count: number, path: string, key: string): Promise<{ status?: number; code?: string; retryAfter?: string | null; error?: string }[]> {
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      try {
+        const res = await fetch(new URL(path, api.url), { headers: { authorization: `Bearer ${key}` } });
+        const body = (await res.json()) as { code?: string };
+        return { status: res.status, code: body.code, retryAfter: res.headers.get('retry-after') };
+      } catch (err) {
+        return { error: (err as { cause?: { code?: string } }).cause?.code ?? String(err) };
+      }
+    }),
+  );
+}
+
+test('past the per-address allowance a connection is answered, not reset: 503 server_busy unless it authenticates, then the account is served', async () => {
+  const account = await newAccount(api.url, 'allowance');
+  await quiet();
   const sockets: Socket[] = [];
   // One at a time, each accepted before the next: the server counts in the order it accepts.
   for (let i = 0; i < PER_IP; i++) {
@@ -76,17 +106,78 @@ test('connections from one address are capped; others are still served, and a fr
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   try {
-    const extra = await open();
-    const { text } = await untilClosed(extra, 3000);
-    assert.equal(text, '', 'the connection past the cap is closed without an answer');
+    const refusals = [
+      'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /v1/no-such-route HTTP/1.1\r\nHost: x\r\n\r\n',
+      // A route that takes no credential is not served, whatever the request carries.
+      `POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${account.key}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`,
+      // Nor is a credential that does not authenticate.
+      'GET /v1/account HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /v1/account HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pdk_live_notakeyatall\r\n\r\n',
+    ];
+    for (const request of refusals) {
+      const [busy] = await rawExchange(api.url, request);
+      assertProblem(busy!, 503, 'server_busy');
+      assert.equal(busy!.headers.get('retry-after'), '1');
+      assert.equal(busy!.headers.get('connection'), 'close', 'the connection is not kept past its one answer');
+    }
+    // The account's own requests are served on such a connection, several on one connection.
+    const [first, second] = await rawExchange(api.url, `GET /v1/account HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${account.key}\r\n\r\n`.repeat(2), 2);
+    assert.equal(first?.status, 200);
+    assert.equal(second?.status, 200);
+    // A freed place in the allowance is taken by the next connection, served without credentials.
     sockets.pop()!.destroy();
     await new Promise((resolve) => setTimeout(resolve, 100));
-    // One connection, exactly: the freed slot.
     const [health] = await rawExchange(api.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     assert.equal(health?.status, 200);
   } finally {
     for (const s of sockets) s.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the server sees them go before the next test
+    await quiet(); // the next tests sign up, without credentials, from this address
+  }
+});
+
+test('300 requests at once with one key from one address are all answered, 200 or 429 with Retry-After: none is reset', async () => {
+  const account = await newAccount(api.url, 'burst');
+  const results = await burst(300, '/v1/account', account.key);
+  assert.deepEqual(results.filter((r) => r.error), [], 'no request failed without an answer');
+  const statuses = new Map<number, number>();
+  for (const r of results) {
+    statuses.set(r.status!, (statuses.get(r.status!) ?? 0) + 1);
+    if (r.status === 429) {
+      assert.equal(r.code, 'rate_limited');
+      assert.match(r.retryAfter ?? '', /^\d+$/);
+    } else {
+      assert.equal(r.status, 200, JSON.stringify(r));
+    }
+  }
+  assert.ok((statuses.get(200) ?? 0) > 0 && (statuses.get(429) ?? 0) > 0, JSON.stringify([...statuses]));
+});
+
+test("accounts behind one address have limits of their own: one's flood does not fail the other's requests", async () => {
+  const [flooder, neighbour] = await Promise.all([newAccount(api.url, 'flooder'), newAccount(api.url, 'neighbour')]);
+  const [flood, own] = await Promise.all([burst(200, '/v1/account', flooder.key), burst(20, '/v1/account', neighbour.key)]);
+  assert.deepEqual(own.map((r) => r.status ?? r.error), Array(20).fill(200));
+  assert.deepEqual(flood.filter((r) => r.error), []);
+});
+
+test('many connections trickling their headers are all closed by the headers timeout, and an account is served meanwhile', async () => {
+  const account = await newAccount(api.url, 'slowloris');
+  // They never read: a stranger does not take its answer, nor close.
+  const sockets = await Promise.all(Array.from({ length: PER_IP * 3 }, () => open()));
+  for (const s of sockets) s.write('GET /v1/account HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+  const timer = setInterval(() => {
+    for (const s of sockets) if (!s.destroyed) s.write('a');
+  }, 200);
+  try {
+    const served = await call(api.url, 'GET', '/v1/account', { token: account.key });
+    assert.equal(served.status, 200);
+    const started = performance.now();
+    await Promise.all(sockets.map((s) => new Promise((resolve) => (s.destroyed ? resolve(undefined) : s.once('close', resolve)))));
+    assert.ok(performance.now() - started < 6000, 'closed within the headers timeout and its check interval');
+  } finally {
+    clearInterval(timer);
+    for (const s of sockets) s.destroy();
+    await quiet();
   }
 });
 
@@ -104,6 +195,7 @@ test('a JSON body nested too deep or too wide is refused while it is read, namin
 
 test('requests pipelined past the bound on one connection close it, unanswered past the bound; a few pipelined are all answered', async () => {
   const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+  await quiet(); // within the address's allowance, so that requests without credentials are served
   const few = await open();
   let fewAnswers = '';
   few.on('data', (d: Buffer) => (fewAnswers += d.toString('latin1')));

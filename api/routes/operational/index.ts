@@ -1,5 +1,6 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { sameSecret } from '../../../shared/same-secret.ts';
+import { refuseOnProbation } from '../../middleware/probation.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { buildOpenApi } from '../../openapi.ts';
 import { allRoutes } from '../index.ts';
@@ -7,15 +8,18 @@ import type { ShapedRouter } from '../shaped-router.ts';
 
 const CHECK_TIMEOUT_MS = 2000;
 
-/** Probes, metrics and the OpenAPI document: unauthenticated, not rate limited, not /v1 resources. */
+/**
+ * Probes, metrics and the OpenAPI document: unauthenticated, not rate limited, not /v1 resources;
+ * not served on a connection on probation (api/connection-allowance.ts).
+ */
 export function mountOperationalRoutes(router: ShapedRouter, deps: AppDeps): void {
   let openApi: string | undefined;
 
-  router.get('/healthz', (ctx: AppContext) => {
+  router.get('/healthz', refuseOnProbation, (ctx: AppContext) => {
     ctx.body = { status: 'ok' };
   });
 
-  router.get('/readyz', async (ctx: AppContext) => {
+  router.get('/readyz', refuseOnProbation, async (ctx: AppContext) => {
     const [postgres, redis] = await Promise.all([
       check(() => deps.orm.em.getConnection().execute('select 1')),
       // The queue's own connection too: after Redis comes back, it reconnects on its own schedule,
@@ -27,13 +31,13 @@ export function mountOperationalRoutes(router: ShapedRouter, deps: AppDeps): voi
     ctx.body = { status: ready ? 'ready' : 'unavailable', checks: { postgres, redis } };
   });
 
-  router.get('/v1/openapi.json', (ctx: AppContext) => {
+  router.get('/v1/openapi.json', refuseOnProbation, (ctx: AppContext) => {
     openApi ??= JSON.stringify(buildOpenApi(allRoutes, '1.0.0'));
     ctx.type = 'application/json';
     ctx.body = openApi;
   });
 
-  router.get('/metrics', async (ctx: AppContext) => {
+  router.get('/metrics', refuseOnProbation, async (ctx: AppContext) => {
     const token = deps.config.PADDOCK_METRICS_TOKEN;
     if (token && !sameSecret(ctx.get('authorization'), `Bearer ${token}`)) throw new ApiError('invalid_credential');
     ctx.type = deps.metrics.registry.contentType;
