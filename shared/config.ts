@@ -114,6 +114,8 @@ export const configSchema = z.object({
   /** Terminals open at once per sandbox and per account, on all API replicas together. */
   PADDOCK_INFLIGHT_TERMINAL_PER_SANDBOX: int(1).default(4),
   PADDOCK_INFLIGHT_TERMINAL_PER_ACCOUNT: int(1).default(8),
+  /** Remote MCP messages (POST /v1/mcp) in progress at once per account, on all API replicas together. */
+  PADDOCK_INFLIGHT_MCP_PER_ACCOUNT: int(1).default(16),
   /** A terminal with neither input nor output for this long is closed (code 4002). */
   PADDOCK_TERMINAL_IDLE_SECONDS: int(1).default(900),
   /** How long a terminal ticket (POST …/terminal/tickets) may wait to be used. */

@@ -2,13 +2,20 @@ import type { Next } from 'koa';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { InFlightKind } from '../routes/route.ts';
+import { PROCESS_OUTPUT_WAIT_MAX_SECONDS } from '../../shared/mcp/tools.ts';
 
 // How long past its own limit a piece of work may hold its lease: answering a buffered result to
 // a slow client, say. A lease a dead replica leaves expires then.
 const LEASE_SLACK_MS = 120_000;
 
-function limitsOf(kind: InFlightKind, deps: AppDeps): { sandbox: number; account: number; ttlMs: number } {
+/** The caps of a kind of work: per sandbox (where its requests name one) and per account. */
+function limitsOf(kind: InFlightKind, deps: AppDeps): { sandbox?: number; account: number; ttlMs: number } {
   const { config } = deps;
+  if (kind === 'mcp') {
+    // A message lasts as long as its tool call: the longest command, start or wait it runs.
+    const longest = Math.max(config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS, config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS, PROCESS_OUTPUT_WAIT_MAX_SECONDS);
+    return { account: config.PADDOCK_INFLIGHT_MCP_PER_ACCOUNT, ttlMs: longest * 1000 + LEASE_SLACK_MS };
+  }
   if (kind === 'exec') {
     return {
       sandbox: config.PADDOCK_INFLIGHT_EXEC_PER_SANDBOX,
@@ -45,15 +52,13 @@ export function admitInFlight(kind: InFlightKind, deps: AppDeps) {
   return async function admit(ctx: AppContext, next: Next): Promise<void> {
     const accountId = ctx.state.auth?.accountId ?? 'none';
     const sandboxId = String(ctx.params?.id ?? 'none').slice(0, 100);
+    const account = { key: `${kind}:acct:${accountId}`, limit: limits.account };
     const lease = await deps.inFlight.acquire({
-      subjects: [
-        { key: `${kind}:sbx:${accountId}:${sandboxId}`, limit: limits.sandbox },
-        { key: `${kind}:acct:${accountId}`, limit: limits.account },
-      ],
+      subjects: limits.sandbox === undefined ? [account] : [{ key: `${kind}:sbx:${accountId}:${sandboxId}`, limit: limits.sandbox }, account],
       ttlMs: limits.ttlMs,
     });
     if (!lease.granted) {
-      const scope = lease.subjectIndex === 0 ? 'sandbox' : 'account';
+      const scope = limits.sandbox !== undefined && lease.subjectIndex === 0 ? 'sandbox' : 'account';
       const limit = scope === 'sandbox' ? limits.sandbox : limits.account;
       throw new ApiError('too_many_in_flight', `At most ${limit} ${kind} requests may be in progress per ${scope} at once; retry when one has finished.`, {
         headers: { 'Retry-After': String(lease.retryAfterSeconds) },

@@ -7,7 +7,7 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type AuthKind = 'none' | 'dashboard' | 'apiKey';
 export type BucketName = 'auth' | 'sandbox_ops' | 'sandbox_lifecycle' | 'account';
 /** Work whose requests in progress are capped per sandbox and per account (api/middleware/in-flight.ts). */
-export type InFlightKind = 'exec' | 'files' | 'archives' | 'terminal';
+export type InFlightKind = 'exec' | 'files' | 'archives' | 'terminal' | 'mcp';
 
 /**
  * Everything about one route in one place: the chain that serves it (auth, rate limit,

@@ -10,6 +10,8 @@ import type { CreateSandboxInput, ExecResult, FileView, Listing, ProcessInfo, Sa
 
 export const MCP_SERVER_NAME = 'paddock';
 const POLL_MS = 500;
+/** The longest process_output may wait for its process (and so hold its call). */
+export const PROCESS_OUTPUT_WAIT_MAX_SECONDS = 300;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -534,7 +536,7 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       inputSchema: {
         processId: z.string().min(1).max(100).describe('The process (proc_…), from process_start or process_list.'),
         sandboxId,
-        waitSeconds: z.number().min(0).max(300).optional().describe('Wait up to this long for the process to end; default 0 (read now).'),
+        waitSeconds: z.number().min(0).max(PROCESS_OUTPUT_WAIT_MAX_SECONDS).optional().describe('Wait up to this long for the process to end; default 0 (read now).'),
         maxChars: z.number().int().min(100).max(1_000_000).optional().describe('Characters of each stream shown, the last ones; default 20000.'),
       },
       outputSchema: { stdout: z.string(), stderr: z.string(), running: z.boolean(), exitCode: z.number().nullable(), signal: z.string().nullable() },

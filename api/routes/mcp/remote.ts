@@ -2,18 +2,21 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ApiError, type ErrorCode } from '../../../shared/errors.ts';
-import { createPaddockMcpServer } from '../../../shared/mcp/tools.ts';
-import { PaddockClient } from '../../../shared/sdk/index.ts';
+import { ToolFailure, createPaddockMcpServer } from '../../../shared/mcp/tools.ts';
+import { PaddockClient, PaddockConnectionError, PaddockError } from '../../../shared/sdk/index.ts';
+import { inProcessFetch } from '../../in-process-fetch.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { route } from '../route.ts';
 
 // Remote MCP (api.md, "Remote MCP"): MCP's Streamable HTTP transport at /v1/mcp, stateless, so any
 // replica serves any request and no session lives in a process. The tools are those of
-// `paddock mcp serve`, calling this API over loopback with the caller's own key: each tool call
-// meets the same scopes, allowlist, rate limits and quotas as the same call made directly.
+// `paddock mcp serve`, calling this API's own routes in this process with the caller's own key
+// (api/in-process-fetch.ts): each tool call meets the same scopes, allowlist, rate limits, in-flight
+// caps and quotas as the same call made directly, and none comes back through the public listener.
+// The messages themselves are capped per account in flight, as exec is (PADDOCK_INFLIGHT_MCP_PER_ACCOUNT).
 
 const MCP_VERSION = '1';
-const ERRORS: ErrorCode[] = ['not_acceptable', 'unsupported_media_type', 'missing_credential', 'invalid_credential', 'wrong_credential_type', 'insufficient_scope', 'invalid_request', 'invalid_json', 'payload_too_large', 'rate_limited'];
+const ERRORS: ErrorCode[] = ['not_acceptable', 'unsupported_media_type', 'missing_credential', 'invalid_credential', 'wrong_credential_type', 'insufficient_scope', 'invalid_request', 'invalid_json', 'payload_too_large', 'rate_limited', 'too_many_in_flight'];
 
 // One JSON-RPC 2.0 message (MCP's Streamable HTTP carries no batches since 2025-06-18), checked
 // here so that a malformed one is a problem document naming the field like every other 400 (the
@@ -41,21 +44,29 @@ function setHeader(ctx: AppContext, name: string, value: string): void {
   raw.push(name, value);
 }
 
-/** The address this request reached, as a base URL this process can call. */
-function selfClient(ctx: AppContext, apiKey: string): PaddockClient {
-  const socket = ctx.req.socket;
-  const host = socket.localAddress?.includes(':') ? `[${socket.localAddress}]` : socket.localAddress;
-  const actual = `http://${host}:${socket.localPort}`;
-  // The SDK sends keys over plain http to loopback names only: name it so, and connect to the
-  // address the request came in on (the same server, whatever interface it listens on).
-  const nominal = `http://127.0.0.1:${socket.localPort}`;
-  return new PaddockClient({
-    baseUrl: nominal,
-    apiKey,
-    retries: 0,
-    userAgent: 'paddock-remote-mcp',
-    fetch: (input, init) => fetch(String(input instanceof Request ? input.url : input).replace(nominal, actual), init),
-  });
+// The client's nominal address: its requests never leave this process (api/in-process-fetch.ts).
+const IN_PROCESS_BASE_URL = 'http://localhost';
+
+/** A client of this API for the caller's key, whose requests this app answers in this process. */
+function inProcessClient(ctx: AppContext, apiKey: string): () => PaddockClient {
+  const fetch = inProcessFetch(ctx.app, ctx.ip);
+  return () => new PaddockClient({ baseUrl: IN_PROCESS_BASE_URL, apiKey, retries: 0, userAgent: 'paddock-remote-mcp', fetch: fetch as typeof globalThis.fetch });
+}
+
+/**
+ * What a tool's failure tells the model, where the default would say too much: a call broken off
+ * inside the service (its message names the client's base address) and faults of the server's own,
+ * logged with the request id and answered without their message.
+ */
+function describeFailure(deps: AppDeps, ctx: AppContext) {
+  return (err: unknown): { code: string; message: string } | undefined => {
+    if (err instanceof PaddockConnectionError) {
+      return { code: 'connection_failed', message: 'The call was cut off inside the service before it was answered; retry it.' };
+    }
+    if (err instanceof PaddockError || err instanceof ToolFailure) return undefined;
+    deps.log.error({ err, requestId: ctx.state.requestId }, 'remote MCP tool failed');
+    return { code: 'internal_error', message: `An unexpected error occurred; quote the request id ${ctx.state.requestId} when reporting it.` };
+  };
 }
 
 export const remoteMcp = route(
@@ -70,6 +81,8 @@ export const remoteMcp = route(
     // The message itself (parsing, the server's answer); each tool call it makes is charged again,
     // to its own bucket, as the same call made directly.
     bucket: 'account',
+    // A message holds its place until answered: a tool call as long as its command or its wait.
+    inFlight: 'mcp',
     body: JsonRpcBody,
     // A file written through a tool carries up to a file's bytes, base64 in JSON.
     bodyLimitBytes: (deps: AppDeps) => Math.ceil((deps.config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536,
@@ -83,7 +96,7 @@ export const remoteMcp = route(
     },
     errors: ERRORS,
   },
-  async (ctx, { body }) => {
+  async (ctx, { body }, deps) => {
     // The answer is always JSON (enableJsonResponse): a client that accepts JSON (curl's */*
     // included) is served, though the transport's spec asks for both types.
     if (ctx.accepts('application/json') === false) {
@@ -97,7 +110,7 @@ export const remoteMcp = route(
       throw new ApiError('invalid_request', `MCP-Protocol-Version ${version.slice(0, 40)} is not supported; supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}.`);
     }
     const apiKey = ctx.get('authorization').replace(/^Bearer\s+/i, '');
-    const server = createPaddockMcpServer({ client: () => selfClient(ctx, apiKey), version: MCP_VERSION });
+    const server = createPaddockMcpServer({ client: inProcessClient(ctx, apiKey), version: MCP_VERSION, describeError: describeFailure(deps, ctx) });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.once('close', () => {
       void transport.close();
