@@ -103,8 +103,12 @@ export interface TerminalSession {
    * socket, not in memory). After the end, writes are dropped.
    */
   write(data: Uint8Array): Promise<void>;
-  /** The terminal's new size: the command's foreground process group gets SIGWINCH. */
-  resize(cols: number, rows: number): void;
+  /**
+   * The terminal's new size: the command's foreground process group gets SIGWINCH. The promise
+   * settles once the size is set (the local runtime), or once it is passed on (a pod's, whose
+   * kubelet sets it); keystrokes written after it settles are read at that size.
+   */
+  resize(cols: number, rows: number): Promise<void>;
   /** Settles once the command has ended and everything it started is killed; rejects with SandboxGoneError when the sandbox ended under it. */
   readonly exit: Promise<{ exitCode: number | null; signal: string | null }>;
 }

@@ -300,3 +300,41 @@ test('open terminals are capped per sandbox (admission control)', async () => {
   });
   second.ws.close();
 });
+
+/** Opens a terminal once the sandbox's cap admits it: the last one's lease goes a moment after its close. */
+async function openAdmitted(path: string, key: string): Promise<Terminal> {
+  for (let tries = 0; ; tries++) {
+    const t = await connect(path, { key });
+    if (!('status' in t) || t.status !== 429 || tries >= 50) return opened(t);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test('a resize and keystrokes sent as the terminal opens are applied in order once it runs (xterm.js fit sends that resize)', async () => {
+  const { a, id } = await setup();
+  // Ten times: the resize used to be lost about one time in four.
+  for (let i = 0; i < 10; i++) {
+    const t = await openAdmitted(`/v1/sandboxes/${id}/terminal?cols=80&rows=24&command=sh`, a.key);
+    // In the same tick as the open: before the terminal's command has started.
+    t.resize(120 + i, 40);
+    t.type('stty size; exit\n');
+    await t.closed;
+    assert.match(t.output(), new RegExp(`^(\\$ )?40 ${120 + i}\\r$`, 'm'), `try ${i}: ${JSON.stringify(t.output())}`);
+  }
+});
+
+test('several resizes before the terminal runs: the last one wins; keystrokes between them are kept', async () => {
+  const { a, id } = await setup();
+  for (let i = 0; i < 5; i++) {
+    const t = await openAdmitted(`/v1/sandboxes/${id}/terminal?cols=80&rows=24&command=sh`, a.key);
+    t.resize(50, 20);
+    t.type('echo typed-');
+    t.resize(60, 21);
+    t.type('$((40+2)); ');
+    t.resize(70 + i, 22);
+    t.type('stty size; exit\n');
+    await t.closed;
+    assert.match(t.output(), /^(\$ )?typed-42\r$/m, `try ${i}: ${JSON.stringify(t.output())}`);
+    assert.match(t.output(), new RegExp(`^(\\$ )?22 ${70 + i}\\r$`, 'm'), `try ${i}: ${JSON.stringify(t.output())}`);
+  }
+});

@@ -155,12 +155,24 @@ function runTerminal(backend: SandboxRuntime, ws: WebSocket, options: ExecOption
     const rows = Number(fields.height);
     if (!Number.isInteger(cols) || !Number.isInteger(rows) || cols < 0 || rows < 0 || cols > 65535 || rows > 65535) return;
     size = { cols, rows };
-    session?.resize(cols, rows);
+    if (session) inOrder(() => session?.resize(cols, rows));
     start();
   };
   const socket = (ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
-  let writing = Promise.resolve();
+  let writing: Promise<void> = Promise.resolve();
   let pending = 0;
+  // One write or resize at a time, in the order they came, as a kubelet's resize (an ioctl) is
+  // set before the keystrokes that follow it reach the terminal: the connection is not read until
+  // every frame read is done, so input waits in TCP.
+  const inOrder = (step: () => Promise<void> | undefined) => {
+    pending++;
+    socket.pause();
+    writing = writing
+      .then(step)
+      .then(() => {
+        if (--pending === 0) socket.resume();
+      });
+  };
   ws.on('message', (data: RawData, isBinary: boolean) => {
     const frame = toBuffer(data);
     if (!isBinary || frame.length === 0) return;
@@ -168,15 +180,7 @@ function runTerminal(backend: SandboxRuntime, ws: WebSocket, options: ExecOption
     if (frame[0] === RESIZE) return resize(payload);
     if (frame[0] !== STDIN || !options.stdin) return;
     if (!session) return void early.push(payload);
-    // One write at a time: the connection is not read until every frame read is written, so
-    // input waits in TCP.
-    pending++;
-    socket.pause();
-    writing = writing
-      .then(() => session?.write(payload))
-      .then(() => {
-        if (--pending === 0) socket.resume();
-      });
+    inOrder(() => session?.write(payload));
   });
   ws.on('close', () => hangUp.abort());
   // Clients send the terminal's size first thing: the command starts at it (or, without one, at
@@ -200,9 +204,11 @@ function runTerminal(backend: SandboxRuntime, ws: WebSocket, options: ExecOption
         },
       })
       .then(async (opened) => {
+        inOrder(async () => {
+          if (size !== initial) await opened.resize(size.cols, size.rows);
+          for (const payload of early.splice(0)) await opened.write(payload);
+        });
         session = opened;
-        if (size !== initial) opened.resize(size.cols, size.rows);
-        for (const payload of early.splice(0)) await opened.write(payload);
         const result = await opened.exit;
         return statusOf(result, options.argv);
       })

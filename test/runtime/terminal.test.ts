@@ -60,7 +60,7 @@ function suite(name: string, setup: () => Promise<{ runtime: SandboxRuntime; san
       const t = await open(runtime, id, ['sh'], { cols: 91, rows: 17 });
       await typed(t, 'tty; stty size\n');
       await until(() => assert.match(t.output(), /\/dev\/pts\/\d+[\s\S]*17 91/));
-      t.session.resize(132, 43);
+      await t.session.resize(132, 43);
       // Set a moment after the call: asked again until it shows.
       await until(() => {
         void typed(t, 'stty size\n');
@@ -68,6 +68,17 @@ function suite(name: string, setup: () => Promise<{ runtime: SandboxRuntime; san
       });
       await typed(t, 'exit 7\n');
       assert.deepEqual(await t.session.exit, { exitCode: 7, signal: null });
+    });
+
+    test('a resize made before the command has started is set once it starts, not overwritten by the first size', async () => {
+      for (let i = 0; i < 5; i++) {
+        const t = await open(runtime, id, ['sh'], { cols: 80, rows: 24 });
+        // Settled: set (local), or passed on (Kubernetes): what is typed next is read at that size.
+        await t.session.resize(100 + i, 30);
+        await typed(t, 'stty size; exit\n');
+        await t.session.exit;
+        assert.match(t.output(), new RegExp(`^(\\$ )?30 ${100 + i}\\r?$`, 'm'), `try ${i}: ${JSON.stringify(t.output())}`);
+      }
     });
 
     test('echoes what is typed, and Ctrl-C interrupts the foreground command, not the shell', async () => {

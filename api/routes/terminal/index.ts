@@ -15,7 +15,7 @@ export const terminalRoute = route(
     path: '/v1/sandboxes/:id/terminal',
     operationId: 'openTerminal',
     summary:
-      'A WebSocket (subprotocol paddock.terminal.v1) to a command on a pseudo-terminal in the sandbox. Binary frames, first byte the channel: 0 stdin (client to server), 1 output (server to client, secrets masked), 3 control JSON: the client sends {"type":"resize","cols":C,"rows":R}, the server {"type":"exit","exitCode":N,"signal":null} before it closes. Close codes: 1000 after the exit, 1008 a frame that breaks the protocol, 1009 a frame over 64 KiB, 1011 a failure, 4001 the sandbox is gone (the reason says why), 4002 idle past PADDOCK_TERMINAL_IDLE_SECONDS. A refused upgrade is answered with a problem document',
+      'A WebSocket (subprotocol paddock.terminal.v1) to a command on a pseudo-terminal in the sandbox. Binary frames, first byte the channel: 0 stdin (client to server), 1 output (server to client, secrets masked), 3 control JSON: the client sends {"type":"resize","cols":C,"rows":R}, the server {"type":"exit","exitCode":N,"signal":null} before it closes. Keystrokes and resizes are applied in the order they are sent, those sent before the command has started (a resize as the socket opens) once it has. Close codes: 1000 after the exit, 1008 a frame that breaks the protocol, 1009 a frame over 64 KiB, 1011 a failure, 4001 the sandbox is gone (the reason says why), 4002 idle past PADDOCK_TERMINAL_IDLE_SECONDS. A refused upgrade is answered with a problem document',
     tag: 'exec',
     auth: 'apiKey',
     scope: 'exec',

@@ -45,7 +45,6 @@ export interface BridgeOptions {
 export class TerminalBridge {
   private readonly masker: SecretMasker;
   private readonly abort = new AbortController();
-  private session: TerminalSession | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private releaseTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -81,28 +80,32 @@ export class TerminalBridge {
   /** Starts relaying once the upgrade is done and the terminal open. */
   attach(ws: WebSocket, session: TerminalSession): void {
     this.ws = ws;
-    this.session = session;
     if (this.closed) return void ws.close(CLOSE.shutdown, 'closed');
     const socket = (ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     let writing: Promise<void> = Promise.resolve();
     let pending = 0;
+    // Keystrokes and resizes reach the terminal one at a time, in the order they came: a resize
+    // is set before the keystrokes after it are written (xterm.js's fit addon sends one as the
+    // socket opens, before the command has even started). Until the terminal has taken every
+    // frame already read (at most one socket read's worth), the socket is not read, and a flood
+    // waits in TCP.
+    const inOrder = (step: () => Promise<void>) => {
+      pending++;
+      socket.pause();
+      writing = writing.then(step).then(() => {
+        if (--pending === 0 && !this.closed) socket.resume();
+      });
+    };
     ws.on('message', (data: RawData, isBinary: boolean) => {
       const frame = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
       if (!isBinary || frame.length === 0) return this.close(CLOSE.protocol, 'frames must be binary, the first byte the channel');
       this.touch();
-      if (frame[0] === STDIN) {
-        // One write at a time: until the terminal has taken every frame already read (at most
-        // one socket read's worth), the socket is not read, and a flood waits in TCP.
-        pending++;
-        socket.pause();
-        writing = writing
-          .then(() => session.write(frame.subarray(1)))
-          .then(() => {
-            if (--pending === 0 && !this.closed) socket.resume();
-          });
+      if (frame[0] === STDIN) return inOrder(() => session.write(frame.subarray(1)));
+      if (frame[0] === CONTROL) {
+        const size = this.control(frame.subarray(1));
+        if (size) inOrder(() => session.resize(size.cols, size.rows));
         return;
       }
-      if (frame[0] === CONTROL) return this.control(frame.subarray(1));
       this.close(CLOSE.protocol, `unknown channel ${frame[0]}`);
     });
     ws.on('close', () => this.end());
@@ -122,19 +125,22 @@ export class TerminalBridge {
     this.end();
   }
 
-  private control(payload: Buffer): void {
+  /** A control frame's resize; anything else closes the connection. */
+  private control(payload: Buffer): { cols: number; rows: number } | undefined {
     let message: { type?: unknown; cols?: unknown; rows?: unknown };
     try {
       if (payload.length > CONTROL_MAX_BYTES) throw new Error('too large');
       message = JSON.parse(payload.toString('utf8')) as typeof message;
     } catch {
-      return this.close(CLOSE.protocol, 'a control frame must be a JSON object of at most 1 KiB');
+      this.close(CLOSE.protocol, 'a control frame must be a JSON object of at most 1 KiB');
+      return undefined;
     }
     const { cols, rows } = message;
     if (message.type !== 'resize' || !validSize(cols) || !validSize(rows)) {
-      return this.close(CLOSE.protocol, `control: only {"type":"resize","cols":1-${MAX_SIZE},"rows":1-${MAX_SIZE}}`);
+      this.close(CLOSE.protocol, `control: only {"type":"resize","cols":1-${MAX_SIZE},"rows":1-${MAX_SIZE}}`);
+      return undefined;
     }
-    this.session?.resize(cols, rows);
+    return { cols, rows };
   }
 
   private async exited(exitCode: number | null, signal: string | null): Promise<void> {

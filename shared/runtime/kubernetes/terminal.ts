@@ -38,7 +38,9 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
   exit.catch(() => undefined);
   let ended = false;
   let socket: Socket | undefined;
-  const held: Buffer[] = [];
+  // Keystrokes typed before the wrapper's second line, each with its writer's callback: a write
+  // settles only once they go out, so the caller reads no more meanwhile and this holds one read.
+  const held: { data: Buffer; done(): void }[] = [];
   const pause = () => (socket as unknown as { _socket?: { pause(): void } } | undefined)?._socket?.pause();
   const resume = () => (socket as unknown as { _socket?: { resume(): void } } | undefined)?._socket?.resume();
 
@@ -72,7 +74,7 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
     }
     head = undefined;
     const ready = pid !== undefined && new RegExp(`^${token} r\\r?$`).test(line);
-    for (const data of held.splice(0)) send(STDIN, data);
+    for (const { data, done } of held.splice(0)) send(STDIN, data, done);
     if (!ready) return output(buf);
     if (rest.length > 0) output(rest);
   };
@@ -84,6 +86,7 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
     if (ended) return;
     ended = true;
     request.signal?.removeEventListener('abort', onAbort);
+    for (const { done } of held.splice(0)) done();
     if (socket && socket.readyState <= 1) socket.close();
     if ('result' in outcome) settle.resolve(outcome.result);
     else settle.reject(outcome.error);
@@ -116,22 +119,20 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
   socket.on('close', () => {
     if (!ended) void gone(deps, podName, 'the terminal connection closed before its command ended').then((error) => finish({ error }));
   });
-  resize(request.cols, request.rows);
+  void resize(request.cols, request.rows);
   request.signal?.addEventListener('abort', onAbort, { once: true });
   if (request.signal?.aborted) onAbort();
 
-  function resize(cols: number, rows: number): void {
-    send(RESIZE, Buffer.from(JSON.stringify({ Width: Math.trunc(cols), Height: Math.trunc(rows) })));
+  // The kubelet keeps a size sent before the command has started and sets it once it has.
+  function resize(cols: number, rows: number): Promise<void> {
+    return new Promise<void>((resolve) => send(RESIZE, Buffer.from(JSON.stringify({ Width: Math.trunc(cols), Height: Math.trunc(rows) })), resolve));
   }
   return {
     exit,
     resize,
     write(data) {
       if (ended) return Promise.resolve();
-      if (head) {
-        held.push(Buffer.from(data));
-        return Promise.resolve();
-      }
+      if (head) return new Promise<void>((done) => held.push({ data: Buffer.from(data), done }));
       return new Promise<void>((resolve) => {
         send(STDIN, data, resolve);
         // ws calls back once written to the socket; past the window, wait for that.

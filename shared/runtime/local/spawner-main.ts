@@ -59,7 +59,7 @@ function terminalMessage(message: Extract<ToSpawner, { type: `terminal-${string}
     case 'terminal-input':
       return open ? open.run.write(message.data, () => send({ type: 'terminal-input-taken', id })) : send({ type: 'terminal-input-taken', id });
     case 'terminal-resize':
-      return open?.run.resize(message.cols, message.rows);
+      return open ? open.run.resize(message.cols, message.rows, () => send({ type: 'terminal-resized', id })) : send({ type: 'terminal-resized', id });
     case 'terminal-close':
       return open?.run.stop();
     case 'terminal-ack':

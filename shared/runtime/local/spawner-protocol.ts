@@ -29,6 +29,7 @@ export type ToSpawner =
   | { type: 'terminal-open'; id: number; commandLine: string[]; frame: Uint8Array; killer?: GroupKill }
   /** Keystrokes; answered by terminal-input-taken once written to the terminal. */
   | { type: 'terminal-input'; id: number; data: Uint8Array }
+  /** Answered by terminal-resized once the size is set. */
   | { type: 'terminal-resize'; id: number; cols: number; rows: number }
   /** The terminal's consumer has taken this many bytes of its output. */
   | { type: 'terminal-ack'; id: number; bytes: number }
@@ -51,6 +52,7 @@ export type FromSpawner =
   | { type: 'failed'; id: number; message: string }
   | { type: 'terminal-output'; id: number; data: Uint8Array }
   | { type: 'terminal-input-taken'; id: number }
+  | { type: 'terminal-resized'; id: number }
   | { type: 'terminal-exit'; id: number; exitCode: number | null; signal: string | null }
   /** The init's pid, held before it runs anything. */
   | { type: 'launch-held'; id: number; pid: number }

@@ -51,6 +51,8 @@ interface PendingTerminal {
   killer?: GroupKill;
   /** Writes waiting for the spawner to have passed them on, oldest first. */
   inputs: (() => void)[];
+  /** Resizes waiting for the size to be set, oldest first. */
+  resizes: (() => void)[];
   opened(): void;
   resolve(result: { exitCode: number | null; signal: string | null }): void;
   reject(err: Error): void;
@@ -148,7 +150,7 @@ export class CommandSpawner {
     let opened!: () => void;
     const started = new Promise<void>((resolve) => (opened = resolve));
     const exit = new Promise<Exit>((resolve, reject) => {
-      this.terminals.set(id, { request, killer: extra.killer, inputs: [], opened, resolve, reject });
+      this.terminals.set(id, { request, killer: extra.killer, inputs: [], resizes: [], opened, resolve, reject });
     }).finally(() => {
       request.signal?.removeEventListener('abort', close);
       this.terminals.delete(id);
@@ -169,9 +171,13 @@ export class CommandSpawner {
           entry.inputs.push(resolve);
           post(child, { type: 'terminal-input', id, data });
         }),
-      resize: (cols, rows) => {
-        if (this.terminals.has(id)) post(child, { type: 'terminal-resize', id, cols, rows });
-      },
+      resize: (cols, rows) =>
+        new Promise<void>((resolve) => {
+          const entry = this.terminals.get(id);
+          if (!entry || !child.connected) return resolve();
+          entry.resizes.push(resolve);
+          post(child, { type: 'terminal-resize', id, cols, rows });
+        }),
     };
   }
 
@@ -324,12 +330,15 @@ export class CommandSpawner {
       case 'terminal-input-taken':
         entry.inputs.shift()?.();
         break;
+      case 'terminal-resized':
+        entry.resizes.shift()?.();
+        break;
       case 'terminal-exit':
-        for (const taken of entry.inputs.splice(0)) taken();
+        for (const taken of [...entry.inputs.splice(0), ...entry.resizes.splice(0)]) taken();
         entry.resolve({ exitCode: message.exitCode, signal: message.signal });
         break;
       case 'failed':
-        for (const taken of entry.inputs.splice(0)) taken();
+        for (const taken of [...entry.inputs.splice(0), ...entry.resizes.splice(0)]) taken();
         entry.reject(new Error(message.message));
         break;
     }
@@ -368,7 +377,7 @@ export class CommandSpawner {
     for (const entry of [...this.terminals.values()]) {
       if (entry.killer) void killGroup(entry.killer);
       else if (entry.pid !== undefined) void killSession(entry.pid).catch(() => undefined);
-      for (const taken of entry.inputs.splice(0)) taken();
+      for (const taken of [...entry.inputs.splice(0), ...entry.resizes.splice(0)]) taken();
       entry.reject(err);
     }
   }

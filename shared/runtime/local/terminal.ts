@@ -18,8 +18,12 @@ import { bytesMoved } from '../../reclaim.ts';
 // socat's standard input and output are plain pipes: keystrokes go in as they are, the
 // terminal's output (the command's stdout and stderr together, as on any terminal) comes out.
 // A resize travels on descriptor 4 as "COLS ROWS" lines to a small reader inside the terminal's
-// session, which sets the size with stty: the kernel then sends SIGWINCH to the foreground group.
-// socat does not pass the command's exit status on, so the wrapper writes it on descriptor 5.
+// session, which sets the size with stty (the kernel then sends SIGWINCH to the foreground group)
+// and answers each line with one on descriptor 6 once it is set: keystrokes sent after a resize
+// wait for that, so the command reads them at the size they were typed at. The reader starts
+// only after the wrapper has set the first size: a resize sent as the terminal opens (xterm.js's
+// fit addon sends one) is applied after it, never overwritten by it. socat does not pass the
+// command's exit status on, so the wrapper writes it on descriptor 5.
 
 /** The environment variable that carries the wrapper to socat's shell (unset before the command runs). */
 const WRAPPER_VAR = 'PADDOCK_TERMINAL';
@@ -35,9 +39,9 @@ export function terminalCommand(socat: string, argv: readonly string[], cols: nu
   const wrapper = [
     `unset ${WRAPPER_VAR}`,
     'exec 8<&0',
-    '(while read -r c r <&4; do stty cols "$c" rows "$r" <&8; done) >/dev/null 2>&1 5>&- &',
-    'exec 4<&- 8<&-',
     `stty sane cols ${Math.trunc(cols)} rows ${Math.trunc(rows)}`,
+    '(while read -r c r <&4; do stty cols "$c" rows "$r" <&8; echo >&6; done) >/dev/null 2>&1 5>&- &',
+    'exec 4<&- 6>&- 8<&-',
     // Caught, not ignored, so Ctrl-C does not end the wrapper and the command gets the default.
     "trap ':' INT QUIT",
     `${argv.map(quote).join(' ')} 5>&-`,
@@ -64,7 +68,8 @@ export async function mountPts(run: HostCommand, nsenter: string, mount: string,
 
 export interface TerminalRun {
   write(data: Uint8Array, done: () => void): void;
-  resize(cols: number, rows: number): void;
+  /** `done` runs once the size is set (or the terminal is over). */
+  resize(cols: number, rows: number, done: () => void): void;
   /** Kills the whole command (the end of the terminal); `exit` settles once it is done. */
   stop(): void;
 }
@@ -83,12 +88,21 @@ export function runTerminal(commandLine: string[], options: TerminalRunOptions, 
   const [program = '', ...args] = commandLine;
   let child: ChildProcess;
   try {
-    child = spawn(program, args, { cwd: '/', env: SANDBOX_ENV, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    child = spawn(program, args, { cwd: '/', env: SANDBOX_ENV, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe', 'pipe'] });
   } catch (err) {
     queueMicrotask(() => options.onError(err as Error));
-    return { write: (_data, done) => done(), resize: () => undefined, stop: () => undefined };
+    return { write: (_data, done) => done(), resize: (_cols, _rows, done) => done(), stop: () => undefined };
   }
-  const [stdin, stdout, stderr, frame, control, status] = child.stdio as unknown as [Writable, Readable, Readable, Writable, Writable, Readable];
+  const [stdin, stdout, stderr, frame, control, status, applied] = child.stdio as unknown as [Writable, Readable, Readable, Writable, Writable, Readable, Readable];
+  // One waiting callback per resize line sent, answered in order by the reader's lines.
+  const resizing: (() => void)[] = [];
+  const resized = () => {
+    for (const done of resizing.splice(0)) done();
+  };
+  applied.on('data', (chunk: Buffer) => {
+    for (let at = chunk.indexOf(10); at !== -1 && resizing.length > 0; at = chunk.indexOf(10, at + 1)) resizing.shift()!();
+  });
+  applied.once('close', resized);
   let reported = '';
   status.on('data', (chunk: Buffer) => (reported = (reported + chunk.toString('latin1')).slice(-16)));
   if (child.pid !== undefined) onStart?.(child.pid);
@@ -125,6 +139,7 @@ export function runTerminal(commandLine: string[], options: TerminalRunOptions, 
   });
   child.once('close', (exitCode, signal) => {
     control.destroy();
+    resized();
     // The command's own status when the wrapper told it; socat's otherwise (it could not start).
     const code = /^([0-9]{1,3})\n$/.exec(reported);
     const result = code ? { exitCode: Number(code[1]), signal: null } : { exitCode, signal };
@@ -136,8 +151,10 @@ export function runTerminal(commandLine: string[], options: TerminalRunOptions, 
       if (exited || !stdin.writable) return done();
       stdin.write(data, () => done());
     },
-    resize(cols, rows) {
-      if (!exited && control.writable) control.write(`${Math.trunc(cols)} ${Math.trunc(rows)}\n`);
+    resize(cols, rows, done) {
+      if (exited || !control.writable) return done();
+      resizing.push(done);
+      control.write(`${Math.trunc(cols)} ${Math.trunc(rows)}\n`);
     },
     stop() {
       void stop().then(() => {
