@@ -8,6 +8,7 @@ import { UsageRollups } from './20261123000003_usage_rollups.ts';
 import { WarmPool } from './20261123000004_warm_pool.ts';
 import { SandboxDeployment } from './20261124000001_sandbox_deployment.ts';
 import { SecretVersions } from './20261126000001_secret_versions.ts';
+import { WebhookRefusalsUnnamed } from './20261127000001_webhook_refusals_unnamed.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
@@ -21,4 +22,5 @@ export const migrationsList = [
   { name: '20261123000004_warm_pool', class: WarmPool },
   { name: '20261124000001_sandbox_deployment', class: SandboxDeployment },
   { name: '20261126000001_secret_versions', class: SecretVersions },
+  { name: '20261127000001_webhook_refusals_unnamed', class: WebhookRefusalsUnnamed },
 ];

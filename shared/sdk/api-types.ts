@@ -356,6 +356,7 @@ export type ListWebhookDeliveriesResponse = {
     eventType: string;
     attempt: number;
     statusCode: number | null;
+    /** Why the attempt failed, in Paddock's words (never the receiver's beyond its status); null for a 2xx. A host that resolves to an address webhooks may not reach, or to none, reads "<host> does not resolve to an address webhooks may be sent to: not connected to", never naming the address */
     error: string | null;
     durationMs: number;
     /** RFC 3339 UTC timestamp */

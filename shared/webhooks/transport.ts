@@ -68,7 +68,8 @@ export async function attemptDelivery(req: AttemptRequest, transport: WebhookTra
   try {
     const address = await Promise.race([pickAddress(req.target, transport), deadline]);
     if (address === 'timeout') return done({ ok: false, statusCode: null, error: `no answer within ${req.timeoutMs} ms (resolving)`, refused: false });
-    if ('refused' in address) return done({ ok: false, statusCode: null, error: address.refused, refused: true });
+    // A name with no address is no refusal (the metrics tell them apart); its message is the same.
+    if ('refused' in address) return done({ ok: false, statusCode: null, error: address.refused, refused: !address.notFound });
     socket = transport.connect({ ...address, port: req.target.port, tls: req.target.tls, servername: req.target.hostname });
     const answer = await Promise.race([send(req, socket), deadline]);
     if (answer === 'timeout') {
@@ -91,16 +92,31 @@ export async function attemptDelivery(req: AttemptRequest, transport: WebhookTra
   }
 }
 
-/** Resolves (the local exception aside) and checks every address; the first one is used. */
-async function pickAddress(target: WebhookTarget, transport: WebhookTransport): Promise<ResolvedAddress | { refused: string }> {
+/** Resolver errors that say the name has no address at all (as opposed to a resolver failing for now). */
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA']);
+
+/**
+ * Resolves (the local exception aside) and checks every address; the first one is used. What the
+ * delivery log says of a refused name never names what it resolved to, nor why that address is
+ * refused, and reads the same for a name that does not exist: a tenant's endpoint must not become
+ * a way to look up the deployment's internal names.
+ */
+async function pickAddress(target: WebhookTarget, transport: WebhookTransport): Promise<ResolvedAddress | { refused: string; notFound?: boolean }> {
   if (target.local) return { address: '127.0.0.1', family: 4 };
   const literal = isIP(target.hostname);
-  const addresses = literal ? [{ address: target.hostname, family: literal as 4 | 6 }] : await transport.resolve(target.hostname);
-  if (addresses.length === 0) return { refused: `${target.hostname} resolves to no address` };
-  for (const a of addresses) {
-    const reason = refusedAddressReason(a.address);
-    if (reason) return { refused: `${target.hostname} resolves to ${a.address}, a ${reason} address: not connected to` };
+  if (literal) {
+    if (refusedAddressReason(target.hostname)) return { refused: `${target.hostname} is not an address webhooks may be sent to: not connected to` };
+    return { address: target.hostname, family: literal as 4 | 6 };
   }
+  const refused = `${target.hostname} does not resolve to an address webhooks may be sent to: not connected to`;
+  let addresses: ResolvedAddress[];
+  try {
+    addresses = await transport.resolve(target.hostname);
+  } catch (err) {
+    if (NO_SUCH_NAME.has((err as NodeJS.ErrnoException)?.code ?? '')) return { refused, notFound: true };
+    throw err;
+  }
+  if (addresses.length === 0 || addresses.some((a) => refusedAddressReason(a.address))) return { refused, notFound: addresses.length === 0 };
   return addresses[0]!;
 }
 

@@ -48,6 +48,19 @@ test('webhooks add prints the secret once; ls, test, deliveries and rm', async (
   assert.match(ok(await user.run(['webhooks', 'deliveries', id])), new RegExp(`^\\S+ +${eventId} +webhook.test +1 +200 `, 'm'));
 
   failsWith(await user.run(['webhooks', 'add', 'http://cli-hooks.test/']), 'webhook_url_not_allowed', 1);
+
+  // A name that resolves to loopback: the log says it is not allowed, never what it resolved to.
+  net.dns('cli-internal.test', ['127.0.0.1']);
+  ok(await user.run(['webhooks', 'add', 'https://cli-internal.test/']));
+  const internal = json(await user.run(['webhooks', 'ls', '--json'])).find((w: { url: string }) => w.url === 'https://cli-internal.test/').id as string;
+  ok(await user.run(['webhooks', 'test', internal]));
+  const refused = await eventually('the refused attempt logged', 10_000, async () => {
+    const out = ok(await user.run(['webhooks', 'deliveries', internal]));
+    return out.includes('not connected to') ? out : undefined;
+  });
+  assert.match(refused, /cli-internal\.test does not resolve to an address webhooks may be sent to: not connected to/);
+  assert.doesNotMatch(refused, /127\.0\.0\.1|loopback/);
+  ok(await user.run(['webhooks', 'rm', internal]));
   assert.equal(ok(await user.run(['webhooks', 'rm', id])), '');
   const again = await user.run(['webhooks', 'rm', id]);
   failsWith(again, 'webhook_not_found', 1);

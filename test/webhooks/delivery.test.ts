@@ -234,12 +234,53 @@ test('refused addresses are never connected to: names resolving to loopback, IPv
     return l.length >= 2 ? l.reverse() : undefined;
   });
   assert.equal(attempts[0].statusCode, 500);
-  assert.match(attempts[1].error, /127\.0\.0\.1.*not connected to/);
+  assert.equal(attempts[1].error, 'rebind.test does not resolve to an address webhooks may be sent to: not connected to');
   assert.equal(rebinder.received.length, 1);
   const rebindConnects = net.connects.slice(mark).filter((c) => c.servername === 'rebind.test');
   assert.deepEqual(rebindConnects.map((c) => c.address), [publicAddress]);
   assert.ok(net.connects.every((c) => c.address.startsWith('203.0.113.')), JSON.stringify(net.connects.map((c) => c.address)));
   await call(url, 'DELETE', `/v1/webhooks/${rebind.id}`, { token: acct.key });
+});
+
+test('the delivery log never says what a refused name resolved to, and reads the same for a name that does not exist', async () => {
+  const acct = await newAccount(url, 'dns-answers');
+  const answers: Record<string, string[] | undefined> = {
+    'vm.test': ['127.0.0.1'],
+    'vm6.test': ['::1'],
+    'db.test': ['10.9.8.7'],
+    'meta.test': ['169.254.169.254'],
+    'mapped.test': ['::ffff:192.168.0.1'],
+    'half.test': ['203.0.113.201', 'fd12:3456::1'],
+    'empty.test': [],
+    'nowhere.test': undefined, // no such name: the resolver's ENOTFOUND
+  };
+  for (const [name, answer] of Object.entries(answers)) if (answer) net.dns(name, answer);
+  const before = net.connects.length;
+  const hooks = new Map<string, string>();
+  for (const name of Object.keys(answers)) {
+    const hook = await addWebhook(acct, { url: `https://${name}/in` });
+    hooks.set(name, hook.id);
+    assert.equal((await call(url, 'POST', `/v1/webhooks/${hook.id}/test`, { token: acct.key })).status, 202);
+  }
+  const addresses = Object.values(answers).flat().filter((a): a is string => a !== undefined);
+  for (const [name, id] of hooks) {
+    const log = await eventually(`an attempt for ${name}`, 10_000, async () => {
+      const l = await deliveries(acct, id);
+      return l.length > 0 ? l : undefined;
+    });
+    assert.equal(log[0].statusCode, null);
+    assert.equal(log[0].error, `${name} does not resolve to an address webhooks may be sent to: not connected to`);
+  }
+  // Nowhere the account can read: the delivery logs, its endpoints, its events.
+  const seen = JSON.stringify([
+    ...(await Promise.all([...hooks.values()].map((id) => deliveries(acct, id)))),
+    (await call(url, 'GET', '/v1/webhooks', { token: acct.key })).body,
+    (await call(url, 'GET', '/v1/events', { token: acct.key })).body,
+  ]);
+  for (const a of addresses) assert.ok(!seen.includes(a), `${a} shown to the account`);
+  assert.doesNotMatch(seen, /loopback|private|link-local|metadata|unique local|resolves to/i);
+  const ours = net.connects.slice(before).filter((c) => hooks.has(c.servername));
+  assert.deepEqual(ours, [], 'none connected to, not even the one with a public address among its answers');
 });
 
 test('URLs refused when added: not https, localhost, IP literals of refused ranges, credentials; limits and ownership', async () => {

@@ -56,7 +56,14 @@ export const DeliveryAttempt = z.object({
   eventType: z.string(),
   attempt: z.number().int(),
   statusCode: z.number().int().nullable(),
-  error: z.string().nullable(),
+  error: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        'Why the attempt failed, in Paddock\'s words (never the receiver\'s beyond its status); null for a 2xx. A host that resolves to an address ' +
+        'webhooks may not reach, or to none, reads "<host> does not resolve to an address webhooks may be sent to: not connected to", never naming the address',
+    }),
   durationMs: z.number().int(),
   createdAt: timestamp,
   nextRetryAt: timestamp.nullable(),
