@@ -15,6 +15,7 @@ import { isolationBenchmark } from './isolation.ts';
 import { maskingBenchmark } from './masking.ts';
 import { refusalsBenchmark } from './refusals.ts';
 import { terminalBenchmark } from './terminal.ts';
+import { webhookFairnessBenchmark } from './webhook-fairness.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, fleetBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, fleetBenchmark];

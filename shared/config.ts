@@ -181,6 +181,11 @@ export const configSchema = z.object({
   PADDOCK_WEBHOOK_RESPONSE_MAX_BYTES: int(0).default(64 * 1024),
   /** Deliveries in progress to one endpoint at once, across all workers. */
   PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT: int(1, 100).default(4),
+  /**
+   * Deliveries in progress for one account at once (all its endpoints), across all workers: an
+   * account whose receivers never answer holds at most this many worker slots.
+   */
+  PADDOCK_WEBHOOK_CONCURRENCY_PER_ACCOUNT: int(1, 1000).default(8),
   /** Webhook jobs one worker process runs at once (a queue of their own, beside the sandbox jobs). */
   PADDOCK_WEBHOOK_WORKER_CONCURRENCY: int(1, 1000).default(50),
   PADDOCK_WEBHOOK_MAX_PER_ACCOUNT: int(1, 1000).default(10),

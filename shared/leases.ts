@@ -24,6 +24,12 @@ end
 return {1, 0, 0}
 `;
 
+const IN_USE = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+`;
+
 export interface LeaseRequest {
   /** Each subject's key and how many leases it may hold at once. */
   subjects: { key: string; limit: number }[];
@@ -35,6 +41,7 @@ export type LeaseResult = { granted: true; release: () => Promise<void> } | { gr
 
 type WithAcquire = Redis & {
   paddockAcquireLease(...args: (string | number)[]): Promise<[number, number, number]>;
+  paddockLeasesInUse(key: string): Promise<number>;
 };
 
 export class InFlightLeases {
@@ -43,8 +50,14 @@ export class InFlightLeases {
 
   constructor(redis: Redis, prefix: string) {
     if (!('paddockAcquireLease' in redis)) redis.defineCommand('paddockAcquireLease', { lua: ACQUIRE });
+    if (!('paddockLeasesInUse' in redis)) redis.defineCommand('paddockLeasesInUse', { lua: IN_USE, numberOfKeys: 1 });
     this.redis = redis as WithAcquire;
     this.prefix = prefix;
+  }
+
+  /** Leases of the subject held now (not expired). */
+  async inUse(subjectKey: string): Promise<number> {
+    return this.redis.paddockLeasesInUse(`${this.prefix}:inflight:${subjectKey}`);
   }
 
   async acquire(request: LeaseRequest): Promise<LeaseResult> {

@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import type { EventAnnouncer } from '../shared/events/announce.ts';
 import type { InFlightLeases } from '../shared/leases.ts';
+import type { LeaseTurns } from '../shared/jobs/turns.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';
 import type { WebhookTransport } from '../shared/webhooks/transport.ts';
 import type { WorkerMetrics } from './metrics.ts';
@@ -24,8 +25,10 @@ export interface WorkerDeps {
   webhookQueue: Queue;
   /** Starts the delivery of events recorded by a transition, after its commit. */
   events: EventAnnouncer;
-  /** Per-endpoint bound on deliveries in progress, across workers. */
+  /** Per-endpoint and per-account bounds on deliveries in progress, across workers. */
   leases: InFlightLeases;
+  /** The deliveries waiting for a slot of those bounds, parked until one frees. */
+  turns: LeaseTurns;
   /** Decrypts webhook signing secrets; absent without PADDOCK_WEBHOOK_SECRETS_KEY. */
   webhookCipher?: SecretCipher;
   /** How deliveries resolve names and connect (tests inject their own). */

@@ -13,6 +13,7 @@ export interface WorkerMetrics {
   sandboxesDestroyed: Counter<'reason'>;
   webhookDeliveries: Counter<'outcome'>;
   webhookLatency: Histogram;
+  webhookDeferrals: Counter<'bound'>;
 }
 
 /** Figures an operator watches; queue depth and active sandboxes are read at scrape time. */
@@ -82,6 +83,12 @@ export function createWorkerMetrics(sources?: { queue: Queue; orm: MikroORM }): 
       name: 'paddock_webhook_deliveries_total',
       help: 'Webhook delivery attempts, by outcome: success (2xx), failure (another status), error (no answer: timeout, connection, TLS), refused (a forbidden address, never connected to)',
       labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookDeferrals: new Counter({
+      name: 'paddock_webhook_deferrals_total',
+      help: 'Webhook deliveries put back in the delayed set to wait their turn, by the bound they met: endpoint (PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT) or account (PADDOCK_WEBHOOK_CONCURRENCY_PER_ACCOUNT)',
+      labelNames: ['bound'],
       registers: [registry],
     }),
     webhookLatency: new Histogram({

@@ -11,6 +11,7 @@ import { WEBHOOK_QUEUE, createWebhookQueue, type WebhookJobName } from '../share
 import { EventAnnouncer } from '../shared/events/announce.ts';
 import { ReadViews } from '../shared/cache/read-views.ts';
 import { InFlightLeases } from '../shared/leases.ts';
+import { LeaseTurns } from '../shared/jobs/turns.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
 import { webhookCipher } from '../shared/webhooks/secrets.ts';
 import { systemTransport, type WebhookTransport } from '../shared/webhooks/transport.ts';
@@ -87,6 +88,7 @@ export async function startWorkers(
     // The workers only mark views stale: the API replicas read them.
     events: new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log, new ReadViews(queueRedis, config.PADDOCK_REDIS_PREFIX, 0)),
     leases: new InFlightLeases(queueRedis, config.PADDOCK_REDIS_PREFIX),
+    turns: new LeaseTurns(queueRedis, config.PADDOCK_REDIS_PREFIX, webhookQueue),
     webhookCipher: webhookCipher(config),
     transport: options.webhookTransport ?? systemTransport,
   };

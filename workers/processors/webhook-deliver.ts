@@ -33,10 +33,12 @@ interface DeliveryRow {
  * backoff and jitter until PADDOCK_WEBHOOK_RETRY_HOURS after the event, when the delivery is
  * given up and the endpoint disabled unless it has answered since the event. A sandbox's events
  * reach an endpoint in order (a later one waits for the earlier to end), and at most
- * PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT deliveries to one endpoint run at once on all workers,
- * so one slow receiver holds a bounded part of the workers. Waiting moves the job back to the
- * delayed set without using a try. A worker killed mid-delivery: the job is taken over and sent
- * again, with the same webhook-id (the receiver's key to deduplicate).
+ * PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT deliveries to one endpoint and
+ * PADDOCK_WEBHOOK_CONCURRENCY_PER_ACCOUNT to one account's endpoints run at once on all workers,
+ * so one account's slow receivers hold a bounded part of the workers and cost that account alone.
+ * Waiting moves the job back to the delayed set, where it holds no worker slot and uses no try.
+ * A worker killed mid-delivery: the job is taken over and sent again, with the same webhook-id
+ * (the receiver's key to deduplicate); its leases expire on their own.
  */
 export async function deliverWebhookJob(job: Job, deps: WorkerDeps, token?: string): Promise<string> {
   const { endpointId, eventId } = parseWebhookPayload('deliver', job.data);
@@ -51,16 +53,21 @@ export async function deliverWebhookJob(job: Job, deps: WorkerDeps, token?: stri
   }
   const waitMs = await earlierPendingWait(em, endpointId, row);
   if (waitMs !== undefined) return postpone(job, token, waitMs);
-  const lease = await deps.leases.acquire({
-    subjects: [{ key: `webhook:${endpointId}`, limit: deps.config.PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT }],
-    ttlMs: deps.config.PADDOCK_WEBHOOK_TIMEOUT_SECONDS * 1000 + 15_000,
-  });
-  if (!lease.granted) return postpone(job, token, 250 + Math.random() * 750);
+  const bounds: Bound[] = [
+    { name: 'endpoint', key: `webhook:${endpointId}`, limit: deps.config.PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT },
+    { name: 'account', key: `webhook-account:${row.account_id}`, limit: deps.config.PADDOCK_WEBHOOK_CONCURRENCY_PER_ACCOUNT },
+  ];
+  const ttlMs = deps.config.PADDOCK_WEBHOOK_TIMEOUT_SECONDS * 1000 + 15_000;
+  // Both bounds in one step (shared/leases.ts): a lease in each, or in neither.
+  const lease = await deps.leases.acquire({ subjects: bounds, ttlMs });
+  if (!lease.granted) return waitTurn(deps, job, token, bounds[lease.subjectIndex]!, ttlMs);
   let result: AttemptResult;
   try {
     result = await send(deps, endpointId, eventId, row);
   } finally {
     await lease.release().catch(() => undefined);
+    // Each slot freed goes to the first delivery in line for it.
+    await Promise.all(bounds.map((b) => deps.turns.wake(b.key))).catch(() => undefined);
   }
   return record(deps, em, job, token, { endpointId, eventId, row, result, isTest });
 }
@@ -91,6 +98,28 @@ async function earlierPendingWait(em: EntityManager, endpointId: string, row: De
   if (!earlier) return undefined;
   const until = earlier.next_attempt_at ? new Date(earlier.next_attempt_at).getTime() - Date.now() : 0;
   return Math.max(50, until + 50);
+}
+
+interface Bound {
+  name: 'endpoint' | 'account';
+  key: string;
+  limit: number;
+}
+
+/**
+ * Parks the delivery in the line of the bound it met (shared/jobs/turns.ts): woken when a slot
+ * frees, or at the latest once every lease held now has run out, should its wake-up be lost.
+ */
+async function waitTurn(deps: WorkerDeps, job: Job, token: string | undefined, bound: Bound, leaseTtlMs: number): Promise<never> {
+  deps.metrics.webhookDeferrals.inc({ bound: bound.name });
+  await deps.turns.park(job, token, bound.key, leaseTtlMs * (1 + Math.random() / 2));
+  try {
+    // A slot freed between the refusal and the parking found nobody in line to wake: take it now.
+    if ((await deps.leases.inUse(bound.key)) < bound.limit) await deps.turns.wake(bound.key);
+  } catch {
+    // Redis failing: the delivery is due at its fallback time all the same.
+  }
+  throw new DelayedError();
 }
 
 async function postpone(job: Job, token: string | undefined, ms: number): Promise<never> {
