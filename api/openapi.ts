@@ -110,7 +110,10 @@ export function buildOpenApi(routes: Route[], version: string): object {
     const byStatus = new Map<number, ErrorCode[]>();
     const readsBody = ['post', 'put', 'patch'].includes(spec.method) || spec.body !== undefined;
     const bodyErrors = spec.streamedBody ? STREAMED_BODY_ERRORS : readsBody ? BODY_ERRORS : [];
-    for (const code of new Set<ErrorCode>([...spec.errors, ...bodyErrors, 'internal_error', 'service_unavailable', 'server_busy'])) {
+    // Any route may be refused on a connection past its address's allowance (server_busy), and an
+    // authenticated one past its account's allowance of connections (too_many_in_flight).
+    const connectionErrors: ErrorCode[] = spec.auth === 'none' ? ['server_busy'] : ['server_busy', 'too_many_in_flight'];
+    for (const code of new Set<ErrorCode>([...spec.errors, ...bodyErrors, 'internal_error', 'service_unavailable', ...connectionErrors])) {
       const status = errorCatalogue[code].status;
       byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
     }

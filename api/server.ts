@@ -118,9 +118,9 @@ export async function startApi(
  * What one client may hold of the server: headers within seconds, a whole request (body included;
  * answering may take longer, exec and waits are bounded by their own timeouts) within the request
  * timeout, a short keep-alive, and a cap on connections in all. Per client address, connections
- * past an allowance must authenticate to be served (api/connection-allowance.ts). Behind a proxy
- * every connection comes from the proxy, so that allowance is the ingress's to apply
- * (docs/deploy.md).
+ * past an allowance must authenticate to be served, and per account too there is an allowance
+ * (api/connection-allowance.ts). Behind a proxy every connection comes from the proxy, so those
+ * allowances are the ingress's to apply (docs/deploy.md).
  */
 function guardConnections(server: Server, config: Config): void {
   server.headersTimeout = config.PADDOCK_HTTP_HEADERS_TIMEOUT_SECONDS * 1000;
@@ -128,7 +128,7 @@ function guardConnections(server: Server, config: Config): void {
   server.keepAliveTimeout = config.PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS * 1000;
   server.maxConnections = config.PADDOCK_HTTP_MAX_CONNECTIONS;
   if (config.PADDOCK_TRUST_PROXY) return;
-  const allowance = new ConnectionAllowance(config.PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP);
+  const allowance = new ConnectionAllowance({ perAddress: config.PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP, perAccount: config.PADDOCK_HTTP_MAX_CONNECTIONS_PER_ACCOUNT });
   server.on('connection', (socket: Socket) => allowance.admit(socket));
 }
 

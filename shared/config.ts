@@ -78,6 +78,7 @@ export const configSchema = z.object({
   PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS: int(1, 3600).default(5),
   PADDOCK_HTTP_MAX_CONNECTIONS: int(16).default(4096),
   PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP: int(1).default(256),
+  PADDOCK_HTTP_MAX_CONNECTIONS_PER_ACCOUNT: int(1).default(256),
   /** After an answer sent before its request's body was read, that body is read and dropped this long at most, then the connection is cut (0: at once). */
   PADDOCK_HTTP_LINGER_SECONDS: int(0, 60).default(5),
   /** …and this many of its bytes at most; a body declared larger is not waited for. */

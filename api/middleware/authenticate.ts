@@ -58,7 +58,7 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
         throw invalid();
       }
     }
-    proveConnection(ctx.req.socket);
+    admitConnection(ctx);
     await next();
   };
 }
@@ -80,9 +80,22 @@ export function authenticateWebSocket(deps: AppDeps) {
     if (!identity || identity.keyId !== grant.keyId) throw invalid();
     if (grant.sandboxId !== ctx.params.id) throw new ApiError('invalid_credential', 'The ticket was issued for another sandbox.');
     ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes };
-    proveConnection(ctx.req.socket);
+    admitConnection(ctx);
     await next();
   };
+}
+
+/**
+ * The connection counts against the account now, not its address (api/connection-allowance.ts),
+ * if the account has room for one more.
+ */
+function admitConnection(ctx: AppContext): void {
+  const limit = proveConnection(ctx.req.socket, ctx.state.auth!.accountId);
+  if (limit === undefined) return;
+  throw new ApiError('too_many_in_flight', `At most ${limit} connections per account may be open at once; reuse one, or retry when one has closed.`, {
+    headers: { 'Retry-After': '1' },
+    extra: { kind: 'connections', scope: 'account', limit },
+  });
 }
 
 function invalid(): ApiError {

@@ -42,7 +42,7 @@ export function requestFrame({ orm, log, metrics, writeIdleMs }: RequestFrameOpt
       } catch (err) {
         // A connection on probation that has not authenticated is told why it is not served
         // (a refused credential, a route that takes none, no route at all), not what it asked.
-        answerError(ctx, onProbation(ctx.req.socket) ? serverBusy() : err);
+        answerError(ctx, onProbation(ctx.req.socket) && !ctx.state.auth ? serverBusy() : err);
       }
       // Served once: it comes back when it can authenticate, or on a connection within the allowance.
       if (onProbation(ctx.req.socket)) ctx.set('Connection', 'close');

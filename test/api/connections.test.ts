@@ -15,11 +15,13 @@ import { MAX_PIPELINED_PER_CONNECTION } from '../../api/server.ts';
 // it authenticates, the account's own limits deciding (accounts behind one address share none).
 
 const PER_IP = 8;
+const PER_ACCOUNT = 16;
 const api = await startTestApi({
   overrides: {
     PADDOCK_HTTP_HEADERS_TIMEOUT_SECONDS: '1',
     PADDOCK_HTTP_REQUEST_TIMEOUT_SECONDS: '3',
     PADDOCK_HTTP_MAX_CONNECTIONS_PER_IP: String(PER_IP),
+    PADDOCK_HTTP_MAX_CONNECTIONS_PER_ACCOUNT: String(PER_ACCOUNT),
     PADDOCK_HTTP_KEEPALIVE_TIMEOUT_SECONDS: '1',
   },
 });
@@ -136,28 +138,84 @@ test('past the per-address allowance a connection is answered, not reset: 503 se
   }
 });
 
+/** Every request answered: 200, or 429 with Retry-After for a limit of the account's own; the codes seen. */
+function assertAllAnswered(results: Awaited<ReturnType<typeof burst>>): Map<string, number> {
+  assert.deepEqual(results.filter((r) => r.error), [], 'no request failed without an answer');
+  const seen = new Map<string, number>();
+  for (const r of results) {
+    const outcome = r.status === 200 ? '200' : `${r.status} ${r.code}`;
+    seen.set(outcome, (seen.get(outcome) ?? 0) + 1);
+    if (r.status === 200) continue;
+    assert.ok(['429 rate_limited', '429 too_many_in_flight'].includes(outcome), JSON.stringify(r));
+    assert.match(r.retryAfter ?? '', /^\d+$/);
+  }
+  return seen;
+}
+
 test('300 requests at once with one key from one address are all answered, 200 or 429 with Retry-After: none is reset', async () => {
   const account = await newAccount(api.url, 'burst');
-  const results = await burst(300, '/v1/account', account.key);
-  assert.deepEqual(results.filter((r) => r.error), [], 'no request failed without an answer');
-  const statuses = new Map<number, number>();
-  for (const r of results) {
-    statuses.set(r.status!, (statuses.get(r.status!) ?? 0) + 1);
-    if (r.status === 429) {
-      assert.equal(r.code, 'rate_limited');
-      assert.match(r.retryAfter ?? '', /^\d+$/);
-    } else {
-      assert.equal(r.status, 200, JSON.stringify(r));
-    }
-  }
-  assert.ok((statuses.get(200) ?? 0) > 0 && (statuses.get(429) ?? 0) > 0, JSON.stringify([...statuses]));
+  const seen = assertAllAnswered(await burst(300, '/v1/account', account.key));
+  assert.ok((seen.get('200') ?? 0) > 0, JSON.stringify([...seen]));
+  // Its bucket (120 a minute) and its connections (64 at once) are the account's limits.
+  assert.ok((seen.get('429 rate_limited') ?? 0) + (seen.get('429 too_many_in_flight') ?? 0) > 0, JSON.stringify([...seen]));
 });
 
 test("accounts behind one address have limits of their own: one's flood does not fail the other's requests", async () => {
   const [flooder, neighbour] = await Promise.all([newAccount(api.url, 'flooder'), newAccount(api.url, 'neighbour')]);
-  const [flood, own] = await Promise.all([burst(200, '/v1/account', flooder.key), burst(20, '/v1/account', neighbour.key)]);
-  assert.deepEqual(own.map((r) => r.status ?? r.error), Array(20).fill(200));
-  assert.deepEqual(flood.filter((r) => r.error), []);
+  // The neighbour within its own allowances (bucket and connections): every request served.
+  const [flood, own] = await Promise.all([burst(200, '/v1/account', flooder.key), burst(PER_ACCOUNT / 2, '/v1/account', neighbour.key)]);
+  assert.deepEqual(own.map((r) => r.status ?? r.error), Array(PER_ACCOUNT / 2).fill(200));
+  assertAllAnswered(flood);
+});
+
+/** One request on an open connection, kept open: the answer's status, head and JSON body. */
+function ask(socket: Socket, request: string): Promise<{ status: number; head: string; body: any }> {
+  return new Promise((resolve) => {
+    let received = '';
+    const onData = (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      const end = received.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = received.slice(0, end);
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+      if (received.length < end + 4 + length) return;
+      socket.off('data', onData);
+      resolve({ status: Number(head.slice(9, 12)), head, body: JSON.parse(received.slice(end + 4, end + 4 + length)) });
+    };
+    socket.on('data', onData);
+    socket.write(request);
+  });
+}
+
+test("an account's connections past its own allowance are answered 429 too_many_in_flight, whatever its address; its neighbour's are served", async () => {
+  const [heavy, light] = await Promise.all([newAccount(api.url, 'heavy'), newAccount(api.url, 'light')]);
+  const get = (key: string) => `GET /v1/account HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+  await quiet();
+  const sockets: Socket[] = [];
+  try {
+    for (let i = 0; i < PER_ACCOUNT; i++) {
+      sockets.push(await open());
+      assert.equal((await ask(sockets[i]!, get(heavy.key))).status, 200);
+    }
+    const extra = await open();
+    sockets.push(extra);
+    const refused = await ask(extra, get(heavy.key));
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.code, 'too_many_in_flight');
+    assert.deepEqual([refused.body.kind, refused.body.scope, refused.body.limit], ['connections', 'account', PER_ACCOUNT]);
+    assert.match(refused.head, /\r\nretry-after: 1\r\n/i);
+    // The neighbour, from the same address, has an allowance of its own.
+    const other = await open();
+    sockets.push(other);
+    assert.equal((await ask(other, get(light.key))).status, 200);
+    // A connection closed gives its place back.
+    sockets.shift()!.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal((await ask(extra, get(heavy.key))).status, 200);
+  } finally {
+    for (const s of sockets) s.destroy();
+    await quiet();
+  }
 });
 
 test('many connections trickling their headers are all closed by the headers timeout, and an account is served meanwhile', async () => {
