@@ -64,6 +64,8 @@ function describeFailure(deps: AppDeps, ctx: AppContext) {
       return { code: 'connection_failed', message: 'The call was cut off inside the service before it was answered; retry it.' };
     }
     if (err instanceof PaddockError || err instanceof ToolFailure) return undefined;
+    // Given up with its message (the client went): no one reads this, and it is no fault.
+    if ((err as { name?: unknown } | undefined)?.name === 'AbortError') return { code: 'cancelled', message: 'The call was given up with its request.' };
     deps.log.error({ err, requestId: ctx.state.requestId }, 'remote MCP tool failed');
     return { code: 'internal_error', message: `An unexpected error occurred; quote the request id ${ctx.state.requestId} when reporting it.` };
   };
