@@ -18,6 +18,7 @@ import { createApiMetrics } from './metrics.ts';
 import { SecretCipher } from '../shared/secrets/cipher.ts';
 import { requestFrame } from './middleware/request-frame.ts';
 import { OutputBudget } from './services/exec/output-budget.ts';
+import { BulkTransfers } from './services/bulk-transfers.ts';
 import { OpenedSecretsCache } from './services/opened-secrets.ts';
 import { mountRoutes } from './routes/mount.ts';
 import { ShapedRouter } from './routes/shaped-router.ts';
@@ -45,6 +46,7 @@ export interface AppParts {
 export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, runtime, webhookQueue, eventHub }: AppParts): AppDeps {
   const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
   const views = new ReadViews(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_READ_CACHE_SECONDS);
+  const metrics = createApiMetrics();
   return {
     config,
     orm,
@@ -57,7 +59,8 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     terminalTickets: new TerminalTickets(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_TERMINAL_TICKET_SECONDS),
     passwords: createPasswordHasher(config.PADDOCK_SCRYPT_LOG_N),
     tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS, config.PADDOCK_JWT_SECRET_PREVIOUS),
-    metrics: createApiMetrics(),
+    metrics,
+    bulkTransfers: new BulkTransfers(config.PADDOCK_BULK_TURN_MS, () => metrics.bulkWaits.inc()),
     outputBudget: new OutputBudget(config.PADDOCK_EXEC_OUTPUT_BYTES_PER_SECOND, config.PADDOCK_EXEC_OUTPUT_BURST_BYTES),
     openedSecrets: new OpenedSecretsCache(),
     queue,

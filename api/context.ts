@@ -1,5 +1,6 @@
 import type { OpenedSecretsCache } from './services/opened-secrets.ts';
 import type { OutputBudget } from './services/exec/output-budget.ts';
+import type { BulkTransfers } from './services/bulk-transfers.ts';
 import type { Scope } from '../shared/scopes.ts';
 import type { ParameterizedContext } from 'koa';
 import type { Redis } from 'ioredis';
@@ -39,6 +40,8 @@ export interface AppDeps {
   metrics: ApiMetrics;
   /** Each account's share of this process's work on command output. */
   outputBudget: OutputBudget;
+  /** Each account's fair share of this process's bulk transfers (archives). */
+  bulkTransfers: BulkTransfers;
   /** Secrets opened lately, by account and sandbox (services/opened-secrets.ts). */
   openedSecrets: OpenedSecretsCache;
   /** Where sandbox create and destroy jobs go. */

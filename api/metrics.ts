@@ -6,6 +6,7 @@ export interface ApiMetrics {
   duration: Histogram<'method' | 'route'>;
   rateLimited: Counter<'bucket'>;
   quotaRefusals: Counter<'code'>;
+  bulkWaits: Counter;
 }
 
 // One registry per app instance, so that two instances in one process (as the tests run them)
@@ -32,6 +33,11 @@ export function createApiMetrics(): ApiMetrics {
       name: 'paddock_rate_limit_refusals_total',
       help: 'Requests refused with 429 rate_limited, by bucket',
       labelNames: ['bucket'],
+      registers: [registry],
+    }),
+    bulkWaits: new Counter({
+      name: 'paddock_bulk_transfer_waits_total',
+      help: "Times a bulk transfer (an archive) waited its turn on this process while other accounts' transfers flowed (services/bulk-transfers.ts)",
       registers: [registry],
     }),
     quotaRefusals: new Counter({

@@ -2,6 +2,7 @@ import type { Benchmark } from './types.ts';
 import { abuseBenchmark } from './abuse.ts';
 import { accountBenchmark } from './account.ts';
 import { archivesBenchmark } from './archives.ts';
+import { bulkFairnessBenchmark } from './bulk-fairness.ts';
 import { burstBenchmark } from './burst.ts';
 import { createBenchmark } from './create.ts';
 import { execBenchmark } from './exec.ts';
@@ -18,4 +19,4 @@ import { terminalBenchmark } from './terminal.ts';
 import { webhookFairnessBenchmark } from './webhook-fairness.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, fleetBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, bulkFairnessBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, fleetBenchmark];

@@ -135,6 +135,12 @@ export const configSchema = z.object({
   /** Largest archive body (as sent, compressed or not) an archive upload takes; past it, 413. */
   PADDOCK_ARCHIVE_MAX_BYTES: int(1024).default(1024 * 1024 * 1024),
   PADDOCK_ARCHIVE_TIMEOUT_SECONDS: int(1).default(900),
+  /**
+   * Bulk transfers (archives) share a web process fairly by account: while several accounts
+   * transfer, each has as many flowing as the one with fewest, and an account's flowing ones give
+   * way to its waiting ones after this long (0: no fair share, every transfer flows).
+   */
+  PADDOCK_BULK_TURN_MS: int(0, 60_000).default(1000),
   // local runtime (bubblewrap on this host)
   PADDOCK_DATA_DIR: z.string().min(1).default('.paddock/data'),
   PADDOCK_LOCAL_NETWORK: bool.default(false),

@@ -219,7 +219,9 @@ export const downloadArchiveRoute = route(
     requestHeaders: [{ name: 'Accept', description: 'application/gzip for tar.gz; application/x-tar (the default) for tar' }],
     responses: {
       200: {
-        description: 'The archive. Should the sandbox fail to read it to the end, the response is cut off, never ended as if whole',
+        description:
+          'The archive. Should the sandbox fail to read it to the end, the response is cut off, never ended as if whole. While other accounts transfer archives on the same ' +
+          'server, the account\'s transfers share it fairly with theirs: each account has as many flowing at once, the others waiting their turn (PADDOCK_BULK_TURN_MS)',
         schema: ArchiveDownload,
         contentType: TAR,
         alternatives: [{ contentType: GZIP, schema: ArchiveDownload }],
@@ -232,7 +234,7 @@ export const downloadArchiveRoute = route(
     const type = ctx.accepts(TAR, GZIP);
     if (!type) throw new ApiError('not_acceptable', `The archive is sent as ${TAR} or ${GZIP}.`);
     const gone = abortOnDisconnect(ctx);
-    const { stream, complete } = await openArchive(deps, sandboxId, query.path, type === GZIP, gone.signal);
+    const { stream, complete } = await openArchive(deps, accountIdOf(ctx), sandboxId, query.path, type === GZIP, gone.signal);
     void complete.then((whole) => {
       if (!whole) ctx.res.destroy();
     });
@@ -264,14 +266,15 @@ export const uploadArchiveRoute = route(
         'A tar archive (application/x-tar) or a gzip-compressed one (application/gzip), at most PADDOCK_ARCHIVE_MAX_BYTES as sent. ' +
         'Members with `..` or absolute names, device nodes, and links that would lead out are refused (422 invalid_archive). ' +
         'Only /workspace, /tmp and /dev/shm are writable: a directory elsewhere answers 403 permission_denied. ' +
-        'A failed upload is never a partial success: a directory it created is removed; in one that existed, members extracted before the failure stay.',
+        'A failed upload is never a partial success: a directory it created is removed; in one that existed, members extracted before the failure stay. ' +
+        'The body is read at the account\'s fair share of the server\'s archive transfers, as downloads are sent.',
     },
     responses: { 201: { description: 'Extracted', schema: ExtractedArchiveResponse } },
     errors: ['insufficient_scope', ...COMMON_ERRORS, 'unsupported_media_type', 'payload_too_large', 'not_a_directory', 'invalid_archive', 'insufficient_storage'],
   },
   async (ctx, { params, query }, deps) => {
     const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
-    const extracted = await extractArchive(deps, sandboxId, query.path, ctx.state.streamedBody!);
+    const extracted = await extractArchive(deps, accountIdOf(ctx), sandboxId, query.path, ctx.state.streamedBody!);
     ctx.status = 201;
     ctx.body = presentExtractedArchive(extracted);
   },

@@ -7,6 +7,7 @@ import { DISK_FULL, failureError, markerOf, timeoutError } from './errors.ts';
 import { MAX_STDERR_BYTES } from './limits.ts';
 import { runScript } from './run.ts';
 import { drained } from '../streaming.ts';
+import { pacedChunks } from '../bulk-transfers.ts';
 import { MARKER_EXIT } from './scripts.ts';
 
 export const TAR = 'application/x-tar';
@@ -36,15 +37,17 @@ export const archiveTimeoutMs = (deps: AppDeps) => deps.config.PADDOCK_ARCHIVE_T
  * Extracts the streamed archive under `path` in the sandbox (created when missing). A failed
  * upload (past the limit, a refused member, a full disk, a body cut short) is an error, never a
  * partial success: when the upload created `path`, it is removed again; into a directory that
- * existed, the members extracted before the failure stay (a retry overwrites them).
+ * existed, the members extracted before the failure stay (a retry overwrites them). The body is
+ * read at the pace of the account's share of the process's bulk transfers (bulk-transfers.ts).
  */
-export async function extractArchive(deps: AppDeps, sandboxId: string, path: string, body: StreamedBody): Promise<ExtractedArchive> {
+export async function extractArchive(deps: AppDeps, accountId: string, sandboxId: string, path: string, body: StreamedBody): Promise<ExtractedArchive> {
   const timeoutMs = archiveTimeoutMs(deps);
   const listing = new ListingCounter();
   const compression = body.mediaType === TAR ? 'tar' : 'gzip';
+  const transfer = deps.bulkTransfers.open(accountId);
   try {
     const result = await runScript(deps, sandboxId, EXTRACT_SCRIPT, [path, compression], {
-      stdin: body.chunks,
+      stdin: pacedChunks(body.chunks, transfer),
       timeoutMs,
       maxStdoutBytes: Number.MAX_SAFE_INTEGER,
       onStdout: (chunk) => (listing.push(chunk), true),
@@ -61,6 +64,8 @@ export async function extractArchive(deps: AppDeps, sandboxId: string, path: str
   } catch (err) {
     if (listing.made) await removeTree(deps, sandboxId, path);
     throw err;
+  } finally {
+    transfer.close();
   }
 }
 
@@ -73,13 +78,19 @@ export interface ArchiveStream {
 /**
  * Streams `path` as a tar (or tar.gz) archive. Resolves once the first bytes are there, so that a
  * path that cannot be archived answers a proper error; from then on the archive flows at the
- * client's pace (a client that takes nothing for the write timeout is dropped) and stops when
- * `signal` aborts.
+ * client's pace (a client that takes nothing for the write timeout is dropped) and at the
+ * account's share of the process's bulk transfers (bulk-transfers.ts), and stops when `signal`
+ * aborts.
  */
-export function openArchive(deps: AppDeps, sandboxId: string, path: string, gzip: boolean, signal: AbortSignal): Promise<ArchiveStream> {
+export function openArchive(deps: AppDeps, accountId: string, sandboxId: string, path: string, gzip: boolean, signal: AbortSignal): Promise<ArchiveStream> {
   const stream = new PassThrough();
   const abort = new AbortController();
   const writeTimeoutMs = deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000;
+  const transfer = deps.bulkTransfers.open(accountId);
+  const write = (chunk: Uint8Array): void | Promise<void> => {
+    if (stream.destroyed || stream.write(chunk)) return;
+    return drained(stream, writeTimeoutMs, () => abort.abort());
+  };
   let stderr = '';
   return new Promise<ArchiveStream>((resolve, reject) => {
     let started: ((complete: boolean) => void) | undefined;
@@ -92,13 +103,17 @@ export function openArchive(deps: AppDeps, sandboxId: string, path: string, gzip
           const complete = new Promise<boolean>((done) => (started = done));
           resolve({ stream, complete });
         }
-        if (stream.destroyed || stream.write(chunk)) return;
-        return drained(stream, writeTimeoutMs, () => abort.abort());
+        const turn = transfer.pass(chunk.byteLength);
+        return turn ? turn.then(() => write(chunk)) : write(chunk);
       },
       onStderr: (chunk) => {
         if (stderr.length < MAX_STDERR_BYTES) stderr += Buffer.from(chunk).toString('utf8');
       },
     });
+    run.then(
+      () => transfer.close(),
+      () => transfer.close(),
+    );
     run.then(
       (result) => {
         // GNU tar's 1 is "a file changed as it was read": the archive is whole all the same.

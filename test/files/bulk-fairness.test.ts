@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { request, type IncomingMessage } from 'node:http';
+import { test } from 'node:test';
+import { newAccount } from '../helpers/accounts.ts';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { sandboxFor, type FileClient } from './helpers.ts';
+import { tarOf } from './tar-writer.ts';
+
+// Bulk transfers share a web process fairly by account (api/services/bulk-transfers.ts): while
+// two accounts transfer at once, each has as many transfers flowing as the other, whatever how
+// many it opened; a lone account's all flow. Judged by bytes moved, not by time: while the
+// neighbour downloads its one archive, the account with three moves about as much in all (three
+// times as much without the fair share).
+
+const MIB = 1024 * 1024;
+const SIZE = 16 * MIB;
+const stack = await startSandboxStack({ overrides: { PADDOCK_LOCAL_DISK_MB: '128' } });
+const api = stack.apis[0]!.deps;
+const [heavy, light] = await Promise.all([newAccount(stack.url, 'bulk-heavy'), newAccount(stack.url, 'bulk-light')]);
+const [heavyBox, lightBox] = await Promise.all([sandboxFor(stack, heavy.key), sandboxFor(stack, light.key)]);
+for (const box of [heavyBox, lightBox]) {
+  const made = await box.sh(`head -c ${SIZE} /dev/urandom > /workspace/blob`);
+  assert.equal(made.exitCode, 0, made.stderr);
+}
+const waits = async () => (await api.metrics.bulkWaits.get()).values[0]?.value ?? 0;
+
+interface Transfer {
+  /** Bytes moved so far: received (a download) or taken by the server (an upload). */
+  moved(): number;
+  done: Promise<number>;
+}
+
+function refused(res: IncomingMessage, what: string): Error | undefined {
+  if (res.statusCode === 200 || res.statusCode === 201) return undefined;
+  res.resume();
+  return new Error(`${what} answered ${res.statusCode}`);
+}
+
+/** An archive download read as fast as it comes, its bytes counted as they arrive. */
+function download(box: FileClient): Transfer {
+  let moved = 0;
+  const done = new Promise<number>((resolve, reject) => {
+    const req = request(`${stack.url}/v1/sandboxes/${box.id}/files/archive?path=/workspace/blob`, { headers: { authorization: `Bearer ${box.key}` } }, (res) => {
+      const err = refused(res, 'download');
+      if (err) return reject(err);
+      res.on('data', (chunk: Buffer) => (moved += chunk.length));
+      res.on('end', () => resolve(moved));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  return { moved: () => moved, done };
+}
+
+/**
+ * An archive upload written in 64 KiB pieces, each once the server has taken the one before (a
+ * write whose callback has run): the count lags what the server read by the sockets' buffers only.
+ */
+function upload(box: FileClient, archive: Buffer, path: string): Transfer {
+  let moved = 0;
+  const done = new Promise<number>((resolve, reject) => {
+    const req = request(
+      `${stack.url}/v1/sandboxes/${box.id}/files/archive?path=${encodeURIComponent(path)}`,
+      { method: 'PUT', headers: { authorization: `Bearer ${box.key}`, 'content-type': 'application/x-tar', 'content-length': String(archive.length) } },
+      (res) => {
+        const err = refused(res, 'upload');
+        if (err) return reject(err);
+        res.resume();
+        res.on('end', () => resolve(moved));
+      },
+    );
+    req.on('error', reject);
+    const piece = 64 * 1024;
+    const next = (at: number): void => {
+      if (at >= archive.length) return void req.end();
+      const end = Math.min(archive.length, at + piece);
+      if (req.write(archive.subarray(at, end), () => (moved += end - at))) next(end);
+      else req.once('drain', () => next(end));
+    };
+    next(0);
+  });
+  return { moved: () => moved, done };
+}
+
+/** The heavy account's three transfers and the light account's one, at once: what the heavy ones moved by the time the light one ended. */
+async function race(heavyTransfers: Transfer[], lightTransfer: Transfer): Promise<{ light: number; heavyMeanwhile: number; heavyTotal: number }> {
+  const light = await lightTransfer.done;
+  const heavyMeanwhile = heavyTransfers.reduce((sum, t) => sum + t.moved(), 0);
+  const heavyTotal = (await Promise.all(heavyTransfers.map((t) => t.done))).reduce((a, b) => a + b, 0);
+  return { light, heavyMeanwhile, heavyTotal };
+}
+
+test('downloads: while the neighbour downloads one archive, the account downloading three moves about as much in all', async () => {
+  const before = await waits();
+  const { light, heavyMeanwhile, heavyTotal } = await race([download(heavyBox), download(heavyBox), download(heavyBox)], download(lightBox));
+  assert.ok(light > SIZE, `the light download is whole: ${light}`);
+  assert.equal(heavyTotal, 3 * light, 'the heavy ones are whole too');
+  // Fair: about `light` (one flowing transfer against one); per transfer, it would be three times that.
+  assert.ok(heavyMeanwhile < 2 * light, `the heavy account moved ${(heavyMeanwhile / MIB).toFixed(1)} MiB while the light one moved ${(light / MIB).toFixed(1)} MiB`);
+  assert.ok((await waits()) > before, 'the heavy account’s transfers waited their turns');
+});
+
+test('uploads: the account uploading three archives while the neighbour uploads one takes turns, and every upload is whole', async () => {
+  const archive = tarOf([{ name: 'blob', data: randomBytes(SIZE) }]);
+  const before = await waits();
+  const heavyUploads = [0, 1, 2].map((i) => upload(heavyBox, archive, `/workspace/up-${i}`));
+  const { light, heavyTotal } = await race(heavyUploads, upload(lightBox, archive, '/workspace/up'));
+  assert.equal(light, archive.length);
+  assert.equal(heavyTotal, 3 * archive.length);
+  const extracted = await heavyBox.sh('cmp /workspace/up-0/blob /workspace/up-1/blob && cmp /workspace/up-0/blob /workspace/up-2/blob && stat -c %s /workspace/up-0/blob');
+  assert.equal(extracted.exitCode, 0, extracted.stderr);
+  assert.equal(Number(extracted.stdout.trim()), SIZE);
+  // Shares are judged on downloads: an upload's paused body still fills its sockets' buffers (a
+  // few MiB on loopback), and each sandbox's own CPU share already evens out much of the rest.
+  assert.ok((await waits()) > before, 'the heavy account’s uploads waited their turns');
+});
+
+test('a lone account’s transfers all flow at once: none waits for a turn', async () => {
+  const before = await waits();
+  const moved = await Promise.all([download(heavyBox), download(heavyBox), download(heavyBox)].map((t) => t.done));
+  assert.ok(moved.every((n) => n > SIZE), JSON.stringify(moved));
+  assert.equal(await waits(), before);
+});
