@@ -44,6 +44,13 @@ export class LeaseTurns {
       .catch(() => undefined);
   }
 
+  /** Takes the job out of the subjects' lines: it has its lease, and waits no more. */
+  async leave(subjects: string[], jobId: string): Promise<void> {
+    const multi = this.redis.multi();
+    for (const subject of subjects) multi.zrem(this.line(subject), jobId);
+    await multi.exec();
+  }
+
   /** Promotes the first job of the subject's line still parked; false when the line had none. */
   async wake(subject: string): Promise<boolean> {
     for (let i = 0; i < WAKE_TRIES; i++) {

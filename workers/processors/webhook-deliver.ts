@@ -13,6 +13,7 @@ import type { WorkerDeps } from '../context.ts';
 interface DeliveryRow {
   state: 'pending' | 'delivered' | 'failed';
   attempts: number;
+  next_attempt_at: Date | null;
   sandbox_id: string | null;
   event_seq: string;
   account_id: string;
@@ -51,6 +52,10 @@ export async function deliverWebhookJob(job: Job, deps: WorkerDeps, token?: stri
     await finish(em, endpointId, eventId, 'failed');
     return 'endpoint-disabled';
   }
+  // Never before its retry is due, however the job came to run (a wake-up meant for it when it
+  // waited its turn, a duplicate enqueued by the sweep): the backoff stands.
+  const dueInMs = row.next_attempt_at ? new Date(row.next_attempt_at).getTime() - Date.now() : 0;
+  if (dueInMs > 50) return postpone(job, token, dueInMs);
   const waitMs = await earlierPendingWait(em, endpointId, row);
   if (waitMs !== undefined) return postpone(job, token, waitMs);
   const bounds: Bound[] = [
@@ -61,6 +66,8 @@ export async function deliverWebhookJob(job: Job, deps: WorkerDeps, token?: stri
   // Both bounds in one step (shared/leases.ts): a lease in each, or in neither.
   const lease = await deps.leases.acquire({ subjects: bounds, ttlMs });
   if (!lease.granted) return waitTurn(deps, job, token, bounds[lease.subjectIndex]!, ttlMs);
+  // Out of any line it waited in: a wake-up is for a delivery still waiting.
+  await deps.turns.leave(bounds.map((b) => b.key), job.id!).catch(() => undefined);
   let result: AttemptResult;
   try {
     result = await send(deps, endpointId, eventId, row);
@@ -74,7 +81,7 @@ export async function deliverWebhookJob(job: Job, deps: WorkerDeps, token?: stri
 
 async function loadDelivery(em: EntityManager, endpointId: string, eventId: string): Promise<DeliveryRow | undefined> {
   const [row] = await em.execute<DeliveryRow[]>(
-    `select d.state, d.attempts, d.sandbox_id, d.event_seq, w.account_id, w.url, w.disabled_at, w.secret_ciphertext,
+    `select d.state, d.attempts, d.next_attempt_at, d.sandbox_id, d.event_seq, w.account_id, w.url, w.disabled_at, w.secret_ciphertext,
             w.previous_secret_ciphertext, w.previous_secret_expires_at, w.last_success_at,
             e.type as event_type, e.data as event_data, e.created_at as event_created_at, e.target_endpoint_id
        from webhook_deliveries d
