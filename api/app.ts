@@ -9,6 +9,7 @@ import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { AppDeps, AppState } from './context.ts';
 import { ApiKeyStore } from './auth/api-key-store.ts';
+import { KeySessions } from './auth/key-sessions.ts';
 import { TerminalTickets } from './auth/terminal-tickets.ts';
 import { createPasswordHasher } from './auth/passwords.ts';
 import { createDashboardTokens } from './auth/jwt.ts';
@@ -47,6 +48,9 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
   const jwtSecret = config.PADDOCK_JWT_SECRET ?? ephemeralSecret(log);
   const views = new ReadViews(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_READ_CACHE_SECONDS);
   const metrics = createApiMetrics();
+  // The lookups and the checks of open requests share the request path's connection, so each
+  // check and lookup reaches Redis in the order it was sent (auth/key-sessions.ts relies on it).
+  const apiKeys = new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log);
   return {
     config,
     orm,
@@ -55,7 +59,8 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     log,
     buckets: new TokenBuckets(redis, config.PADDOCK_REDIS_PREFIX),
     inFlight: new InFlightLeases(redis, config.PADDOCK_REDIS_PREFIX),
-    apiKeys: new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log),
+    apiKeys,
+    keySessions: new KeySessions(apiKeys, () => orm.em.fork(), log),
     terminalTickets: new TerminalTickets(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_TERMINAL_TICKET_SECONDS),
     passwords: createPasswordHasher(config.PADDOCK_SCRYPT_LOG_N),
     tokens: createDashboardTokens(jwtSecret, config.PADDOCK_JWT_TTL_SECONDS, config.PADDOCK_JWT_SECRET_PREVIOUS),

@@ -10,6 +10,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ApiKeyStore } from './auth/api-key-store.ts';
+import type { KeySession, KeySessions } from './auth/key-sessions.ts';
 import type { TerminalTickets } from './auth/terminal-tickets.ts';
 import type { PasswordHasher } from './auth/passwords.ts';
 import type { DashboardTokens } from './auth/jwt.ts';
@@ -34,6 +35,8 @@ export interface AppDeps {
   buckets: TokenBuckets;
   inFlight: InFlightLeases;
   apiKeys: ApiKeyStore;
+  /** This process's open requests by API key, ended when their key is revoked (auth/key-sessions.ts). */
+  keySessions: KeySessions;
   terminalTickets: TerminalTickets;
   passwords: PasswordHasher;
   tokens: DashboardTokens;
@@ -73,6 +76,8 @@ export interface AppState {
   requestId: string;
   em: EntityManager;
   auth?: Credential;
+  /** A request made with an API key, as one of its key's open requests: what it sends waits on `ready()`. */
+  session?: KeySession;
   /** The route's token, taken by the API key's lookup in the same round trip (authenticate). */
   token?: { bucket: BucketName; result: BucketResult };
   /** The parsed JSON body, set by the body middleware on routes that take one. */

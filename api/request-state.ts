@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { AppState, Credential, StreamedBody } from './context.ts';
+import type { KeySession } from './auth/key-sessions.ts';
 
 /**
  * The per-request state. Its unit of work is forked only when a handler first touches the
@@ -8,6 +9,7 @@ import type { AppState, Credential, StreamedBody } from './context.ts';
 export class RequestState implements AppState {
   requestId = '';
   auth?: Credential;
+  session?: KeySession;
   rawBody?: unknown;
   streamedBody?: StreamedBody;
   readonly #orm: MikroORM;

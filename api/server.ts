@@ -100,6 +100,7 @@ export async function startApi(
       const deadline = setTimeout(() => server.closeAllConnections(), config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await drained;
       clearTimeout(deadline);
+      deps.keySessions.close();
       await runtime.close();
       await queueEvents.close();
       await queue.close();

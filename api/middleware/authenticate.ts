@@ -8,6 +8,8 @@ import type { BucketToTake } from '../auth/api-key-store.ts';
 import type { BucketName } from '../routes/route.ts';
 import { bucketLimit } from './rate-limit.ts';
 import { proveConnection } from '../connection-allowance.ts';
+import { finishKeySession, holdKeySession, startKeySession } from './key-session.ts';
+import type { OpenedSession } from '../auth/key-sessions.ts';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
@@ -35,10 +37,34 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
       if (looksLikeApiKey(token)) {
         if (!isWellFormedApiKey(token)) throw invalid();
         const keyHash = hashApiKey(token);
-        const identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash, take);
-        if (!identity) throw invalid();
+        // Registered before the lookup is sent (auth/key-sessions.ts).
+        const opened = deps.keySessions.open(keyHash);
+        const holder = opened.holder(deps.keySessions.holder);
+        const sentAt = performance.now();
+        let identity;
+        try {
+          identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash, take, holder);
+        } catch (err) {
+          opened.release();
+          throw err;
+        }
+        if (!identity) throw refused(opened);
+        const session = admitted(opened, identity, sentAt, holder !== undefined);
+        admitConnection(ctx, identity.accountId, session);
         ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash };
         if (identity.token && route.bucket) ctx.state.token = { bucket: route.bucket, result: identity.token };
+        if (!session) return next();
+        // As holdKeySession, inline: the most common path of all gets no frame more.
+        startKeySession(ctx, session);
+        let failure: { err: unknown } | undefined;
+        try {
+          await next();
+        } catch (err) {
+          failure = { err };
+        }
+        const finished = finishKeySession(ctx, session, failure);
+        if (finished) await finished;
+        return;
       } else if (looksLikeJwt(token) && deps.tokens.verify(token)) {
         throw new ApiError('wrong_credential_type', 'This route takes an API key, not a dashboard session token.');
       } else {
@@ -49,6 +75,7 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
         const claims = deps.tokens.verify(token);
         if (!claims) throw invalid();
         ctx.state.auth = { kind: 'dashboard', accountId: claims.accountId };
+        admitConnection(ctx, claims.accountId);
       } else if (looksLikeApiKey(token) && isWellFormedApiKey(token)) {
         throw new ApiError(
           'wrong_credential_type',
@@ -58,7 +85,6 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
         throw invalid();
       }
     }
-    admitConnection(ctx);
     await next();
   };
 }
@@ -76,26 +102,62 @@ export function authenticateWebSocket(deps: AppDeps) {
     if (ctx.get('authorization')) throw new ApiError('invalid_request', 'Send either the Authorization header or a ticket, not both.');
     const grant = typeof ticket === 'string' ? await deps.terminalTickets.redeem(ticket) : undefined;
     if (!grant) throw new ApiError('invalid_credential', 'The ticket is malformed, unknown, used or expired; tickets are single use and last 60 s.');
-    const identity = await deps.apiKeys.authenticate(() => ctx.state.em, grant.keyHash);
-    if (!identity || identity.keyId !== grant.keyId) throw invalid();
-    if (grant.sandboxId !== ctx.params.id) throw new ApiError('invalid_credential', 'The ticket was issued for another sandbox.');
-    ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes };
-    admitConnection(ctx);
-    await next();
+    const opened = deps.keySessions.open(grant.keyHash);
+    const holder = opened.holder(deps.keySessions.holder);
+    const sentAt = performance.now();
+    let identity;
+    try {
+      identity = await deps.apiKeys.authenticate(() => ctx.state.em, grant.keyHash, undefined, holder);
+    } catch (err) {
+      opened.release();
+      throw err;
+    }
+    if (!identity) throw refused(opened);
+    const session = admitted(opened, identity, sentAt, holder !== undefined);
+    if (identity.keyId !== grant.keyId || grant.sandboxId !== ctx.params.id) {
+      session?.release();
+      if (identity.keyId !== grant.keyId) throw invalid();
+      throw new ApiError('invalid_credential', 'The ticket was issued for another sandbox.');
+    }
+    admitConnection(ctx, identity.accountId, session);
+    ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash: grant.keyHash };
+    return session ? holdKeySession(ctx, session, next) : next();
   };
 }
 
 /**
- * The connection counts against the account now, not its address (api/connection-allowance.ts),
- * if the account has room for one more.
+ * The request, registered as one of the key's open requests before its lookup was sent
+ * (auth/key-sessions.ts), once the lookup has answered: refused with the key, or kept; none when
+ * the lookup answered from memory, which happens only for a refusal (the route's bucket is empty).
  */
-function admitConnection(ctx: AppContext): void {
-  const limit = proveConnection(ctx.req.socket, ctx.state.auth!.accountId);
+function admitted(session: OpenedSession, identity: { checked?: boolean }, sentAt: number, marked: boolean): OpenedSession | undefined {
+  if (session.revoked) throw refused(session);
+  if (!identity.checked) {
+    session.release();
+    return undefined;
+  }
+  session.confirmed(sentAt, marked);
+  return session;
+}
+
+/**
+ * The connection counts against the account now, not its address (api/connection-allowance.ts),
+ * if the account has room for one more; a refusal is no open request of the key.
+ */
+function admitConnection(ctx: AppContext, accountId: string, session?: OpenedSession): void {
+  const limit = proveConnection(ctx.req.socket, accountId);
   if (limit === undefined) return;
+  session?.release();
   throw new ApiError('too_many_in_flight', `At most ${limit} connections per account may be open at once; reuse one, or retry when one has closed.`, {
     headers: { 'Retry-After': '1' },
     extra: { kind: 'connections', scope: 'account', limit },
   });
+}
+
+/** The lookup found no valid key: the request is no open request of it. */
+function refused(session: OpenedSession): ApiError {
+  session.release();
+  return invalid();
 }
 
 function invalid(): ApiError {

@@ -1,4 +1,6 @@
+import { Transform } from 'node:stream';
 import type { AppContext } from '../context.ts';
+import type { KeySession } from '../auth/key-sessions.ts';
 
 // What every streamed answer needs: pacing by the client, and stopping when it goes.
 
@@ -53,15 +55,26 @@ export function drained(stream: Sink, timeoutMs: number, onStall: () => void): P
 }
 
 /**
- * Writes onto `stream` at its client's pace: `write` answers a promise while the client is behind.
- * A client that takes nothing for `timeoutMs` is given up on (drained's `onStall`), and `gone` is
- * true from then on, or once the stream is destroyed: later writes are dropped.
+ * Runs `send` once the request's key allows it (auth/key-sessions.ts): at once while it is
+ * confirmed, after the next check while it is not, never once it is revoked.
  */
-export function pacedWriter(stream: Sink, timeoutMs: number, onStall: () => void) {
+export function whenConfirmed<T>(session: KeySession | undefined, send: () => T): T | undefined | Promise<T | undefined> {
+  const ready = session ? session.ready() : true;
+  if (ready === true) return send();
+  if (ready === false) return undefined;
+  return ready.then((ok) => (ok ? send() : undefined));
+}
+
+/**
+ * Writes onto `stream` at its client's pace: `write` answers a promise while the client is behind
+ * (or while the request's key waits to be confirmed). A client that takes nothing for `timeoutMs`
+ * is given up on (drained's `onStall`), and `gone` is true from then on, or once the stream is
+ * destroyed or the key revoked: later writes are dropped.
+ */
+export function pacedWriter(stream: Sink, timeoutMs: number, onStall: () => void, session?: KeySession) {
   let stalled = false;
-  const gone = (): boolean => stalled || stream.destroyed;
-  /** `written` runs once the stream is done with `data` (with an error when it never took it). */
-  const write = (data: string | Buffer, written?: (err?: Error | null) => void): void | Promise<void> => {
+  const gone = (): boolean => stalled || stream.destroyed || session?.revoked === true;
+  const put = (data: string | Buffer, written?: (err?: Error | null) => void): void | Promise<void> => {
     if (gone()) return;
     if (stream.write(data, written)) return;
     return drained(stream, timeoutMs, () => {
@@ -69,14 +82,37 @@ export function pacedWriter(stream: Sink, timeoutMs: number, onStall: () => void
       onStall();
     });
   };
+  /** `written` runs once the stream is done with `data` (with an error when it never took it). */
+  const write = (data: string | Buffer, written?: (err?: Error | null) => void): void | Promise<void> => {
+    if (gone()) return;
+    return whenConfirmed(session, () => put(data, written)) as void | Promise<void>;
+  };
   return { write, gone };
 }
 
-/** Fired when the client goes before its answer is whole: the work for it stops. */
+/**
+ * A stream whose chunks go on only while the request's key is confirmed (auth/key-sessions.ts),
+ * holding at most one chunk past that check, so what waits in it is checked again as it leaves.
+ */
+export function confirmedStream(session: KeySession | undefined): Transform {
+  return new Transform({
+    readableHighWaterMark: 1,
+    transform(chunk: Buffer, _encoding, done) {
+      const sent = whenConfirmed(session, () => chunk);
+      if (!(sent instanceof Promise)) return done(null, sent);
+      void sent.then((ok) => done(null, ok));
+    },
+  });
+}
+
+/** Fired when the client goes before its answer is whole, or the request's key is revoked: the work for it stops. */
 export function abortOnDisconnect(ctx: AppContext): AbortController {
   const controller = new AbortController();
   ctx.res.once('close', () => {
     if (!ctx.res.writableFinished) controller.abort();
   });
+  const revoked = ctx.state.session?.signal;
+  if (revoked?.aborted) controller.abort();
+  else revoked?.addEventListener('abort', () => controller.abort(), { once: true, signal: controller.signal });
   return controller;
 }

@@ -70,6 +70,7 @@ export async function runShell(client: PaddockClient, sessionId: string, command
 function closeMessage(code: number, reason: string): string {
   if (code === 4001) return `the session is gone: ${reason || 'it was destroyed'}.`;
   if (code === 4002) return `the shell was closed after being idle (${reason}).`;
+  if (code === 4003) return 'the API key was revoked, and its shell closed with it; `paddock login` saves a new one.';
   if (code === 1001) return 'the server is restarting; run `paddock shell` again.';
   if (code === 1000) return 'the shell was closed.';
   return `the connection to Paddock was lost${reason ? ` (${reason})` : ''} (WebSocket code ${code}).`;

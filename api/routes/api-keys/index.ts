@@ -74,7 +74,8 @@ export const revokeApiKey = route(
     method: 'delete',
     path: '/v1/api-keys/:keyId',
     operationId: 'revokeApiKey',
-    summary: 'Revoke an API key; it stops working at once on every replica',
+    summary:
+      "Revoke an API key: it stops working at once on every replica, and every request it has open ends before this answers (a terminal closes with 4003, an event stream ends, a streamed exec's or followed output's last line is an invalid_credential error, any other answer not yet sent is a 401 or a closed connection): nothing more reaches its holder",
     tag: 'api-keys',
     auth: 'dashboard',
     bucket: 'account',
@@ -84,8 +85,9 @@ export const revokeApiKey = route(
   },
   async (ctx, { params }, deps) => {
     // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
-    const found = isId('key', params.keyId) && (await deps.apiKeys.revoke(ctx.state.em, accountIdOf(ctx), params.keyId));
-    if (!found) throw new ApiError('api_key_not_found');
+    const keyHash = isId('key', params.keyId) ? await deps.apiKeys.revoke(ctx.state.em, accountIdOf(ctx), params.keyId) : undefined;
+    if (!keyHash) throw new ApiError('api_key_not_found');
+    await deps.keySessions.revoked(keyHash);
     ctx.status = 204;
   },
 );

@@ -14,7 +14,7 @@ export const listEvents = route(
     path: '/v1/events',
     operationId: 'listEvents',
     summary:
-      "The account's events, oldest first (kept PADDOCK_EVENT_RETENTION_DAYS); with Accept: text/event-stream a Server-Sent Events stream that resumes from Last-Event-ID",
+      "The account's events, oldest first (kept PADDOCK_EVENT_RETENTION_DAYS); with Accept: text/event-stream a Server-Sent Events stream that resumes from Last-Event-ID, and ends when its API key is revoked",
     tag: 'events',
     auth: 'apiKey',
     scope: 'sandboxes:read',

@@ -1,5 +1,5 @@
 import { ApiError, type ErrorCode } from '../../../shared/errors.ts';
-import { abortOnDisconnect } from '../../services/streaming.ts';
+import { abortOnDisconnect, confirmedStream } from '../../services/streaming.ts';
 import type { AppDeps } from '../../context.ts';
 import { presentEdit, presentExtractedArchive, presentFileView, presentGlob, presentGrep, presentListing, presentWrittenFile } from '../../presenters/file.ts';
 import { ARCHIVE_MEDIA_TYPES, extractArchive, GZIP, openArchive, TAR } from '../../services/files/archive.ts';
@@ -242,7 +242,8 @@ export const downloadArchiveRoute = route(
     ctx.status = 200;
     ctx.type = type;
     ctx.attachment(`${name}${type === GZIP ? '.tar.gz' : '.tar'}`);
-    ctx.body = stream;
+    // Sent only while the request's key is confirmed; a revocation cuts it off (auth/key-sessions.ts).
+    ctx.body = ctx.state.session ? stream.pipe(confirmedStream(ctx.state.session)) : stream;
   },
 );
 

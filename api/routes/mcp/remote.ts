@@ -7,6 +7,7 @@ import { PaddockClient, PaddockConnectionError, PaddockError } from '../../../sh
 import { inProcessFetch } from '../../in-process-fetch.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { route } from '../route.ts';
+import { REVOKED_DETAIL } from '../../auth/key-sessions.ts';
 
 // Remote MCP (api.md, "Remote MCP"): MCP's Streamable HTTP transport at /v1/mcp, stateless, so any
 // replica serves any request and no session lives in a process. The tools are those of
@@ -119,7 +120,9 @@ export const remoteMcp = route(
       void server.close();
     });
     await server.connect(transport);
-    // The transport writes the answer itself.
+    // The transport writes the answer itself: from here a revocation of the key cuts it off
+    // (middleware/key-session.ts); one that came before answers 401.
+    if (ctx.state.session?.revoked) throw new ApiError('invalid_credential', REVOKED_DETAIL);
     ctx.respond = false;
     await transport.handleRequest(ctx.req, ctx.res, body);
   },

@@ -5,6 +5,7 @@ import { prepareTerminal } from '../../services/terminal/prepare.ts';
 import { openTerminal } from '../../services/terminal/open.ts';
 import { acceptUpgrade, checkUpgrade, TERMINAL_SUBPROTOCOL } from '../../services/terminal/upgrade.ts';
 import { accountIdOf, route } from '../route.ts';
+import { REVOKED_DETAIL } from '../../auth/key-sessions.ts';
 import { Ticket, TicketParams, TerminalParams, TerminalQuery } from './schema.ts';
 
 const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type', 'insufficient_scope'] as const;
@@ -15,7 +16,7 @@ export const terminalRoute = route(
     path: '/v1/sandboxes/:id/terminal',
     operationId: 'openTerminal',
     summary:
-      'A WebSocket (subprotocol paddock.terminal.v1) to a command on a pseudo-terminal in the sandbox. Binary frames, first byte the channel: 0 stdin (client to server), 1 output (server to client, secrets masked), 3 control JSON: the client sends {"type":"resize","cols":C,"rows":R}, the server {"type":"exit","exitCode":N,"signal":null} before it closes. Keystrokes and resizes are applied in the order they are sent, those sent before the command has started (a resize as the socket opens) once it has. Close codes: 1000 after the exit, 1008 a frame that breaks the protocol, 1009 a frame over 64 KiB, 1011 a failure, 4001 the sandbox is gone (the reason says why), 4002 idle past PADDOCK_TERMINAL_IDLE_SECONDS. A refused upgrade is answered with a problem document',
+      'A WebSocket (subprotocol paddock.terminal.v1) to a command on a pseudo-terminal in the sandbox. Binary frames, first byte the channel: 0 stdin (client to server), 1 output (server to client, secrets masked), 3 control JSON: the client sends {"type":"resize","cols":C,"rows":R}, the server {"type":"exit","exitCode":N,"signal":null} before it closes. Keystrokes and resizes are applied in the order they are sent, those sent before the command has started (a resize as the socket opens) once it has. Close codes: 1000 after the exit, 1008 a frame that breaks the protocol, 1009 a frame over 64 KiB, 1011 a failure, 4001 the sandbox is gone (the reason says why), 4002 idle past PADDOCK_TERMINAL_IDLE_SECONDS, 4003 the API key (or the ticket’s) was revoked: its command is killed, and nothing more is sent or taken. A refused upgrade is answered with a problem document',
     tag: 'exec',
     auth: 'apiKey',
     scope: 'exec',
@@ -36,12 +37,19 @@ export const terminalRoute = route(
     const context = await findOwnSandboxWithPolicy(deps, accountIdOf(ctx), params.id);
     const { sandbox } = context;
     const prepared = prepareTerminal(context, query.command);
+    const session = ctx.state.session;
     let opened;
     try {
-      opened = await openTerminal(deps, sandbox.id, prepared, { cols: query.cols ?? 80, rows: query.rows ?? 24 }, ctx.req.socket);
+      opened = await openTerminal(deps, sandbox.id, prepared, { cols: query.cols ?? 80, rows: query.rows ?? 24 }, ctx.req.socket, session);
     } catch (err) {
+      if (session?.revoked) throw new ApiError('invalid_credential', REVOKED_DETAIL);
       if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is no longer running.`);
       throw err;
+    }
+    // No 101 for a key revoked while the terminal opened, nor for one not confirmed lately.
+    if (session && !(await session.ready())) {
+      opened.bridge.end();
+      throw new ApiError('invalid_credential', REVOKED_DETAIL);
     }
     acceptUpgrade(ctx, TERMINAL_SUBPROTOCOL, (ws) => opened.bridge.attach(ws, opened.session));
   },

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { presentEvent } from '../../../shared/events/types.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { eventsAfter, type StoredEvent } from './store.ts';
-import { drained } from '../streaming.ts';
+import { confirmedStream, drained } from '../streaming.ts';
 
 const PAGE = 100;
 // PostgreSQL is read this often even with no ring from Redis (a lost message costs this much).
@@ -18,11 +18,13 @@ export function frameOf(e: StoredEvent): string {
 
 /**
  * Answers the account's events after `seq` as a stream, then each new one as it is recorded, until
- * the client goes or the server shuts down. Read from PostgreSQL page by page, only as fast as the
- * client takes them: nothing is buffered beyond one page, and a client that takes nothing for
- * PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS is dropped.
+ * the client goes, the server shuts down or the request's key is revoked. Read from PostgreSQL page
+ * by page, only as fast as the client takes them: nothing is buffered beyond one page, and a client
+ * that takes nothing for PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS is dropped. What is written leaves
+ * only while the key is confirmed (auth/key-sessions.ts).
  */
 export function streamEvents(ctx: AppContext, deps: AppDeps, accountId: string, seq: string): void {
+  const session = ctx.state.session;
   const out = new PassThrough();
   const handle = deps.eventHub.open(accountId, () => out.end());
   ctx.req.socket.setTimeout(0);
@@ -30,13 +32,22 @@ export function streamEvents(ctx: AppContext, deps: AppDeps, accountId: string, 
   ctx.status = 200;
   ctx.type = 'text/event-stream';
   ctx.set('X-Accel-Buffering', 'no');
-  ctx.body = out;
+  const confirmed = confirmedStream(session);
+  ctx.body = out.pipe(confirmed);
   let open = true;
   out.on('close', () => {
     open = false;
     handle.release();
   });
   ctx.res.on('close', () => out.destroy());
+  // A revoked key's stream ends at once: what waits in it is dropped, what is on the wire ends whole.
+  session?.onRevoked(() => {
+    open = false;
+    confirmed.unpipe(ctx.res);
+    out.destroy();
+    confirmed.destroy();
+    if (!ctx.res.writableEnded) ctx.res.end();
+  });
   out.write('retry: 2000\n\n');
   void pump(deps, accountId, seq, out, handle, () => open).catch((err: unknown) => {
     deps.log.warn({ err: (err as Error).message, accountId }, 'event stream ended on an error');

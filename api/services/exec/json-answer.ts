@@ -41,7 +41,7 @@ export function sendJsonAnswer(ctx: AppContext, head: Record<string, unknown>, o
   }
   ctx.respond = false;
   // Nothing more is encoded once the client is gone or dropped (gone): the rest is let go.
-  const { write: put, gone } = pacedWriter(res, writeTimeoutMs, () => res.destroy());
+  const { write: put, gone } = pacedWriter(res, writeTimeoutMs, () => res.destroy(), ctx.state.session);
   void (async () => {
     // Begun once the middleware has unwound, as Koa would begin it.
     await new Promise(setImmediate);

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import { bytesMoved } from '../../../shared/reclaim.ts';
 import { abortOnDisconnect, pacedWriter, type Sink } from '../streaming.ts';
+import { REVOKED_DETAIL, type KeySession } from '../../auth/key-sessions.ts';
 import { JsonStringBytes } from './json-string-bytes.ts';
 import { encodeSlice, SLICE_BYTES } from './slices.ts';
 
@@ -15,8 +16,8 @@ export type LineWriter = (lines: string | Buffer, written?: (err?: Error | null)
  * client that takes nothing for `writeTimeoutMs` is dropped: `onStall` runs (it stops the command)
  * and the sink is destroyed, so a reader that never reads holds a bounded buffer, briefly.
  */
-export function ndjsonBody(sink: Sink, writeTimeoutMs: number, onStall: () => void) {
-  const { write, gone } = pacedWriter(sink, writeTimeoutMs, onStall);
+export function ndjsonBody(sink: Sink, writeTimeoutMs: number, onStall: () => void, session?: KeySession) {
+  const { write, gone } = pacedWriter(sink, writeTimeoutMs, onStall, session);
   return { line: jsonLines(write), write: write as LineWriter, gone };
 }
 
@@ -60,19 +61,31 @@ export function outputLines(type: 'stdout' | 'stderr', write: LineWriter) {
 /**
  * Starts a streamed NDJSON answer: 200, the lines written to the response itself (outputLines'
  * buffers are used again once the socket has taken them, which only the response's own write
- * callback tells), paced by the client (ndjsonBody), and `abort` fired when the client goes before
- * the end or stalls past PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS. The caller feeds `line` (or `write`,
- * whole lines) and calls `end` once, after its last line.
+ * callback tells), paced by the client (ndjsonBody) and sent only while the request's key is
+ * confirmed, and `abort` fired when the client goes before the end, stalls past
+ * PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS or the key is revoked (the last line is then an
+ * invalid_credential error). The caller feeds `line` (or `write`, whole lines) and calls `end`
+ * once, after its last line.
  */
 export function startNdjsonAnswer(ctx: AppContext, writeTimeoutMs: number) {
   const res = ctx.res;
   const abort = abortOnDisconnect(ctx);
+  const session = ctx.state.session;
   ctx.status = 200;
   ctx.type = NDJSON;
   ctx.respond = false;
-  const body = ndjsonBody(res, writeTimeoutMs, () => {
-    abort.abort();
-    res.destroy();
+  const body = ndjsonBody(
+    res,
+    writeTimeoutMs,
+    () => {
+      abort.abort();
+      res.destroy();
+    },
+    session,
+  );
+  // Written past the gate that now refuses everything: the stream's end, not the account's data.
+  session?.onRevoked(() => {
+    if (!res.writableEnded && !res.destroyed) res.end(`${JSON.stringify({ type: 'error', code: 'invalid_credential', detail: REVOKED_DETAIL })}\n`);
   });
   // Begun once the middleware has unwound, as Koa would begin it; what comes before waits, in order.
   let started: Promise<void> | undefined = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {

@@ -2,6 +2,8 @@ import type { WebSocket, RawData } from 'ws';
 import { SecretMasker, type MaskSet } from '../../../shared/exec/masker.ts';
 import { SandboxGoneError, type TerminalSession } from '../../../shared/runtime/types.ts';
 import { STREAM_IDLE_RELEASE_MS } from '../exec/run.ts';
+import { whenConfirmed } from '../streaming.ts';
+import type { KeySession } from '../../auth/key-sessions.ts';
 
 // The terminal's WebSocket protocol (paddock.terminal.v1): binary frames whose first byte is the
 // channel.
@@ -17,6 +19,7 @@ export const CLOSE = {
   internal: 1011,
   sandboxGone: 4001,
   idle: 4002,
+  revoked: 4003,
 } as const;
 
 // Output sent and not yet on the client's wire: past it the runtime stops reading the terminal,
@@ -27,6 +30,8 @@ export const MAX_SIZE = 1000;
 
 export interface BridgeOptions {
   idleMs: number;
+  /** The request's key: nothing goes either way unless it is confirmed (auth/key-sessions.ts). */
+  session?: KeySession;
   /** The secrets to mask in the output, built; undefined for none. */
   masks: MaskSet | undefined;
   /** Spends the output's bytes from its account's budget; a promise while that account is past it. */
@@ -48,6 +53,8 @@ export class TerminalBridge {
   private idleTimer: NodeJS.Timeout | undefined;
   private releaseTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** How a close before the socket was attached is told to it. */
+  private closing: { code: number; reason: string } = { code: CLOSE.shutdown, reason: 'closed' };
   private readonly gate: { open: Promise<void>; resolve(): void };
   private ws: WebSocket | undefined;
   private readonly options: BridgeOptions;
@@ -80,7 +87,7 @@ export class TerminalBridge {
   /** Starts relaying once the upgrade is done and the terminal open. */
   attach(ws: WebSocket, session: TerminalSession): void {
     this.ws = ws;
-    if (this.closed) return void ws.close(CLOSE.shutdown, 'closed');
+    if (this.closed) return void ws.close(this.closing.code, this.closing.reason);
     const socket = (ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     let writing: Promise<void> = Promise.resolve();
     let pending = 0;
@@ -100,10 +107,10 @@ export class TerminalBridge {
       const frame = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
       if (!isBinary || frame.length === 0) return this.close(CLOSE.protocol, 'frames must be binary, the first byte the channel');
       this.touch();
-      if (frame[0] === STDIN) return inOrder(() => session.write(frame.subarray(1)));
+      if (frame[0] === STDIN) return inOrder(() => this.confirmed(() => session.write(frame.subarray(1))));
       if (frame[0] === CONTROL) {
         const size = this.control(frame.subarray(1));
-        if (size) inOrder(() => session.resize(size.cols, size.rows));
+        if (size) inOrder(() => this.confirmed(() => session.resize(size.cols, size.rows)));
         return;
       }
       this.close(CLOSE.protocol, `unknown channel ${frame[0]}`);
@@ -120,6 +127,7 @@ export class TerminalBridge {
 
   /** Ends the terminal with a reason: server shutdown, say. */
   close(code: number, reason: string): void {
+    if (!this.closed) this.closing = { code, reason: reason.slice(0, 120) };
     const ws = this.ws;
     if (ws && (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING)) ws.close(code, reason.slice(0, 120));
     this.end();
@@ -160,12 +168,19 @@ export class TerminalBridge {
   private send(channel: number, data: Uint8Array): void | Promise<void> {
     if (data.length === 0 && channel === OUTPUT) return;
     const frame = Buffer.concat([Buffer.of(channel), data]);
-    return this.gate.open.then(() => {
-      const ws = this.ws;
-      if (!ws || ws.readyState !== ws.OPEN) return;
-      if (ws.bufferedAmount < OUTPUT_WINDOW_BYTES) return void ws.send(frame);
-      return new Promise<void>((resolve) => ws.send(frame, () => resolve()));
-    });
+    return this.gate.open.then(() =>
+      this.confirmed(() => {
+        const ws = this.ws;
+        if (this.closed || !ws || ws.readyState !== ws.OPEN) return;
+        if (ws.bufferedAmount < OUTPUT_WINDOW_BYTES) return void ws.send(frame);
+        return new Promise<void>((resolve) => ws.send(frame, () => resolve()));
+      }),
+    );
+  }
+
+  /** Runs `step` once the key allows it; never once it is revoked (the terminal is closing then). */
+  private async confirmed(step: () => void | Promise<void>): Promise<void> {
+    await whenConfirmed(this.options.session, step);
   }
 
   private touch(): void {

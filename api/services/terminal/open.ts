@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { TerminalSession } from '../../../shared/runtime/types.ts';
 import type { AppDeps } from '../../context.ts';
+import type { KeySession } from '../../auth/key-sessions.ts';
 import { TerminalBridge, CLOSE } from './bridge.ts';
 import type { PreparedTerminal } from './prepare.ts';
 
@@ -22,9 +23,11 @@ export async function openTerminal(
   prepared: PreparedTerminal,
   size: { cols: number; rows: number },
   socket: Socket,
+  session: KeySession | undefined,
 ): Promise<{ bridge: TerminalBridge; session: TerminalSession }> {
   const bridge = new TerminalBridge({
     idleMs: deps.config.PADDOCK_TERMINAL_IDLE_SECONDS * 1000,
+    session,
     masks: prepared.masks,
     pace: (bytes) => deps.outputBudget.spend(prepared.accountId, bytes),
     goneReason: async () => {
@@ -36,6 +39,7 @@ export async function openTerminal(
     },
     onError: (err) => deps.log.error({ err, sandboxId }, 'terminal failed'),
   });
+  session?.onRevoked(() => bridge.close(CLOSE.revoked, 'the API key was revoked'));
   open.add(bridge);
   bridge.signal.addEventListener('abort', () => open.delete(bridge), { once: true });
   const leave = () => bridge.end();
