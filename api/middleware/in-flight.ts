@@ -1,4 +1,5 @@
 import type { Next } from 'koa';
+import { whenAnswerEnds } from './answer-end.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { InFlightKind } from '../routes/route.ts';
@@ -65,24 +66,11 @@ export function admitInFlight(kind: InFlightKind, deps: AppDeps) {
         extra: { kind, scope, limit },
       });
     }
-    // Released once the whole answer is written, or its client has gone: whichever comes first of
-    // the answer's 'finish', its 'close' (the connection ended before it was all written: no
-    // 'finish' will come) and the socket's 'close'; a client that left before this request was
-    // admitted has closed its socket already, and its lease goes as soon as the handler returns.
+    // Released once the whole answer is written, or its client has gone; a client that left
+    // before this request was admitted has closed its socket already, and its lease goes as soon
+    // as the handler returns.
     const socket = ctx.req.socket;
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      // A keep-alive socket serves many requests: each takes its listener off again.
-      socket.off('close', release);
-      ctx.res.off('finish', release);
-      ctx.res.off('close', release);
-      void lease.release().catch(() => undefined);
-    };
-    ctx.res.once('finish', release);
-    ctx.res.once('close', release);
-    socket.once('close', release);
+    const release = whenAnswerEnds(ctx, () => void lease.release().catch(() => undefined));
     try {
       await next();
     } finally {

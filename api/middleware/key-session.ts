@@ -3,6 +3,7 @@ import type { Next } from 'koa';
 import { ApiError } from '../../shared/errors.ts';
 import { REVOKED_DETAIL, type KeySession, type OpenedSession } from '../auth/key-sessions.ts';
 import type { AppContext } from '../context.ts';
+import { whenAnswerEnds } from './answer-end.ts';
 
 type OpenSession = Pick<OpenedSession, keyof KeySession | 'release'>;
 
@@ -60,19 +61,6 @@ export async function holdKeySession(ctx: AppContext, session: OpenSession, next
 /** A whole body goes out as this returns; a streamed answer holds the key's request until it is over. */
 function releaseOnceAnswered(ctx: AppContext, session: OpenSession): void {
   if (ctx.respond !== false && !(ctx.body instanceof Stream)) return session.release();
-  const socket = ctx.req.socket;
-  let released = false;
-  const release = () => {
-    if (released) return;
-    released = true;
-    // A keep-alive socket serves many requests: each takes its listener off again.
-    socket.off('close', release);
-    ctx.res.off('finish', release);
-    ctx.res.off('close', release);
-    session.release();
-  };
-  ctx.res.once('finish', release);
-  ctx.res.once('close', release);
-  socket.once('close', release);
-  if (socket.destroyed) release();
+  const release = whenAnswerEnds(ctx, () => session.release());
+  if (ctx.req.socket.destroyed) release();
 }
