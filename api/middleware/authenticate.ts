@@ -50,8 +50,8 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
         }
         if (!identity) throw refused(opened);
         const session = admitted(opened, identity, sentAt, holder !== undefined);
-        admitConnection(ctx, identity.accountId, session);
         ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash };
+        admitConnection(ctx, identity.accountId, session);
         if (identity.token && route.bucket) ctx.state.token = { bucket: route.bucket, result: identity.token };
         if (!session) return next();
         // As holdKeySession, inline: the most common path of all gets no frame more.
@@ -119,8 +119,8 @@ export function authenticateWebSocket(deps: AppDeps) {
       if (identity.keyId !== grant.keyId) throw invalid();
       throw new ApiError('invalid_credential', 'The ticket was issued for another sandbox.');
     }
-    admitConnection(ctx, identity.accountId, session);
     ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash: grant.keyHash };
+    admitConnection(ctx, identity.accountId, session);
     return session ? holdKeySession(ctx, session, next) : next();
   };
 }
@@ -142,7 +142,9 @@ function admitted(session: OpenedSession, identity: { checked?: boolean }, sentA
 
 /**
  * The connection counts against the account now, not its address (api/connection-allowance.ts),
- * if the account has room for one more; a refusal is no open request of the key.
+ * if the account has room for one more; a refusal is no open request of the key. Called once
+ * `ctx.state.auth` is set: a refusal on a connection on probation is the account's own limit
+ * (429), not the stranger's 503.
  */
 function admitConnection(ctx: AppContext, accountId: string, session?: OpenedSession): void {
   const limit = proveConnection(ctx.req.socket, accountId);

@@ -204,6 +204,14 @@ test("an account's connections past its own allowance are answered 429 too_many_
     assert.equal(refused.body.code, 'too_many_in_flight');
     assert.deepEqual([refused.body.kind, refused.body.scope, refused.body.limit], ['connections', 'account', PER_ACCOUNT]);
     assert.match(refused.head, /\r\nretry-after: 1\r\n/i);
+    // On a connection past the address's allowance too, the account's own limit is what answers.
+    for (let i = 0; i < PER_IP; i++) sockets.push(await open());
+    const onProbation = await open();
+    sockets.push(onProbation);
+    const refusedOnProbation = await ask(onProbation, get(heavy.key));
+    assert.deepEqual([refusedOnProbation.status, refusedOnProbation.body.code], [429, 'too_many_in_flight']);
+    for (const idle of sockets.splice(PER_ACCOUNT + 1)) idle.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
     // The neighbour, from the same address, has an allowance of its own.
     const other = await open();
     sockets.push(other);
