@@ -237,47 +237,51 @@ test('a timeout that comes before the agent has even started the command still e
 
 test('the sandbox ends itself at its cap plus the grace, and follows a deadline moved later or earlier; an init without the agent keeps the one it was made with', async (t) => {
   const { runtime, options } = await setupLocalRuntime(t, { deadlineGraceSeconds: 1 });
+  // A cap of a few seconds, not one: a create on a loaded host must not outlast the deadline it sets.
+  const CAP_S = 4;
   const make = async (rt = runtime) => {
     const id = newId('sbx');
-    await rt.create({ id, accountId: 'acct_test', capSeconds: 1 });
+    await rt.create({ id, accountId: 'acct_test', capSeconds: CAP_S });
     return id;
   };
   const endedBy = async (id: string, ms: number) => eventually(`${id} ends`, ms, async () => ((await runtime.get(id))?.status === 'failed' ? Date.now() : undefined), 50);
 
-  // At its cap (1 s) plus the grace (1 s), with nothing of Paddock's asking.
+  // At its cap plus the grace (1 s), with nothing of Paddock's asking.
   const before = Date.now();
   const capped = await make();
-  assert.ok((await endedBy(capped, 6000)) - before >= 2000, 'not before its cap and grace');
+  assert.ok((await endedBy(capped, 12_000)) - before >= (CAP_S + 1) * 1000, 'not before its cap and grace');
 
   // Moved later: it outlives the deadline it was made with, then ends at the new one.
   const later = await make();
-  assert.equal(await runtime.setExpiresAt!(later, new Date(Date.now() + 3000)), true);
-  await delay(2500);
+  const laterMadeAt = Date.now();
+  assert.equal(await runtime.setExpiresAt!(later, new Date(Date.now() + (CAP_S + 2) * 1000)), true);
+  // Past the deadline it was made with (its cap and grace from before the create's answer).
+  await delay(Math.max(0, laterMadeAt + (CAP_S + 1) * 1000 + 500 - Date.now()));
   assert.equal((await runtime.get(later))?.status, 'running', 'the first deadline no longer holds');
   assert.equal((await run(runtime, later, ['echo', 'still here'])).stdout, 'still here\n');
-  await endedBy(later, 5000);
+  await endedBy(later, 8000);
 
   // Moved earlier: past already, it ends at once.
   const earlier = await make();
   await runtime.setExpiresAt!(earlier, new Date(Date.now() - 60_000));
-  await endedBy(earlier, 1000);
+  await endedBy(earlier, 2000);
 
   // A shell init took its deadline on its command line: no move, and it still ends by itself.
   const shellRuntime = createLocalRuntime({ ...options, agent: false });
   t.after(() => shellRuntime.close());
   const shell = await make(shellRuntime);
   assert.equal(await shellRuntime.setExpiresAt!(shell, new Date(Date.now() + 60_000)), false);
-  await endedBy(shell, 6000);
+  await endedBy(shell, 12_000);
 });
 
 test('at its deadline, what runs outside the sandbox for it ends too: its network\'s slirp4netns', { skip: process.getuid?.() !== 0 && 'network needs root' }, async (t) => {
   const { runtime, options } = await setupLocalRuntime(t, { deadlineGraceSeconds: 1, network: true });
   const id = newId('sbx');
-  await runtime.create({ id, accountId: 'acct_test', capSeconds: 1 });
+  await runtime.create({ id, accountId: 'acct_test', capSeconds: 4 });
   const { network } = JSON.parse(await readFile(join(options.dataDir, 'sandboxes', id, 'state.json'), 'utf8')) as { network?: { pid: number } };
   assert.ok(network, 'the sandbox has its network');
   assert.ok(existsSync(`/proc/${network.pid}`), 'slirp4netns runs');
-  await eventually('slirp4netns ends with the sandbox', 6000, async () => {
+  await eventually('slirp4netns ends with the sandbox', 12_000, async () => {
     const stat = existsSync(`/proc/${network.pid}/stat`) ? readFileSync(`/proc/${network.pid}/stat`, 'utf8') : '';
     return stat === '' || / Z /.test(stat) ? true : undefined;
   }, 50);
