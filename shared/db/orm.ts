@@ -62,8 +62,7 @@ export function warmConnections(max: number): number {
  * database is down still starts, and answers 503), and none is closed for being idle. A pool that
  * grows on demand lets a burst of requests, a stranger's included, fork PostgreSQL backends while
  * it lasts: in the abuse bench, 230 execs at once opened 8 connections that cost PostgreSQL 36 to
- * 45 ms of CPU each, on the two cores every tenant's commands share (docs/benchmarks.md,
- * 2026-11-24, sixth session).
+ * 45 ms of CPU each, on the two cores every tenant's commands share (docs/benchmarks.md).
  */
 export function openReadPool(databaseUrl: string, max = 10): pg.Pool {
   const pool = new pg.Pool({

@@ -92,7 +92,7 @@ export interface Cgroups {
    * runs anything. `cpuOnceReady`: all of them but a v1 CPU group, which admitInitToCpu adds once
    * the sandbox is ready and before its first command, so that its start (bubblewrap's setup, the
    * agent: Paddock's code only) does not wait behind busy sandboxes at their low weight
-   * (docs/benchmarks.md, 2026-11-24, third session).
+   * (docs/benchmarks.md).
    */
   admitInit(id: string, pid: number, options?: { cpuOnceReady?: boolean }): Promise<void>;
   /** The cgroup.procs files admitInit writes the pid to: for a process that admits the init itself (launch.ts). */
