@@ -41,7 +41,7 @@ export async function startApi(
   // Enqueuing fails fast too, on a connection of its own: BullMQ defines its scripts (dozens) on
   // the connection it is given, and ioredis copies every script a connection has onto each
   // pipeline it makes, one per auto-pipelined batch. On the request path's connection every
-  // authentication paid some 15 KB of garbage for them (docs/benchmarks.md, 2026-11-25).
+  // authentication paid some 15 KB of garbage for them (docs/benchmarks.md, "Measurements behind the design").
   // Job events need a blocking connection of their own.
   const queueRedis = createRequestRedis(config.REDIS_URL);
   const eventsRedis = createQueueRedis(config.REDIS_URL);

@@ -4,7 +4,7 @@
 // V8 samples wall-clock time: while the process is preempted (autocannon, PostgreSQL and Redis
 // share the cores) samples land on the frame it stopped in, usually a socket write, so on a busy
 // machine writeBuffer/writeUtf8String look far costlier than they are; `perf record -e cpu-clock`
-// with `node --perf-basic-prof` counts CPU only (docs/benchmarks.md).
+// with `node --perf-basic-prof` counts CPU only (docs/benchmarks.md, "Measurements behind the design").
 import { readProfile, type ProfileNode } from './cpu-profile.ts';
 import { relative, resolve } from 'node:path';
 

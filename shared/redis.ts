@@ -7,7 +7,7 @@ import { Redis, type RedisOptions } from 'ioredis';
  * the event loop go out in one write: a burst of requests costs one system call a turn, not one
  * each. That is done by corking the socket until the turn's end rather than by ioredis's
  * auto-pipelining, which builds a pipeline object for every batch (most often one request's one
- * command): the same batching, at less CPU a request (docs/benchmarks.md).
+ * command): the same batching, at less CPU a request (docs/benchmarks.md, "Measurements behind the design").
  */
 export function createRequestRedis(url: string, options: RedisOptions = {}): Redis {
   const redis = new Redis(url, {

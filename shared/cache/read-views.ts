@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 
 // The hottest reads (GET /v1/account, GET /v1/sandboxes/{id}) answered from Redis, shared by every
 // replica, in front of PostgreSQL: a PostgreSQL round trip costs the web several times the CPU of
-// a Redis one (docs/benchmarks.md).
+// a Redis one (docs/benchmarks.md, "Measurements behind the design").
 //
 // Each account has a generation: a random token, replaced after every commit that changes what
 // those reads answer (a sandbox's birth and each of its transitions, its usage with them). A view

@@ -62,7 +62,7 @@ export function warmConnections(max: number): number {
  * database is down still starts, and answers 503), and none is closed for being idle. A pool that
  * grows on demand lets a burst of requests, a stranger's included, fork PostgreSQL backends while
  * it lasts: in the abuse bench, 230 execs at once opened 8 connections that cost PostgreSQL 36 to
- * 45 ms of CPU each, on the two cores every tenant's commands share (docs/benchmarks.md).
+ * 45 ms of CPU each, on the two cores every tenant's commands share (docs/benchmarks.md, "Measurements behind the design").
  */
 export function openReadPool(databaseUrl: string, max = 10): pg.Pool {
   const pool = new pg.Pool({
@@ -100,8 +100,8 @@ export async function ormPool(em: EntityManager): Promise<pg.Pool> {
  * A fixed pool (an API process's) is opened whole in the background, on the pool the ORM holds
  * once open: a process whose database is down still starts. Under `npm run bench:load` a destroy
  * whose web's ORM pool opened a connection on demand waited 3 s for PostgreSQL to start its
- * backend on the saturated cores, and answered 503 (docs/benchmarks.md, 2026-11-25, seventh
- * session).
+ * backend on the saturated cores, and answered 503 (docs/benchmarks.md,
+ * "Measurements behind the design").
  */
 export async function openOrm(databaseUrl: string, poolMax = 10, pool: PoolShape = 'grows'): Promise<MikroORM> {
   const orm = await MikroORM.init(ormOptions(databaseUrl, poolMax, pool));

@@ -9,10 +9,10 @@ import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { testConfig } from '../helpers/config.ts';
 
-// The request path's Redis connection (keys, buckets, leases) was auto-pipelined: each batch an
+// An auto-pipelined Redis connection (keys, buckets, leases) makes each batch an
 // ioredis Pipeline, which copies every script its connection defines onto itself. BullMQ defines
 // dozens on the connection it is given, so the queues have a connection of their own, and the
-// request path's holds Paddock's few scripts only (docs/benchmarks.md, 2026-11-25). It now batches
+// request path's holds Paddock's few scripts only (docs/benchmarks.md). It batches
 // a turn's commands by corking its socket (shared/redis.ts), which the second test pins.
 
 const scripts = (redis: Redis): string[] => Object.keys((redis as unknown as { scriptsSet: Record<string, unknown> }).scriptsSet);

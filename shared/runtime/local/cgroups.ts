@@ -29,7 +29,7 @@ const CFS_PERIOD_US = 100_000;
 // PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT sets the weight, in percent of such a group, or `idle`: one
 // idle group (cpu.idle, SCHED_IDLE, Linux 5.15 and later, v1 and v2) that runs only on the CPU time
 // the control plane leaves, and that a control-plane task that wakes takes a core from at once.
-// Measured on two cores (docs/benchmarks.md, 2026-11-24): idle shortens creates under
+// Measured on two cores (docs/benchmarks.md, "Measurements behind the design"): idle shortens creates under
 // `npm run bench:load` (the workers' main threads had waited on the run queue twice as long as they
 // ran), and costs a neighbour its share while another tenant's output flood keeps the web busy
 // (`npm run bench -- isolation`: its exec p50 14 ms at a quarter, 39 ms idle). Not the default.
@@ -92,7 +92,7 @@ export interface Cgroups {
    * runs anything. `cpuOnceReady`: all of them but a v1 CPU group, which admitInitToCpu adds once
    * the sandbox is ready and before its first command, so that its start (bubblewrap's setup, the
    * agent: Paddock's code only) does not wait behind busy sandboxes at their low weight
-   * (docs/benchmarks.md).
+   * (docs/benchmarks.md, "Measurements behind the design").
    */
   admitInit(id: string, pid: number, options?: { cpuOnceReady?: boolean }): Promise<void>;
   /** The cgroup.procs files admitInit writes the pid to: for a process that admits the init itself (launch.ts). */
