@@ -170,7 +170,7 @@ export const configSchema = z.object({
   PADDOCK_KUBE_MEMORY_LIMIT: z.string().min(1).default('1Gi'),
   PADDOCK_KUBE_DEADLINE_GRACE_SECONDS: int(0).default(120),
   PADDOCK_SHUTDOWN_TIMEOUT_SECONDS: int(1).default(25),
-  // events and webhooks (api.md, "Events and webhooks"; docs/configuration.md)
+  // events and webhooks (docs/api.md, "Events and webhooks"; docs/configuration.md)
   /** How long before its cap a sandbox.expiring event is recorded; 0: none. */
   PADDOCK_EXPIRY_WARNING_SECONDS: int(0).default(300),
   PADDOCK_EVENT_RETENTION_DAYS: int(1, 3650).default(30),
@@ -182,7 +182,7 @@ export const configSchema = z.object({
   /** The first retry's delay; each next one doubles (with jitter), up to PADDOCK_WEBHOOK_BACKOFF_MAX_SECONDS. */
   PADDOCK_WEBHOOK_BACKOFF_BASE_MS: int(10).default(5000),
   PADDOCK_WEBHOOK_BACKOFF_MAX_SECONDS: int(1).default(3600),
-  /** A delivery that has no 2xx within this long failed (api.md: 10 s). */
+  /** A delivery that has no 2xx within this long failed (docs/api.md, "Events and webhooks": 10 s). */
   PADDOCK_WEBHOOK_TIMEOUT_SECONDS: int(1, 10).default(10),
   /** At most this much of a receiver's answer is read; the rest is dropped with the connection. */
   PADDOCK_WEBHOOK_RESPONSE_MAX_BYTES: int(0).default(64 * 1024),

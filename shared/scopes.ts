@@ -1,5 +1,5 @@
 /**
- * What an API key may do (api.md, "API key scopes"). A key made without a list has them all. An
+ * What an API key may do (docs/api.md, "API key scopes"). A key made without a list has them all. An
  * agent's key made without `allowlist:write` and `secrets:write` cannot lift the allowlist or
  * change the secrets that bind it.
  */

@@ -1,4 +1,4 @@
-// Event types (api.md, "Events and webhooks"). sandbox.* report a sandbox's transitions;
+// Event types (docs/api.md, "Events and webhooks"). sandbox.* report a sandbox's transitions;
 // usage.threshold the account crossing 80% and 100% of its monthly sandbox-hours; webhook.disabled
 // an endpoint given up after failing for the whole retry window; webhook.test is sent on request
 // to one endpoint only.

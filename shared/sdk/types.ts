@@ -5,7 +5,7 @@ import type * as Api from './api-types.ts';
 
 export type Timestamp = string;
 
-/** What an API key may do (api.md, "API key scopes"). */
+/** What an API key may do (docs/api.md, "API key scopes"). */
 export type Scope = NonNullable<Api.CreateApiKeyRequest['scopes']>[number];
 
 export interface AccountSummary {

@@ -15,7 +15,7 @@ export interface WebhookTarget {
 }
 
 /**
- * Checks a webhook URL without resolving it (api.md): https, or with PADDOCK_WEBHOOK_ALLOW_LOCAL
+ * Checks a webhook URL without resolving it (docs/api.md, "Events and webhooks"): https, or with PADDOCK_WEBHOOK_ALLOW_LOCAL
  * (development) http or https to localhost and 127.0.0.1 only; no credentials in it; an IP
  * literal must be one a delivery may connect to. Names are checked again at every delivery, on the
  * address they resolve to then. Answers the target, or why it is refused.

@@ -9,7 +9,7 @@ import { assertProblem, newAccount, type TestAccount } from '../helpers/accounts
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { craftJwt } from '../helpers/auth-suite.ts';
 
-// API key scopes (api.md, "API key scopes"; issue 12 item 7): a key made for an agent cannot lift
+// API key scopes (docs/api.md, "API key scopes"): a key made for an agent cannot lift
 // the allowlist or change the secrets meant to restrict it. Driven by the route list, so a route
 // added without a scope, or a scope not enforced, fails here.
 

@@ -9,7 +9,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { assertEventsMatchTransitions } from '../helpers/events.ts';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 
-// Events (api.md, "Events and webhooks"): recorded with the transition that causes them, listed
+// Events (docs/api.md, "Events and webhooks"): recorded with the transition that causes them, listed
 // with `after`, streamed (Server-Sent Events) by any API replica and resumed from Last-Event-ID.
 // Two API instances share one worker: a stream on the second sees what the first and the worker did.
 

@@ -8,7 +8,7 @@ import { assertProblem, newAccount, type TestAccount } from '../helpers/accounts
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 
-// Background processes (api.md, "Background processes"): started by exec with background: true,
+// Background processes (docs/api.md, "Background processes"): started by exec with background: true,
 // listed, read (and followed), written to and signalled, all through short execs in the sandbox,
 // where the process and its kept output live. Run on both runtimes (PADDOCK_TEST_RUNTIMES).
 

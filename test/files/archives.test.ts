@@ -13,7 +13,7 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { sandboxFor, type FileClient } from './helpers.ts';
 import { tarOf, type TarMember } from './tar-writer.ts';
 
-// Archives (api.md, "Archives"): whole directories in and out as tar or tar.gz, extracted inside
+// Archives (docs/api.md, "Archives"): whole directories in and out as tar or tar.gz, extracted inside
 // the sandbox. Run once per runtime (PADDOCK_TEST_RUNTIME).
 
 const LIMIT = 8 * 1024 * 1024;

@@ -1,4 +1,4 @@
-// Remote MCP at /v1/mcp (api.md, "Remote MCP"): a real MCP client over Streamable HTTP, with the
+// Remote MCP at /v1/mcp (docs/api.md, "Remote MCP"): a real MCP client over Streamable HTTP, with the
 // API key in a header, against a real stack on both runtimes; the tools meet the key's scopes and
 // the tenant checks exactly as direct calls do.
 import { test } from 'node:test';

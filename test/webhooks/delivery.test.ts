@@ -8,7 +8,7 @@ import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { makeCertificate, startReceiver, testNetwork, verifyStandardWebhook, type Receiver } from '../helpers/webhooks.ts';
 
-// Webhook delivery (api.md, "Events and webhooks"), to real HTTPS receivers on loopback reached
+// Webhook delivery (docs/api.md, "Events and webhooks"), to real HTTPS receivers on loopback reached
 // through the injected test network (test/helpers/webhooks.ts): signed as Standard Webhooks say,
 // in order per sandbox, retried on 500 and on timeouts, bounded per endpoint, disabled after
 // failing for the whole retry window, and never connected to a refused address.

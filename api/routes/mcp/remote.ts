@@ -9,7 +9,7 @@ import type { AppContext, AppDeps } from '../../context.ts';
 import { route } from '../route.ts';
 import { REVOKED_DETAIL } from '../../auth/key-sessions.ts';
 
-// Remote MCP (api.md, "Remote MCP"): MCP's Streamable HTTP transport at /v1/mcp, stateless, so any
+// Remote MCP (docs/api.md, "Remote MCP"): MCP's Streamable HTTP transport at /v1/mcp, stateless, so any
 // replica serves any request and no session lives in a process. The tools are those of
 // `paddock mcp serve`, calling this API's own routes in this process with the caller's own key
 // (api/in-process-fetch.ts): each tool call meets the same scopes, allowlist, rate limits, in-flight

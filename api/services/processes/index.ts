@@ -11,7 +11,7 @@ import type { MaskSet } from '../../../shared/exec/masker.ts';
 import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
 import { EXIT, LIST, LIST_MAX, OUTPUT, RUNNER, SIGNAL, START, STDIN } from './scripts.ts';
 
-// Background processes (api.md, "Background processes"): each operation is one short exec of a
+// Background processes (docs/api.md, "Background processes"): each operation is one short exec of a
 // fixed script (scripts.ts) in the sandbox, where the process and its kept output live. Nothing
 // of them is held by an API process, so any replica serves them, before and after a restart.
 

@@ -1,4 +1,4 @@
-// The POSIX sh behind background processes (api.md, "Background processes"). A process and
+// The POSIX sh behind background processes (docs/api.md, "Background processes"). A process and
 // everything Paddock knows of it live in the sandbox, in a directory of its own under PROCS_DIR:
 // any API replica serves it with a short exec, and an API restart loses nothing. The directory
 // is outside /workspace (the tenant's files, archives and globs never meet it) and on the

@@ -15,7 +15,7 @@ export interface PreparedTerminal {
 }
 
 // Shells a terminal may run interactively: the program is what the allowlist decides on, since an
-// interactive shell runs whatever is typed into it (api.md).
+// interactive shell runs whatever is typed into it (docs/api.md, "Terminal").
 const SHELLS = new Set(['sh', 'bash', 'dash', 'ash', 'ksh', 'mksh', 'zsh', 'fish', 'posh', 'yash']);
 
 // The default command, the sandbox's login shell: bash when the image has it, else sh, each only
