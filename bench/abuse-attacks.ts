@@ -2,7 +2,7 @@ import { request, type ClientRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-// The hostile client of bench/abuse.ts, one class of attack per phase (issue 13). It runs in a
+// The hostile client of bench/abuse.ts, one class of attack per phase. It runs in a
 // process of its own (bench/abuse-attacker.ts), as a stranger's client would: its own work must
 // not slow the neighbour's measurements, which share nothing with it but the server.
 

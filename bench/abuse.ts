@@ -8,7 +8,7 @@ import { mintApiKey } from './targets.ts';
 import { call, callOk, createRunningSandbox, percentile, round, startStack, UNLIMITED, type Stack } from './stack.ts';
 import type { Benchmark, BenchRow } from './types.ts';
 
-// A hostile client against a default configuration (issue 13), one class of attack per phase
+// A hostile client against a default configuration, one class of attack per phase
 // (bench/abuse-attacks.ts, run in a process of its own): neighbour accounts' GET of their
 // sandboxes and exec of `echo`, quiet and during each attack, same run; the web's worst
 // event-loop lag and every Paddock process's peak RSS and descriptors per phase.

@@ -11,7 +11,7 @@ import { createRunningSandbox, round, startStack } from './stack.ts';
 import { mintApiKey } from './targets.ts';
 import type { Benchmark, BenchRow } from './types.ts';
 
-// Archive throughput (issue 15): a 256 MiB tree of many files uploaded into a sandbox and
+// Archive throughput: a 256 MiB tree of many files uploaded into a sandbox and
 // downloaded back through the API, against the host's own `tar c | tar x` of the same tree in the
 // same run, with the peak RSS of each Paddock process while it ran.
 

@@ -21,7 +21,7 @@ const HOG_STREAMS = Number(process.env.BENCH_BULK_HOG_STREAMS ?? 4);
 const DOWNLOADS = Number(process.env.BENCH_BULK_DOWNLOADS ?? 2);
 const READS = Number(process.env.BENCH_BULK_READS ?? 20);
 const ROUNDS = Number(process.env.BENCH_BULK_ROUNDS ?? 5);
-// BENCH_BULK_TURN_MS=0: the same run without the fair share (PADDOCK_BULK_TURN_MS=0), the code before it.
+// BENCH_BULK_TURN_MS=0: the same run without the fair share (PADDOCK_BULK_TURN_MS=0), to compare with.
 const TURN_MS = process.env.BENCH_BULK_TURN_MS;
 const MB = 1024 * 1024;
 

@@ -7,7 +7,7 @@ import { mintApiKey, startBurstFloor } from './targets.ts';
 import { call, createRunningSandbox, percentile, round, startStack } from './stack.ts';
 import type { Benchmark, BenchRow } from './types.ts';
 
-// The abuse bench's burst (230 long execs at once, issue 13) looked at closely. There, a neighbour
+// The abuse bench's burst (230 long execs at once) looked at closely. There, a neighbour
 // execs every 100 ms, and whether one of its execs meets the burst's worst moment is chance: the
 // phase's p99 moved between 13 and 138 ms from run to run. Here the neighbour runs `echo` back to
 // back through each burst (its accounts taking turns, each within its default bucket), so one of

@@ -11,7 +11,7 @@ const ACCOUNTS = Number(process.env.BENCH_EXEC_ACCOUNTS ?? 50);
 const LOAD_SECONDS = Number(process.env.BENCH_EXEC_SECONDS ?? 10);
 const LOAD_WARMUP_SECONDS = 2;
 const TRUE = { command: ['true'] };
-/** Issue 17's floor: an exec through the whole control plane costs no more than a fresh bubblewrap. */
+/** The exec's floor: an exec through the whole control plane costs no more than a fresh bubblewrap. */
 const FLOOR_GOAL_RATIO = 1.0;
 // A bare isolated process: every namespace new, the host's /usr read-only, /proc and /dev of its own.
 const BWRAP_TRUE = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',

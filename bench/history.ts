@@ -7,7 +7,7 @@ import { startStack, type Stack } from './stack.ts';
 import { signUp } from './targets.ts';
 import type { Benchmark, BenchContext, BenchRow } from './types.ts';
 
-// Cost flat in history (issue 17): the same operations on two fresh databases side by side, one
+// Cost flat in history: the same operations on two fresh databases side by side, one
 // empty and one holding an account with 100,000 destroyed sandboxes (spread over a year) and
 // 10,000 active sandboxes across 1,000 accounts. Rounds alternate between the two stacks, so the
 // machine's drift weighs on both alike. Rows only: the seeded sandboxes have no runtime sandbox.

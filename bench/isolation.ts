@@ -6,7 +6,7 @@ import { mintApiKey } from './targets.ts';
 import { paddockProcesses, rssOf } from './paddock-processes.ts';
 import { call, createRunningSandbox, percentile, round, startStack } from './stack.ts';
 
-// One tenant attacks, another works beside it (issue 12): the neighbour's exec of `echo` and GET
+// One tenant attacks, another works beside it: the neighbour's exec of `echo` and GET
 // of its sandbox, back to back, on a quiet machine and while the attacker floods output, spins
 // every core it may and writes to disk; the RSS of every Paddock process (web, worker, the web's
 // command spawner) through it all. Same run, same stack, phase after phase.

@@ -3,7 +3,7 @@ import { combine, measure, type LoadFigures, type Target } from './load.ts';
 import type { NodeProcess } from './processes.ts';
 import { signUp, startFloor, startPaddock } from './targets.ts';
 
-// What a refusal costs (issue 13). In the abuse bench an attacker's loops get thousands of 429s in
+// What a refusal costs. In the abuse bench an attacker's loops get thousands of 429s in
 // ten seconds, and each one is a connection's parse, an authentication and an answer on the web's
 // one thread, on the cores every tenant's commands share. Measured as server CPU per answer,
 // against the floor's per served request in the same run (req/s would mostly measure autocannon).

@@ -37,7 +37,7 @@ const WARM_POOL = Number(process.env.BENCH_LOAD_WARM_POOL ?? 0);
 const POOL_FILL_TIMEOUT_MS = 600_000;
 /**
  * The sandboxes' claim on the CPU (PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT): `BENCH_LOAD_SANDBOX_WEIGHT=equal`
- * gives them the weight of any process group (100), the "before" of issue 17's responsiveness goal.
+ * gives them the weight of any process group (100), the "before" of the responsiveness goal.
  */
 const CPU_CLAIM =
   process.env.BENCH_LOAD_SANDBOX_WEIGHT === 'equal' ? '100' : (process.env.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT ?? String(configSchema.shape.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT.parse(undefined)));

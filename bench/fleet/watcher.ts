@@ -5,7 +5,7 @@ import type { BenchRow } from '../types.ts';
 import type { Sample } from './agent.ts';
 import { servedMs } from './tally.ts';
 
-// Issue 17's responsiveness goal: while sandboxes keep every core busy, the control plane still
+// The responsiveness goal: while sandboxes keep every core busy, the control plane still
 // answers. Beside the fleet, accounts spin a busy loop in a sandbox per core (each sandbox
 // gets at most PADDOCK_LOCAL_CPUS of CPU; an account each), and another reads its own sandbox with
 // GET /v1/sandboxes/{id} ten times a second, alternating webs. The sandboxes' claim on the CPU is

@@ -8,7 +8,7 @@ import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
 import { MAX_PIPELINED_PER_CONNECTION } from '../../api/server.ts';
 
-// A stranger holding the API's connections (issue 13): half-sent headers, trickled bodies after an
+// A stranger holding the API's connections: half-sent headers, trickled bodies after an
 // early refusal, many idle connections from one address. Each must cost the server a bounded time
 // and a bounded number of descriptors, and a neighbour must still be served. And a client is never
 // reset for its number of connections: past its address's allowance it is answered, and served if

@@ -9,8 +9,8 @@ import { eventually } from '../helpers/eventually.ts';
 
 // A burst of requests, a stranger's included, must not make PostgreSQL fork backends while it lasts:
 // each new connection cost it 36 to 45 ms of CPU in the abuse bench, on the cores every tenant's
-// commands share (issue 13), and under a saturated host a connection opened on demand took more
-// than its 3 s to open and the request answered 503 (issue 17's load bench). Both of an API
+// commands share, and under a saturated host a connection opened on demand took more
+// than its 3 s to open and the request answered 503 (`npm run bench:load`). Both of an API
 // process's pools, the hot reads' and the ORM's, are opened whole at start and kept whole.
 
 const POOL = 4;

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-// The CLI as users install it (issue 14): `npm pack ./cli` (its prepack builds the bundle), then
+// The CLI as users install it: `npm pack ./cli` (its prepack builds the bundle), then
 // the tarball installed offline into a temporary prefix, then `paddock` run from there on the
 // system's own Node (20 here), not the server's.
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { CLIENT_TYPES_FILE, generateClientTypes } from '../../scripts/gen-client-types.ts';
 
-// The SDK's types come from the contract (issue 14): shared/sdk/api-types.ts is generated from the
+// The SDK's types come from the contract: shared/sdk/api-types.ts is generated from the
 // OpenAPI document, and this fails when the checked-in file has drifted from it (a route or schema
 // changed without `npm run gen:types`). shared/sdk/types.ts checks its own names against it at
 // compile time.

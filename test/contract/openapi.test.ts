@@ -4,7 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApi } from '../../api/openapi.ts';
 import { allRoutes } from '../../api/routes/index.ts';
 
-// The one contract (issue 14): the OpenAPI document generated from the route specs is a valid
+// The one contract: the OpenAPI document generated from the route specs is a valid
 // OpenAPI 3.1 document (checked by a real validator against the specification's own schema), names
 // every operation and schema, and declares the headers and error codes each operation answers.
 

@@ -14,7 +14,7 @@ import { createSandbox } from '../helpers/sandboxes.ts';
 import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import pg from 'pg';
 
-// `npm start` on a host where other stacks run (issue 14): its worker takes a free metrics port,
+// `npm start` on a host where other stacks run: its worker takes a free metrics port,
 // and it says "Paddock is running" only once the web and the worker both are; a worker that
 // cannot start stops the stack with a message instead.
 

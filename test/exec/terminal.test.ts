@@ -312,7 +312,7 @@ async function openAdmitted(path: string, key: string): Promise<Terminal> {
 
 test('a resize and keystrokes sent as the terminal opens are applied in order once it runs (xterm.js fit sends that resize)', async () => {
   const { a, id } = await setup();
-  // Ten times: the resize used to be lost about one time in four.
+  // Ten times: a resize lost to a race shows within a few tries.
   for (let i = 0; i < 10; i++) {
     const t = await openAdmitted(`/v1/sandboxes/${id}/terminal?cols=80&rows=24&command=sh`, a.key);
     // In the same tick as the open: before the terminal's command has started.

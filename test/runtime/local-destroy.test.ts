@@ -12,7 +12,7 @@ import { newId } from '../../shared/ids.ts';
 import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import { createLogger } from '../../shared/logger.ts';
 
-// Destroy against what a sandbox can make of its files (issue 13): a tree deeper than PATH_MAX
+// Destroy against what a sandbox can make of its files: a tree deeper than PATH_MAX
 // made destroy fail forever, and 600k files took 30 s and 1.45 GB. Destroy ends once nothing of
 // the sandbox runs; its files go afterwards, in bounded memory, whatever their shape.
 

@@ -9,7 +9,7 @@ import { hostProcesses } from '../helpers/processes.ts';
 
 // The nsenter path (sandboxes without their agent: see local-agent.test.ts for the agent's).
 // Descriptor exhaustion in the spawner: the commands that find no descriptors fail, and nothing
-// else does (issue 13: an 'error' listener attached after the first use of a child's streams let
+// else does (an 'error' listener attached after the first use of a child's streams let
 // one EMFILE take down the spawner and every tenant's running command).
 
 const RUNTIME_MODULE = new URL('../../shared/runtime/local/index.ts', import.meta.url).href;

@@ -11,7 +11,7 @@ import { createSandbox } from '../helpers/sandboxes.ts';
 import { Redis } from 'ioredis';
 import { createSandboxQueue, jobCatalogue } from '../../shared/jobs/catalogue.ts';
 
-// The warm pool (issue 17): sandboxes started ahead of demand, of no account, claimed by creates.
+// The warm pool: sandboxes started ahead of demand, of no account, claimed by creates.
 const POOL = 2;
 const CAP_SECONDS = 600;
 const stack = await startDeployment({

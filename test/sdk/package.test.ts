@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-// @paddock/sdk as users install it (issue 14): packed (its prepack builds it), installed offline
+// @paddock/sdk as users install it: packed (its prepack builds it), installed offline
 // into a project of its own, imported by the system's Node 20 and type-checked by a consumer.
 
 const root = resolve(import.meta.dirname, '../..');

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { PaddockApiError, PaddockClient } from '../../shared/sdk/index.ts';
 
-// The SDK's retries (issue 14): idempotent calls wait out a Retry-After and try again; anything
+// The SDK's retries: idempotent calls wait out a Retry-After and try again; anything
 // else, or a wait longer than the client allows, is thrown at once; a signal cuts the wait short.
 
 async function serve(answer: (req: IncomingMessage, res: ServerResponse, n: number) => void) {

@@ -8,7 +8,7 @@ import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 
-// Admission control (issue 13): the token buckets bound how often work starts, these caps how
+// Admission control: the token buckets bound how often work starts, these caps how
 // much of it is in progress at once, per sandbox and per account, across every replica.
 
 const stack = await startSandboxStack({

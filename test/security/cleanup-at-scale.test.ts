@@ -6,7 +6,7 @@ import { newAccount, type TestAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 
-// Issue 13's kill storm and destroy that does not finish, through HTTP rather than at the runtime:
+// A hostile tenant's kill storm and destroy that does not finish, through HTTP rather than at the runtime:
 // many commands timing out at once, each leaving processes that left its session, and the destroy
 // of a sandbox holding a tree deeper than the host's PATH_MAX. Runs on both runtimes.
 

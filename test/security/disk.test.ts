@@ -7,7 +7,7 @@ import { newAccount, type TestAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 
-// Disk quotas for local sandboxes (issue 12 item 4): a tenant writing without end meets ENOSPC
+// Disk quotas for local sandboxes: a tenant writing without end meets ENOSPC
 // inside its own disk, never the host's file system (which holds PostgreSQL too); the space is
 // reclaimed at destroy. And what a sandbox can read names no host path (item 10).
 

@@ -10,7 +10,7 @@ import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { recordedExecUrls } from '../k8s-standin/exec.ts';
 
-// A tenant attacking the exec path through HTTP (issue 12): output floods, argv and environment
+// A tenant attacking the exec path through HTTP: output floods, argv and environment
 // tricks against the allowlist, secrets on the host's process table, processes that fork away
 // from a timeout, and environments too large for execve. Runs on both runtimes.
 

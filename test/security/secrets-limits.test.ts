@@ -5,7 +5,7 @@ import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { newId } from '../../shared/ids.ts';
 
-// One account storing secrets without end (issue 13: 4,897 secrets of 32 KiB in 15 s, then every
+// One account storing secrets without end (4,897 secrets of 32 KiB in 15 s, then every
 // exec failed): count and bytes are capped per account and per sandbox, exactly, also under
 // concurrent requests, and replacing a secret at the cap still works.
 

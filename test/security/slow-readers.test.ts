@@ -7,7 +7,7 @@ import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 
-// A client that asks for a large buffered answer and never reads it (issue 13): the answer is
+// A client that asks for a large buffered answer and never reads it: the answer is
 // dropped after the write timeout, and what the request held (its in-flight lease) is freed.
 
 const OUTPUT_MAX = 4 * 1024 * 1024;

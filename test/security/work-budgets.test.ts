@@ -6,7 +6,7 @@ import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 
-// Work on the API's event loop that an attacker's input could make large (issue 13): a crafted
+// Work on the API's event loop that an attacker's input could make large: a crafted
 // glob over a crafted tree, and a view of the first line of a file made of newlines alone. The
 // API, its runtime and (on kubernetes) the stand-in all run in this process, so the event loop's
 // delay here is what a neighbour's request would wait.
