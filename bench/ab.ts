@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startServices } from '../scripts/services.ts';
-import { migrateDatabase } from '../shared/db/orm.ts';
+import { migrateDatabase } from '../migrations/migrate.ts';
 import { combine, loadSettingsFromEnv, measure, type LoadFigures, type Target } from './load.ts';
 import { killAll, type NodeProcess } from './processes.ts';
 import { mintApiKey, startFloor, startPaddock } from './targets.ts';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { migrateDatabase } from '../shared/db/orm.ts';
+import { migrateDatabase } from '../migrations/migrate.ts';
 import { ROLLUP_OF_DESTROYED, secondsUsedSql } from '../shared/usage/billing.ts';
 import { RECENT_USAGE_ACCOUNTS } from '../workers/events-sweep.ts';
 import { SWEEP_READS } from '../shared/repositories/sandboxes.ts';

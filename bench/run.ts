@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startServices } from '../scripts/services.ts';
-import { migrateDatabase } from '../shared/db/orm.ts';
+import { migrateDatabase } from '../migrations/migrate.ts';
 import { benchmarks } from './index.ts';
 import { loadSettingsFromEnv } from './load.ts';
 import { describeMachine } from './machine.ts';

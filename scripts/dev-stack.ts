@@ -9,7 +9,8 @@ import { delimiter, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { reachableDir, startServices } from './services.ts';
 import { bindListener, type HandedListener } from './listener.ts';
-import { openOrm, migrate } from '../shared/db/orm.ts';
+import { openOrm } from '../shared/db/orm.ts';
+import { migrateDatabase } from '../migrations/migrate.ts';
 import { parseConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { createRuntime } from '../shared/runtime/index.ts';
@@ -103,9 +104,7 @@ const env: NodeJS.ProcessEnv = {
   PADDOCK_WORKER_METRICS_PORT: process.env.PADDOCK_WORKER_METRICS_PORT ?? '0',
 };
 
-const orm = await openOrm(services.databaseUrl, 2);
-const applied = await migrate(orm, services.databaseUrl);
-await orm.close(true);
+const applied = await migrateDatabase(services.databaseUrl);
 if (applied.length) say(`migrations applied: ${applied.join(', ')}`);
 
 /**

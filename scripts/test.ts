@@ -12,7 +12,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { startServices } from './services.ts';
 import { findTestFiles, planTests } from './test-plan.ts';
-import { migrateDatabase } from '../shared/db/orm.ts';
+import { migrateDatabase } from '../migrations/migrate.ts';
 import { TEST_SANDBOXES_CPU_WEIGHT } from '../test/helpers/config.ts';
 
 const root = resolve(import.meta.dirname, '..');

@@ -1,10 +1,8 @@
 import { MikroORM, type EntityManager, type Options } from '@mikro-orm/postgresql';
-import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities.ts';
 import pg from 'pg';
 import type { Logger } from '../logger.ts';
 import { releaseOnFailedBegin } from './failed-begin.ts';
-import { migrationsList } from '../../migrations/index.ts';
 
 export type { MikroORM };
 
@@ -15,7 +13,6 @@ export function ormOptions(databaseUrl: string, poolMax = 10, pool: PoolShape = 
   return {
     clientUrl: databaseUrl,
     entities,
-    extensions: [Migrator],
     discovery: { warnWhenNoEntities: false },
     pool: { min: pool === 'fixed' ? poolMax : warmConnections(poolMax), max: poolMax },
     // Queries fail instead of waiting forever when the database is unreachable or stuck.
@@ -25,14 +22,6 @@ export function ormOptions(databaseUrl: string, poolMax = 10, pool: PoolShape = 
       query_timeout: 35_000,
       onPoolCreated: releaseOnFailedBegin,
       ...(applicationName ? { application_name: applicationName } : {}),
-    },
-    migrations: {
-      migrationsList,
-      tableName: 'paddock_migrations',
-      transactional: true,
-      allOrNothing: true,
-      snapshot: false,
-      silent: true,
     },
     debug: false,
   };
@@ -113,34 +102,6 @@ export async function openOrm(databaseUrl: string, poolMax = 10, pool: PoolShape
   }
   return orm;
 }
-
-/**
- * Applies pending migrations. A session-level advisory lock, held on a connection of its own,
- * makes concurrent release runs (several deploys at once) wait for each other.
- */
-export async function migrate(orm: MikroORM, databaseUrl: string): Promise<string[]> {
-  const lockClient = new pg.Client({ connectionString: databaseUrl });
-  await lockClient.connect();
-  try {
-    await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
-    const done = await orm.migrator.up();
-    return done.map((m) => m.name);
-  } finally {
-    await lockClient.end();
-  }
-}
-
-/** Brings the database at `databaseUrl` to the current schema with an ORM of its own, closed after. */
-export async function migrateDatabase(databaseUrl: string): Promise<string[]> {
-  const orm = await openOrm(databaseUrl, 2);
-  try {
-    return await migrate(orm, databaseUrl);
-  } finally {
-    await orm.close(true);
-  }
-}
-
-const MIGRATION_LOCK_ID = 7_361_001;
 
 /** How long a shutdown waits for a pool's connections to be given back before it closes without them. */
 export const POOL_CLOSE_TIMEOUT_MS = 5000;

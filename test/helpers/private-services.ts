@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { asPostgres, freePort, postgresBinDir, postgresIds, redisAnswers } from '../../scripts/services.ts';
-import { migrateDatabase } from '../../shared/db/orm.ts';
+import { migrateDatabase } from '../../migrations/migrate.ts';
 
 // PostgreSQL and Redis of one test file's own, for fault tests that stop and start them: the
 // shared services the test runner started stay untouched for the files running in parallel.

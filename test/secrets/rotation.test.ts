@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Config } from '../../shared/config.ts';
-import { migrateDatabase } from '../../shared/db/orm.ts';
+import { migrateDatabase } from '../../migrations/migrate.ts';
 import { ensureDatabase } from '../../scripts/services.ts';
 import { SecretCipher, secretContext } from '../../shared/secrets/cipher.ts';
 import { startApi } from '../../api/server.ts';
