@@ -1,7 +1,6 @@
 import pg from 'pg';
 import { migrateDatabase } from '../migrations/migrate.ts';
-import { ROLLUP_OF_DESTROYED, secondsUsedSql } from '../shared/usage/billing.ts';
-import { RECENT_USAGE_ACCOUNTS } from '../workers/events-sweep.ts';
+import { RECENT_USAGE_ACCOUNTS, ROLLUP_OF_DESTROYED, secondsUsedSql } from '../shared/repositories/usage.ts';
 import { SWEEP_READS } from '../shared/repositories/sandboxes.ts';
 import { startStack, type Stack } from './stack.ts';
 import { signUp } from './targets.ts';

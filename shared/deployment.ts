@@ -7,6 +7,6 @@ import type { Config } from './config.ts';
  * the sandbox it would destroy lives in another runtime, and its events belong to the other's
  * workers (their keys and webhook transport).
  */
-export function deploymentOf(config: Config): string {
+export function deploymentOf(config: Pick<Config, 'PADDOCK_REDIS_PREFIX'>): string {
   return config.PADDOCK_REDIS_PREFIX;
 }

@@ -1,8 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queue } from 'bullmq';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { ormPool } from '../shared/db/orm.ts';
 import { activeCountsByStatus } from '../shared/repositories/sandboxes.ts';
+import { countDisabledEndpoints, countRetriesPending } from '../shared/repositories/webhooks.ts';
 
 export interface WorkerMetrics {
   registry: Registry;
@@ -17,7 +18,7 @@ export interface WorkerMetrics {
 }
 
 /** Figures an operator watches; queue depth and active sandboxes are read at scrape time. */
-export function createWorkerMetrics(sources?: { queue: Queue; orm: MikroORM }): WorkerMetrics {
+export function createWorkerMetrics(sources?: { queue: Queue; unitOfWork: () => EntityManager }): WorkerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'paddock_worker_' });
   if (sources) {
@@ -37,12 +38,12 @@ export function createWorkerMetrics(sources?: { queue: Queue; orm: MikroORM }): 
       labelNames: ['status'],
       registers: [registry],
       async collect() {
-        const counts = await activeCountsByStatus(await ormPool(sources.orm.em.fork()));
+        const counts = await activeCountsByStatus(await ormPool(sources.unitOfWork()));
         this.reset();
         for (const { status, count } of counts) this.set({ status }, count);
       },
     });
-    webhookGauges(registry, sources.orm);
+    webhookGauges(registry, sources.unitOfWork);
   }
   return {
     registry,
@@ -101,14 +102,13 @@ export function createWorkerMetrics(sources?: { queue: Queue; orm: MikroORM }): 
 }
 
 /** Read from PostgreSQL at scrape time, so every worker reports the same figures. */
-function webhookGauges(registry: Registry, orm: MikroORM): void {
+function webhookGauges(registry: Registry, unitOfWork: () => EntityManager): void {
   new Gauge({
     name: 'paddock_webhook_retries_pending',
     help: 'Webhook deliveries that failed at least once and will be tried again',
     registers: [registry],
     async collect() {
-      const [row] = await orm.em.fork().execute<{ n: string }[]>("select count(*) as n from webhook_deliveries where state = 'pending' and attempts > 0");
-      this.set(Number(row?.n ?? 0));
+      this.set(await countRetriesPending(unitOfWork()));
     },
   });
   new Gauge({
@@ -116,8 +116,7 @@ function webhookGauges(registry: Registry, orm: MikroORM): void {
     help: 'Webhook endpoints disabled after failing for the whole retry window',
     registers: [registry],
     async collect() {
-      const [row] = await orm.em.fork().execute<{ n: string }[]>('select count(*) as n from webhook_endpoints where disabled_at is not null');
-      this.set(Number(row?.n ?? 0));
+      this.set(await countDisabledEndpoints(unitOfWork()));
     },
   });
 }

@@ -2,10 +2,11 @@ import pg from 'pg';
 import { ormPool } from '../shared/db/orm.ts';
 import { activeOrPooledIds, overdueSandboxIds, stuckPendingSandboxIds, terminatingSandboxes } from '../shared/repositories/sandboxes.ts';
 import { deploymentOf } from '../shared/deployment.ts';
+import { trySessionLock } from '../shared/repositories/database.ts';
 import type { WorkerDeps } from './context.ts';
 import { destroySandbox } from './processors/destroy-sandbox.ts';
 import { failSandbox, notReadyMessage } from './processors/create-sandbox.ts';
-import { sweepEvents, type EventSweepReport } from './events-sweep.ts';
+import { sweepEvents, type EventSweepDeps, type EventSweepReport } from './events-sweep.ts';
 import { tendWarmPool } from './warm-pool-sweep.ts';
 import { jobCatalogue } from '../shared/jobs/catalogue.ts';
 
@@ -62,8 +63,7 @@ export async function sweepOnce(deps: WorkerDeps): Promise<SweepReport | undefin
   lock.on('error', (err: Error) => deps.log.warn({ err: err.message }, 'reaper lock connection lost'));
   await lock.connect();
   try {
-    const { rows } = await lock.query<{ ok: boolean }>('select pg_try_advisory_lock($1, hashtext($2)) as ok', [REAPER_LOCK_CLASS, deploymentOf(deps.config)]);
-    if (!rows[0]?.ok) return undefined;
+    if (!(await trySessionLock(lock, REAPER_LOCK_CLASS, deploymentOf(deps.config)))) return undefined;
     return await sweep(deps);
   } finally {
     await lock.end();
@@ -93,7 +93,7 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
 
   await em.getConnection().execute(`delete from idempotency_keys where created_at < now() - interval '${IDEMPOTENCY_RETENTION_HOURS} hours'`);
   // After the sandboxes' own work, which it must never hold up; its failure is its own.
-  const events = await sweepEvents(deps, (ids, work) => inParallel(ids, work, deps)).catch((err: unknown) => {
+  const events = await sweepEvents(eventSweepDeps(deps), (ids, work) => inParallel(ids, work, deps)).catch((err: unknown) => {
     deps.log.warn({ err }, 'events sweep failed');
     return undefined;
   });
@@ -133,4 +133,8 @@ async function inParallel<T>(items: T[], work: (item: T) => Promise<unknown>, de
     }
   });
   await Promise.all(lanes);
+}
+
+function eventSweepDeps(deps: WorkerDeps): EventSweepDeps {
+  return { unitOfWork: () => deps.orm.em.fork(), config: deps.config, redis: deps.redis, webhookQueue: deps.webhookQueue, events: deps.events };
 }

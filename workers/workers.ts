@@ -36,9 +36,24 @@ const PROCESSORS: Record<JobName, Processor> = {
   refill: refillPoolJob,
 };
 
+// The webhook processors take only what they use, cut here from the worker's whole set.
 const WEBHOOK_PROCESSORS: Record<WebhookJobName, Processor> = {
-  dispatch: dispatchEventJob,
-  deliver: deliverWebhookJob,
+  dispatch: (job, deps) => dispatchEventJob(job, { unitOfWork: () => deps.orm.em.fork(), webhookQueue: deps.webhookQueue }),
+  deliver: (job, deps, token) =>
+    deliverWebhookJob(
+      job,
+      {
+        unitOfWork: () => deps.orm.em.fork(),
+        config: deps.config,
+        metrics: deps.metrics,
+        leases: deps.leases,
+        turns: deps.turns,
+        webhookCipher: deps.webhookCipher,
+        transport: deps.transport,
+        events: deps.events,
+      },
+      token,
+    ),
 };
 
 export interface RunningWorkers {
@@ -83,7 +98,7 @@ export async function startWorkers(
     redis: queueRedis,
     runtime,
     log,
-    metrics: createWorkerMetrics({ queue, orm }),
+    metrics: createWorkerMetrics({ queue, unitOfWork: () => orm.em.fork() }),
     webhookQueue,
     // The workers only mark views stale: the API replicas read them.
     events: new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log, new ReadViews(queueRedis, config.PADDOCK_REDIS_PREFIX, 0)),

@@ -1,4 +1,4 @@
-import type { WebhookRow, AttemptRow } from '../services/webhooks.ts';
+import type { WebhookRow, AttemptRow } from '../../shared/repositories/webhooks.ts';
 import { isoOf } from '../../shared/db/timestamps.ts';
 
 /** Never the secret: only the create and rotate answers carry it, once. */

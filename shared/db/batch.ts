@@ -1,8 +1,9 @@
 import type { PoolClient, QueryResult } from 'pg';
 import { ormPool } from './orm.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { isNumbered, positional } from './placeholders.ts';
 
-/** SQL with `?` placeholders and its values, as the ORM's `execute` takes them. */
+/** SQL with numbered placeholders ($1, $2, ...) and its values. */
 export interface Statement {
   sql: string;
   params: readonly unknown[];
@@ -78,7 +79,12 @@ export async function inBatchedTransaction<T>(em: EntityManager, work: (tx: Batc
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    const tx = new BatchedTransaction(client, (sql, params) => platform.formatQuery(sql, params as unknown[]));
+    const tx = new BatchedTransaction(client, (sql, params) => {
+      // A statement with no numbered placeholder is formatted as written: it names no value, or
+      // it names its values with `?` (the idempotency keys' statements still do).
+      const p = isNumbered(sql) ? positional(sql, params) : { sql, params: params as unknown[] };
+      return platform.formatQuery(p.sql, p.params);
+    });
     try {
       const result = await work(tx);
       if (tx.open) await tx.commitWith([]);

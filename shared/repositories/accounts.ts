@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
-import { secondsUsedSql, type UsageParts } from '../usage/billing.ts';
+import type { UsageParts } from '../usage/billing.ts';
+import { secondsUsedSql } from './usage.ts';
 import type { Rows, Statement } from '../db/batch.ts';
 
 // The account aggregate with its usage: its quota overrides, its active sandboxes and the month's
@@ -79,7 +80,7 @@ export async function accountWithUsage(pool: Pool, accountId: string, periodStar
  * waited for.
  */
 export function lockAccountStatement(accountId: string): Statement {
-  return { sql: 'select concurrent_sandboxes_limit, monthly_sandbox_hours_limit from accounts where id = ? for update', params: [accountId] };
+  return { sql: 'select concurrent_sandboxes_limit, monthly_sandbox_hours_limit from accounts where id = $1 for update', params: [accountId] };
 }
 
 export function overridesFrom(rows: Rows): LimitOverrides | undefined {
@@ -89,10 +90,9 @@ export function overridesFrom(rows: Rows): LimitOverrides | undefined {
 
 /** The account's active sandboxes and sandbox-hours in the month from `periodStart`, in one statement. */
 export function usageStatement(accountId: string, periodStart: Date): Statement {
-  // secondsUsedSql names the account, the month, the month again, then the account.
   return {
-    sql: `select (${activeCount('?')}) as active, (${secondsUsedSql('?', '?')}) as seconds`,
-    params: [accountId, accountId, periodStart, periodStart, accountId],
+    sql: `select (${activeCount('$1')}) as active, (${secondsUsedSql('$2', '$1')}) as seconds`,
+    params: [accountId, periodStart],
   };
 }
 

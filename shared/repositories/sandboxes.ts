@@ -1,4 +1,6 @@
 import type { Pool } from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { execute } from '../db/placeholders.ts';
 import type { DestroyReason, Sandbox } from '../db/entities.ts';
 import type { Statement } from '../db/batch.ts';
 import { dateOf } from '../db/timestamps.ts';
@@ -46,7 +48,7 @@ const OWN_SANDBOX_WITH_POLICY = {
 export function insertSandboxStatement(sandbox: Sandbox): Statement {
   return {
     sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment)
-     values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?)`,
+     values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12)`,
     params: [
       sandbox.id,
       sandbox.accountId,
@@ -147,12 +149,12 @@ export async function listOwnSandboxes(
 
 /** pending → running; a row (its id) when it applied. */
 export function runningStatement(id: string, readyAt: Date): Statement {
-  return { sql: `update sandboxes set status = 'running', ready_at = ? where id = ? and state = 'active' and status = 'pending' returning id`, params: [readyAt, id] };
+  return { sql: `update sandboxes set status = 'running', ready_at = $1 where id = $2 and state = 'active' and status = 'pending' returning id`, params: [readyAt, id] };
 }
 
 /** A row when the sandbox runs since `readyAt`: the running update sent ahead in the same batch applied. */
 export function runningSinceStatement(id: string, readyAt: Date): Statement {
-  return { sql: `select 1 from sandboxes where id = ? and status = 'running' and ready_at = ?`, params: [id, readyAt] };
+  return { sql: `select 1 from sandboxes where id = $1 and status = 'running' and ready_at = $2`, params: [id, readyAt] };
 }
 
 /** active → destroyed (status failed when its reason is, else terminated); the row as it now is when it applied. */
@@ -160,26 +162,26 @@ export function destroyedStatement(id: string, reason: DestroyReason, destroyedA
   return {
     sql: `update sandboxes
             set state = 'destroyed',
-                status = case when coalesce(destroy_reason, ?) = 'failed' then 'failed' else 'terminated' end,
-                destroyed_at = ?,
-                destroy_reason = coalesce(destroy_reason, ?),
-                failure_message = coalesce(?, failure_message)
-          where id = ? and state = 'active'
+                status = case when coalesce(destroy_reason, $1) = 'failed' then 'failed' else 'terminated' end,
+                destroyed_at = $2,
+                destroy_reason = coalesce(destroy_reason, $1),
+                failure_message = coalesce($3, failure_message)
+          where id = $4 and state = 'active'
           returning ${SANDBOX_COLUMNS}`,
-    params: [reason, destroyedAt, reason, failureMessage ? failureMessage.slice(0, 1000) : null, id],
+    params: [reason, destroyedAt, failureMessage ? failureMessage.slice(0, 1000) : null, id],
   };
 }
 
 /** The secrets of the sandbox's own, which go with it. */
 export function dropOwnSecretsStatement(id: string): Statement {
-  return { sql: 'delete from secrets where sandbox_id = ?', params: [id] };
+  return { sql: 'delete from secrets where sandbox_id = $1', params: [id] };
 }
 
 /** Marks an active sandbox near its cap warned, once; the row when it applied. */
 export function expiryWarnedStatement(id: string): Statement {
   return {
     sql: `update sandboxes set expiry_warned_at = now()
-           where id = ? and state = 'active' and expiry_warned_at is null and expires_at > now()
+           where id = $1 and state = 'active' and expiry_warned_at is null and expires_at > now()
            returning ${SANDBOX_COLUMNS}`,
     params: [id],
   };
@@ -234,6 +236,17 @@ export async function stuckPendingSandboxIds(pool: Pool, deployment: string, cut
 export async function terminatingSandboxes(pool: Pool, deployment: string, limit: number): Promise<{ id: string; destroyReason: DestroyReason | null }[]> {
   const { rows } = await pool.query<{ id: string; destroy_reason: DestroyReason | null }>({ ...SWEEP_READS.terminating, values: [deployment, limit] });
   return rows.map((r) => ({ id: r.id, destroyReason: r.destroy_reason }));
+}
+
+/** Active sandboxes of the deployment whose expiry warning is due and not sent: their delayed job was lost. */
+export async function expiryWarningsDue(em: EntityManager, deployment: string, limit: number): Promise<string[]> {
+  const rows = await execute<{ id: string }>(
+    em,
+    `select id from sandboxes where state = 'active' and expiry_warned_at is null
+        and expiry_warning_at <= now() and expires_at > now() and (deployment = $1 or deployment is null) limit $2`,
+    [deployment, limit],
+  );
+  return rows.map((r) => r.id);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Rows, Statement } from '../db/batch.ts';
+import { execute } from '../db/placeholders.ts';
 
 // The warm pool's rows (shared/pool/warm-pool.ts says what the pool is): one per pooled sandbox,
 // `starting` from before its runtime create until it is `ready`; a claim deletes it. Every read
@@ -8,23 +9,23 @@ import type { Rows, Statement } from '../db/batch.ts';
 
 /** How many the pool holds of an image in a deployment, starting or ready. */
 export async function countPooled(em: EntityManager, deployment: string, image: string): Promise<number> {
-  const [row] = await em.execute<{ held: number }[]>(`select count(*)::int as held from warm_sandboxes where deployment = ? and image = ?`, [deployment, image]);
+  const [row] = await execute<{ held: number }>(em, `select count(*)::int as held from warm_sandboxes where deployment = $1 and image = $2`, [deployment, image]);
   return row?.held ?? 0;
 }
 
 /** Its row before its runtime sandbox: a crash between the two leaves a row the sweep removes, never a runtime sandbox it cannot tell from an orphan. */
 export async function addStarting(em: EntityManager, id: string, deployment: string, image: string): Promise<void> {
-  await em.execute(`insert into warm_sandboxes (id, deployment, image, status) values (?, ?, ?, 'starting')`, [id, deployment, image]);
+  await execute(em, `insert into warm_sandboxes (id, deployment, image, status) values ($1, $2, $3, 'starting')`, [id, deployment, image]);
 }
 
 export async function markReady(em: EntityManager, id: string): Promise<void> {
-  await em.execute(`update warm_sandboxes set status = 'ready', ready_at = now() where id = ?`, [id]);
+  await execute(em, `update warm_sandboxes set status = 'ready', ready_at = now() where id = $1`, [id]);
 }
 
 /** Takes these out of the pool; answers those it held. */
 export async function removePooled(em: EntityManager, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  return (await em.execute<{ id: string }[]>('delete from warm_sandboxes where id in (?) returning id', [ids])).map((r) => r.id);
+  return (await execute<{ id: string }>(em, 'delete from warm_sandboxes where id in ($1) returning id', [ids])).map((r) => r.id);
 }
 
 export interface StaleRules {
@@ -41,14 +42,15 @@ export interface StaleRules {
 
 /** Takes out of the pool, in one statement, what it should no longer hold; answers their ids. */
 export async function removeStale(em: EntityManager, rules: StaleRules): Promise<string[]> {
-  const rows = await em.execute<{ id: string }[]>(
+  const rows = await execute<{ id: string }>(
+    em,
     `delete from warm_sandboxes w
-      where w.deployment = ? and (
-            (w.status = 'starting' and w.created_at < now() - make_interval(secs => ?))
-         or (w.status = 'ready' and w.ready_at < now() - make_interval(secs => ?))
-         or w.image not in (?)
+      where w.deployment = $1 and (
+            (w.status = 'starting' and w.created_at < now() - make_interval(secs => $2))
+         or (w.status = 'ready' and w.ready_at < now() - make_interval(secs => $3))
+         or w.image not in ($4)
          or w.id in (select id from (select id, row_number() over (partition by image order by ready_at desc nulls first) as n
-                                       from warm_sandboxes where deployment = ?) r where r.n > ?))
+                                       from warm_sandboxes where deployment = $1) r where r.n > $5))
       returning w.id`,
     [
       rules.deployment,
@@ -56,7 +58,6 @@ export async function removeStale(em: EntityManager, rules: StaleRules): Promise
       rules.readySeconds,
       // A list is spelled out as placeholders, and `in ()` is not SQL: no image is the empty name.
       rules.images.length > 0 ? rules.images : [''],
-      rules.deployment,
       rules.size,
     ],
   );
@@ -65,7 +66,7 @@ export async function removeStale(em: EntityManager, rules: StaleRules): Promise
 
 /** The ids of those ready since before `at`. */
 export async function readyBefore(em: EntityManager, deployment: string, at: Date): Promise<string[]> {
-  return (await em.execute<{ id: string }[]>(`select id from warm_sandboxes where deployment = ? and status = 'ready' and ready_at < ?`, [deployment, at])).map((r) => r.id);
+  return (await execute<{ id: string }>(em, `select id from warm_sandboxes where deployment = $1 and status = 'ready' and ready_at < $2`, [deployment, at])).map((r) => r.id);
 }
 
 /**
@@ -76,7 +77,7 @@ export async function readyBefore(em: EntityManager, deployment: string, at: Dat
 export function claimWarmStatement(deployment: string, image: string): Statement {
   return {
     sql: `delete from warm_sandboxes where id = (
-       select id from warm_sandboxes where deployment = ? and image = ? and status = 'ready' order by ready_at limit 1 for update skip locked)
+       select id from warm_sandboxes where deployment = $1 and image = $2 and status = 'ready' order by ready_at limit 1 for update skip locked)
      returning id`,
     params: [deployment, image],
   };

@@ -1,32 +1,44 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../../shared/config.ts';
+import type { EventAnnouncer } from '../../shared/events/announce.ts';
 import { parseWebhookPayload } from '../../shared/jobs/webhooks.ts';
-import { presentEvent, type EventType } from '../../shared/events/types.ts';
-import { recordEvent } from '../../shared/events/record.ts';
+import type { LeaseTurns } from '../../shared/jobs/turns.ts';
+import type { InFlightLeases } from '../../shared/leases.ts';
+import { presentEvent } from '../../shared/events/types.ts';
+import { earlierPending, finishDelivery, findDelivery, recordAttempt, type DeliveryRow } from '../../shared/repositories/webhooks.ts';
+import type { SecretCipher } from '../../shared/secrets/cipher.ts';
 import { retryDelayMs } from '../../shared/webhooks/backoff.ts';
 import { signedHeaders } from '../../shared/webhooks/signing.ts';
 import { webhookSecretContext } from '../../shared/webhooks/secrets.ts';
 import { checkWebhookUrl } from '../../shared/webhooks/url-policy.ts';
-import { attemptDelivery, type AttemptResult } from '../../shared/webhooks/transport.ts';
-import type { WorkerDeps } from '../context.ts';
+import { attemptDelivery, type AttemptResult, type WebhookTransport } from '../../shared/webhooks/transport.ts';
+import type { WorkerMetrics } from '../metrics.ts';
 
-interface DeliveryRow {
-  state: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  next_attempt_at: Date | null;
-  sandbox_id: string | null;
-  event_seq: string;
-  account_id: string;
-  url: string;
-  disabled_at: Date | null;
-  secret_ciphertext: Buffer;
-  previous_secret_ciphertext: Buffer | null;
-  previous_secret_expires_at: Date | null;
-  last_success_at: Date | null;
-  event_type: EventType;
-  event_data: Record<string, unknown>;
-  event_created_at: Date;
-  target_endpoint_id: string | null;
+export interface DeliveryDeps {
+  /** A unit of work of its own for each job. */
+  unitOfWork: () => EntityManager;
+  config: Pick<
+    Config,
+    | 'PADDOCK_WEBHOOK_CONCURRENCY_PER_ENDPOINT'
+    | 'PADDOCK_WEBHOOK_CONCURRENCY_PER_ACCOUNT'
+    | 'PADDOCK_WEBHOOK_TIMEOUT_SECONDS'
+    | 'PADDOCK_WEBHOOK_ALLOW_LOCAL'
+    | 'PADDOCK_WEBHOOK_RESPONSE_MAX_BYTES'
+    | 'PADDOCK_WEBHOOK_RETRY_HOURS'
+    | 'PADDOCK_WEBHOOK_BACKOFF_BASE_MS'
+    | 'PADDOCK_WEBHOOK_BACKOFF_MAX_SECONDS'
+  >;
+  metrics: Pick<WorkerMetrics, 'webhookDeferrals' | 'webhookDeliveries' | 'webhookLatency'>;
+  /** Per-endpoint and per-account bounds on deliveries in progress, across workers. */
+  leases: InFlightLeases;
+  /** The deliveries waiting for a slot of those bounds. */
+  turns: LeaseTurns;
+  /** Decrypts the signing secrets; absent without PADDOCK_WEBHOOK_SECRETS_KEY. */
+  webhookCipher: SecretCipher | undefined;
+  transport: WebhookTransport;
+  /** Announces the webhook.disabled event of an endpoint given up on. */
+  events: Pick<EventAnnouncer, 'announce'>;
 }
 
 /**
@@ -41,15 +53,15 @@ interface DeliveryRow {
  * A worker killed mid-delivery: the job is taken over and sent again, with the same webhook-id
  * (the receiver's key to deduplicate); its leases expire on their own.
  */
-export async function deliverWebhookJob(job: Job, deps: WorkerDeps, token?: string): Promise<string> {
+export async function deliverWebhookJob(job: Job, deps: DeliveryDeps, token?: string): Promise<string> {
   const { endpointId, eventId } = parseWebhookPayload('deliver', job.data);
-  const em = deps.orm.em.fork();
-  const row = await loadDelivery(em, endpointId, eventId);
+  const em = deps.unitOfWork();
+  const row = await findDelivery(em, endpointId, eventId);
   if (!row) return 'gone';
   if (row.state !== 'pending') return row.state;
   const isTest = row.target_endpoint_id === endpointId;
   if (row.disabled_at && !isTest) {
-    await finish(em, endpointId, eventId, 'failed');
+    await finishDelivery(em, endpointId, eventId, 'failed');
     return 'endpoint-disabled';
   }
   // Never before its retry is due, however the job came to run (a wake-up meant for it when it
@@ -79,29 +91,10 @@ export async function deliverWebhookJob(job: Job, deps: WorkerDeps, token?: stri
   return record(deps, em, job, token, { endpointId, eventId, row, result, isTest });
 }
 
-async function loadDelivery(em: EntityManager, endpointId: string, eventId: string): Promise<DeliveryRow | undefined> {
-  const [row] = await em.execute<DeliveryRow[]>(
-    `select d.state, d.attempts, d.next_attempt_at, d.sandbox_id, d.event_seq, w.account_id, w.url, w.disabled_at, w.secret_ciphertext,
-            w.previous_secret_ciphertext, w.previous_secret_expires_at, w.last_success_at,
-            e.type as event_type, e.data as event_data, e.created_at as event_created_at, e.target_endpoint_id
-       from webhook_deliveries d
-       join webhook_endpoints w on w.id = d.endpoint_id
-       join events e on e.id = d.event_id
-      where d.endpoint_id = ? and d.event_id = ?`,
-    [endpointId, eventId],
-  );
-  return row;
-}
-
 /** While an earlier event of the same sandbox is still pending for this endpoint: how long to wait. */
 async function earlierPendingWait(em: EntityManager, endpointId: string, row: DeliveryRow): Promise<number | undefined> {
   if (!row.sandbox_id) return undefined;
-  const [earlier] = await em.execute<{ next_attempt_at: Date | null }[]>(
-    `select next_attempt_at from webhook_deliveries
-      where endpoint_id = ? and sandbox_id = ? and state = 'pending' and event_seq < ?
-      order by event_seq limit 1`,
-    [endpointId, row.sandbox_id, row.event_seq],
-  );
+  const earlier = await earlierPending(em, endpointId, row.sandbox_id, row.event_seq);
   if (!earlier) return undefined;
   const until = earlier.next_attempt_at ? new Date(earlier.next_attempt_at).getTime() - Date.now() : 0;
   return Math.max(50, until + 50);
@@ -117,7 +110,7 @@ interface Bound {
  * Parks the delivery in the line of the bound it met (shared/jobs/turns.ts): woken when a slot
  * frees, or at the latest once every lease held now has run out, should its wake-up be lost.
  */
-async function waitTurn(deps: WorkerDeps, job: Job, token: string | undefined, bound: Bound, leaseTtlMs: number): Promise<never> {
+async function waitTurn(deps: DeliveryDeps, job: Job, token: string | undefined, bound: Bound, leaseTtlMs: number): Promise<never> {
   deps.metrics.webhookDeferrals.inc({ bound: bound.name });
   await deps.turns.park(job, token, bound.key, leaseTtlMs * (1 + Math.random() / 2));
   try {
@@ -134,7 +127,7 @@ async function postpone(job: Job, token: string | undefined, ms: number): Promis
   throw new DelayedError();
 }
 
-async function send(deps: WorkerDeps, endpointId: string, eventId: string, row: DeliveryRow): Promise<AttemptResult> {
+async function send(deps: DeliveryDeps, endpointId: string, eventId: string, row: DeliveryRow): Promise<AttemptResult> {
   const checked = checkWebhookUrl(row.url, deps.config.PADDOCK_WEBHOOK_ALLOW_LOCAL);
   if ('refused' in checked) return { ok: false, statusCode: null, error: checked.refused, refused: true, durationMs: 0 };
   if (!deps.webhookCipher) {
@@ -172,7 +165,7 @@ interface Outcome {
 }
 
 /** Logs the attempt and moves the delivery on: delivered, retried later, or given up. */
-async function record(deps: WorkerDeps, em: EntityManager, job: Job, token: string | undefined, o: Outcome): Promise<string> {
+async function record(deps: DeliveryDeps, em: EntityManager, job: Job, token: string | undefined, o: Outcome): Promise<string> {
   const attempt = o.row.attempts + 1;
   const deadline = new Date(o.row.event_created_at).getTime() + deps.config.PADDOCK_WEBHOOK_RETRY_HOURS * 3600_000;
   const delay = retryDelayMs(`${o.endpointId}:${o.eventId}`, attempt, deps.config.PADDOCK_WEBHOOK_BACKOFF_BASE_MS, deps.config.PADDOCK_WEBHOOK_BACKOFF_MAX_SECONDS * 1000);
@@ -181,65 +174,27 @@ async function record(deps: WorkerDeps, em: EntityManager, job: Job, token: stri
   const outcome = o.result.ok ? 'success' : o.result.refused ? 'refused' : o.result.statusCode === null ? 'error' : 'failure';
   deps.metrics.webhookDeliveries.inc({ outcome });
   if (o.result.ok) deps.metrics.webhookLatency.observe((now - new Date(o.row.event_created_at).getTime()) / 1000);
-  const disabled = await em.transactional(async (tx) => {
+  // A failure that ends the retry window when the endpoint has not answered since the event: the
+  // endpoint has failed for the whole window, and is disabled (webhook.disabled recorded with it).
+  const disabled = await recordAttempt(em, {
+    endpointId: o.endpointId,
+    eventId: o.eventId,
+    eventType: o.row.event_type,
+    accountId: o.row.account_id,
+    eventCreatedAt: new Date(o.row.event_created_at),
+    attempt,
+    statusCode: o.result.statusCode,
+    error: o.result.error,
+    durationMs: o.result.durationMs,
     // Logged at the instant its next retry is counted from, not at the commit: on a busy host the
     // transaction may begin later than the retry is due.
-    await tx.execute(
-      `insert into webhook_attempts (endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, next_retry_at, created_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [o.endpointId, o.eventId, o.row.event_type, attempt, o.result.statusCode, o.result.error, o.result.durationMs, nextAt, new Date(now)],
-    );
-    const state = o.result.ok ? 'delivered' : nextAt ? 'pending' : 'failed';
-    await tx.execute(
-      `update webhook_deliveries set attempts = ?, state = ?, next_attempt_at = ?, finished_at = case when ? = 'pending' then null else now() end
-        where endpoint_id = ? and event_id = ?`,
-      [attempt, state, nextAt, state, o.endpointId, o.eventId],
-    );
-    return o.result.ok ? markAnswered(tx, o) : markFailing(tx, o, state === 'failed');
+    at: new Date(now),
+    nextAttemptAt: nextAt,
+    state: o.result.ok ? 'delivered' : nextAt ? 'pending' : 'failed',
+    ok: o.result.ok,
+    isTest: o.isTest,
   });
   if (disabled) await deps.events.announce([disabled]);
   if (!nextAt) return o.result.ok ? 'delivered' : 'given-up';
   return postpone(job, token, nextAt.getTime() - Date.now());
-}
-
-/** A 2xx: the endpoint works (a test event answered re-enables a disabled endpoint). */
-async function markAnswered(tx: EntityManager, o: Outcome): Promise<undefined> {
-  await tx.execute(
-    `update webhook_endpoints set last_success_at = now(), failing_since = null,
-            disabled_at = case when ? then null else disabled_at end,
-            disabled_reason = case when ? then null else disabled_reason end
-      where id = ?`,
-    [o.isTest, o.isTest, o.endpointId],
-  );
-  return undefined;
-}
-
-/**
- * A failure; when it ends the delivery's retry window and the endpoint has not answered since the
- * event, the endpoint has failed for the whole window: disabled, and webhook.disabled recorded
- * with it.
- */
-async function markFailing(tx: EntityManager, o: Outcome, givenUp: boolean) {
-  await tx.execute('update webhook_endpoints set failing_since = coalesce(failing_since, now()) where id = ?', [o.endpointId]);
-  if (!givenUp || o.isTest) return undefined;
-  const [endpoint] = await tx.execute<{ id: string; url: string; disabled_at: Date }[]>(
-    `update webhook_endpoints set disabled_at = now(), disabled_reason = 'failed for the whole retry window'
-      where id = ? and disabled_at is null and (last_success_at is null or last_success_at < ?)
-      returning id, url, disabled_at`,
-    [o.endpointId, new Date(o.row.event_created_at)],
-  );
-  if (!endpoint) return undefined;
-  return recordEvent(tx, {
-    accountId: o.row.account_id,
-    type: 'webhook.disabled',
-    data: { webhook: { id: endpoint.id, url: endpoint.url, disabledAt: new Date(endpoint.disabled_at).toISOString(), lastEventId: o.eventId } },
-  });
-}
-
-async function finish(em: EntityManager, endpointId: string, eventId: string, state: 'failed'): Promise<void> {
-  await em.execute(`update webhook_deliveries set state = ?, finished_at = now(), next_attempt_at = null where endpoint_id = ? and event_id = ? and state = 'pending'`, [
-    state,
-    endpointId,
-    eventId,
-  ]);
 }

@@ -1,23 +1,13 @@
-import type { Job } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { enqueueWebhookJobs, parseWebhookPayload } from '../../shared/jobs/webhooks.ts';
-import type { WorkerDeps } from '../context.ts';
+import { dispatchEvents, type EndpointTargets, type PendingEvent } from '../../shared/repositories/webhooks.ts';
 
-const DISPATCH_LOCK_CLASS = 7_361_004;
-
-interface PendingEvent {
-  id: string;
-  seq: string;
-  sandbox_id: string | null;
-  type: string;
-  target_endpoint_id: string | null;
-  created_at: Date;
-}
-
-interface EndpointRow {
-  id: string;
-  event_types: string[] | null;
-  created_at: Date;
+export interface DispatchDeps {
+  /** A unit of work of its own for each job. */
+  unitOfWork: () => EntityManager;
+  /** Where the deliver jobs go. */
+  webhookQueue: Queue;
 }
 
 /**
@@ -27,45 +17,17 @@ interface EndpointRow {
  * sandbox's earlier events before its later ones: the deliver processor keeps them in order.
  * Idempotent: a dispatched event is skipped, and a delivery row exists once.
  */
-export async function dispatchEventJob(job: Job, deps: WorkerDeps): Promise<string> {
+export async function dispatchEventJob(job: Job, deps: DispatchDeps): Promise<string> {
   const { eventId } = parseWebhookPayload('dispatch', job.data);
-  const deliveries = await deps.orm.em.fork().transactional((tx) => dispatchUpTo(tx, eventId));
+  const deliveries = await dispatchEvents(deps.unitOfWork(), eventId, targetsOf);
   const jobs = deliveries.map((d) => ({ endpointId: d.endpoint_id, eventId: d.event_id }));
   // A job lost here (Redis away) is enqueued again by the sweep, from the pending row.
   await enqueueWebhookJobs(deps.webhookQueue, 'deliver', jobs);
   return `${jobs.length} deliveries`;
 }
 
-async function dispatchUpTo(tx: EntityManager, eventId: string): Promise<{ endpoint_id: string; event_id: string }[]> {
-  const [event] = await tx.execute<{ seq: string; account_id: string }[]>('select seq, account_id from events where id = ?', [eventId]);
-  if (!event) return [];
-  await tx.execute('select pg_advisory_xact_lock(?, hashtext(?))', [DISPATCH_LOCK_CLASS, event.account_id]);
-  const pending = await tx.execute<PendingEvent[]>(
-    `select id, seq, sandbox_id, type, target_endpoint_id, created_at from events
-      where account_id = ? and dispatched_at is null and seq <= ? order by seq`,
-    [event.account_id, event.seq],
-  );
-  if (pending.length === 0) return [];
-  const endpoints = await tx.execute<EndpointRow[]>(
-    'select id, event_types, created_at from webhook_endpoints where account_id = ? and disabled_at is null',
-    [event.account_id],
-  );
-  const rows = pending.flatMap((e) => targetsOf(e, endpoints).map((endpointId) => [endpointId, e.id, e.sandbox_id, e.seq] as const));
-  let inserted: { endpoint_id: string; event_id: string }[] = [];
-  if (rows.length > 0) {
-    inserted = await tx.execute(
-      `insert into webhook_deliveries (endpoint_id, event_id, sandbox_id, event_seq)
-       values ${rows.map(() => '(?, ?, ?, ?)').join(', ')}
-       on conflict do nothing returning endpoint_id, event_id`,
-      rows.flat(),
-    );
-  }
-  await tx.execute(`update events set dispatched_at = now() where id in (${pending.map(() => '?').join(', ')})`, pending.map((e) => e.id));
-  return inserted;
-}
-
 /** A test event goes to its endpoint only; others to the endpoints subscribed that existed when it happened. */
-function targetsOf(event: PendingEvent, endpoints: EndpointRow[]): string[] {
+function targetsOf(event: PendingEvent, endpoints: EndpointTargets[]): string[] {
   if (event.target_endpoint_id) return [event.target_endpoint_id];
   if (event.type === 'webhook.test') return [];
   return endpoints

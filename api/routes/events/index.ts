@@ -1,7 +1,8 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { presentEvent } from '../../../shared/events/types.ts';
 import { parseInput } from '../../middleware/validate.ts';
-import { eventsAfter, latestSeq, seqOf } from '../../services/events/store.ts';
+import { eventsAfter, latestSeq } from '../../../shared/repositories/events.ts';
+import { seqOf } from '../../services/events/store.ts';
 import { streamEvents } from '../../services/events/stream.ts';
 import { accountIdOf, route } from '../route.ts';
 import { EventId, EventList, EventStream, ListEventsQuery } from './schema.ts';

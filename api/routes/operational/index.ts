@@ -1,5 +1,6 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { sameSecret } from '../../../shared/same-secret.ts';
+import { ping } from '../../../shared/repositories/database.ts';
 import { refuseOnProbation } from '../../middleware/probation.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { buildOpenApi } from '../../openapi.ts';
@@ -21,7 +22,7 @@ export function mountOperationalRoutes(router: ShapedRouter, deps: AppDeps): voi
 
   router.get('/readyz', refuseOnProbation, async (ctx: AppContext) => {
     const [postgres, redis] = await Promise.all([
-      check(() => deps.orm.em.getConnection().execute('select 1')),
+      check(() => ping(deps.orm.em.fork())),
       // The queue's own connection too: after Redis comes back, it reconnects on its own schedule,
       // and until it has, every create and destroy through this process would answer 503.
       check(() => Promise.all([deps.redis.ping(), queueConnected(deps)])),

@@ -1,14 +1,8 @@
 import { presentEvent } from '../../../shared/events/types.ts';
 import { presentAttempt, presentWebhook } from '../../presenters/webhook.ts';
-import {
-  createWebhook,
-  deleteWebhook,
-  findOwnWebhook,
-  listAttempts,
-  listWebhooks,
-  recordTestEvent,
-  rotateSecret,
-} from '../../services/webhooks.ts';
+import { webhookStore } from '../../../shared/repositories/webhooks.ts';
+import { createWebhook, deleteWebhook, findOwnWebhook, recordTestEvent, rotateSecret, type WebhookOptions } from '../../services/webhooks.ts';
+import type { AppContext, AppDeps } from '../../context.ts';
 import { accountIdOf, route } from '../route.ts';
 import {
   CreateWebhookBody,
@@ -25,6 +19,9 @@ const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credenti
 const COMMON = { tag: 'webhooks', auth: 'apiKey', scope: 'webhooks:write', bucket: 'account' } as const;
 const ERRORS = ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'] as const;
 
+const storeOf = (ctx: AppContext, deps: AppDeps) => webhookStore(ctx.state.em, deps.pg);
+const optionsOf = (deps: AppDeps): WebhookOptions => ({ config: deps.config, cipher: deps.webhookCipher });
+
 export const createWebhookRoute = route(
   {
     ...COMMON,
@@ -37,7 +34,7 @@ export const createWebhookRoute = route(
     errors: [...ERRORS, 'invalid_json', 'webhook_url_not_allowed', 'webhook_limit_reached'],
   },
   async (ctx, { body }, deps) => {
-    const { row, secret } = await createWebhook(deps, ctx.state.em, accountIdOf(ctx), body);
+    const { row, secret } = await createWebhook(optionsOf(deps), storeOf(ctx, deps), accountIdOf(ctx), body);
     ctx.status = 201;
     ctx.set('Location', `/v1/webhooks/${row.id}`);
     ctx.body = { ...presentWebhook(row), secret };
@@ -55,7 +52,7 @@ export const listWebhooksRoute = route(
     errors: [...ERRORS],
   },
   async (ctx, _input, deps) => {
-    ctx.body = { data: (await listWebhooks(deps.pg, accountIdOf(ctx))).map(presentWebhook) };
+    ctx.body = { data: (await storeOf(ctx, deps).list(accountIdOf(ctx))).map(presentWebhook) };
   },
 );
 
@@ -71,7 +68,7 @@ export const deleteWebhookRoute = route(
     errors: [...ERRORS, 'webhook_not_found'],
   },
   async (ctx, { params }, deps) => {
-    await deleteWebhook(deps.pg, accountIdOf(ctx), params.webhookId);
+    await deleteWebhook(storeOf(ctx, deps), accountIdOf(ctx), params.webhookId);
     ctx.status = 204;
   },
 );
@@ -89,8 +86,9 @@ export const listDeliveriesRoute = route(
     errors: [...ERRORS, 'webhook_not_found'],
   },
   async (ctx, { params, query }, deps) => {
-    const endpoint = await findOwnWebhook(deps.pg, accountIdOf(ctx), params.webhookId);
-    ctx.body = { data: (await listAttempts(deps.pg, endpoint.id, query.limit)).map(presentAttempt) };
+    const store = storeOf(ctx, deps);
+    const endpoint = await findOwnWebhook(store, accountIdOf(ctx), params.webhookId);
+    ctx.body = { data: (await store.attempts(endpoint.id, query.limit)).map(presentAttempt) };
   },
 );
 
@@ -107,8 +105,9 @@ export const testWebhookRoute = route(
   },
   async (ctx, { params }, deps) => {
     const accountId = accountIdOf(ctx);
-    const endpoint = await findOwnWebhook(deps.pg, accountId, params.webhookId);
-    const event = await recordTestEvent(ctx.state.em, accountId, endpoint.id);
+    const store = storeOf(ctx, deps);
+    const endpoint = await findOwnWebhook(store, accountId, params.webhookId);
+    const event = await recordTestEvent(store, accountId, endpoint.id);
     await deps.events.announce([event]);
     ctx.status = 202;
     ctx.body = presentEvent(event);
@@ -127,7 +126,7 @@ export const rotateSecretRoute = route(
     errors: [...ERRORS, 'webhook_not_found'],
   },
   async (ctx, { params }, deps) => {
-    ctx.body = await rotateSecret(deps, ctx.state.em, accountIdOf(ctx), params.webhookId);
+    ctx.body = await rotateSecret(optionsOf(deps), storeOf(ctx, deps), accountIdOf(ctx), params.webhookId);
   },
 );
 

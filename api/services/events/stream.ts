@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { presentEvent } from '../../../shared/events/types.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
-import { eventsAfter, type StoredEvent } from './store.ts';
+import { eventsAfter, type StoredEvent } from '../../../shared/repositories/events.ts';
 import { confirmedStream, drained } from '../streaming.ts';
 
 const PAGE = 100;
