@@ -9,18 +9,9 @@ import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '../shared/config.ts';
 import { openReadPool } from '../shared/db/orm.ts';
 import { SecretCipher, secretContext } from '../shared/secrets/cipher.ts';
-
-interface SecretRow {
-  id: string; // bigserial: pg answers a string
-  account_id: string;
-  sandbox_id: string | null;
-  name: string;
-  ciphertext: Buffer;
-}
+import { findSecretRecord, replaceSecretCiphertext, secretsAfter, type SecretRecord } from '../shared/repositories/policy.ts';
 
 type Outcome = 'reencrypted' | 'alreadyCurrent' | 'unreadable' | 'deleted';
-
-const COLUMNS = 'id, account_id, sandbox_id, name, ciphertext';
 
 const config = loadConfigOrExit('tool');
 if (!config.PADDOCK_SECRETS_KEY) {
@@ -38,10 +29,7 @@ try {
   // the current key already; none is read twice.
   let after = '0';
   for (;;) {
-    const { rows } = await pool.query<SecretRow>(
-      `select ${COLUMNS} from secrets where id > $1 order by id limit $2`,
-      [after, batchSize],
-    );
+    const rows = await secretsAfter(pool, after, batchSize);
     for (const row of rows) {
       const outcome = await reencrypt(row);
       summary[outcome]++;
@@ -63,7 +51,7 @@ if (unreadable.length > 0) {
   process.exitCode = 1;
 }
 
-async function reencrypt(first: SecretRow): Promise<Outcome> {
+async function reencrypt(first: SecretRecord): Promise<Outcome> {
   let row = first;
   for (;;) {
     const context = secretContext(row.account_id, row.sandbox_id, row.name);
@@ -74,16 +62,11 @@ async function reencrypt(first: SecretRow): Promise<Outcome> {
       return 'unreadable';
     }
     if (opened.current) return 'alreadyCurrent';
-    const updated = await pool.query('update secrets set ciphertext = $1 where id = $2 and ciphertext = $3', [
-      cipher.encrypt(opened.plaintext, context),
-      row.id,
-      row.ciphertext,
-    ]);
-    if (updated.rowCount === 1) return 'reencrypted';
+    if (await replaceSecretCiphertext(pool, row.id, row.ciphertext, cipher.encrypt(opened.plaintext, context))) return 'reencrypted';
     // Replaced or deleted since it was read (through the API, which serves meanwhile): look again.
-    const { rows } = await pool.query<SecretRow>(`select ${COLUMNS} from secrets where id = $1`, [row.id]);
-    if (!rows[0]) return 'deleted';
-    row = rows[0];
+    const again = await findSecretRecord(pool, row.id);
+    if (!again) return 'deleted';
+    row = again;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiKey } from '../../shared/db/entities.ts';
+import { findApiKeyByHash, recordApiKeyUse, revokeApiKeyRecord } from '../../shared/repositories/api-keys.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { effectiveScopes, type Scope } from '../../shared/scopes.ts';
 import { bucketResult, TAKE_TOKEN_LUA, type BucketResult } from '../ratelimit/token-bucket.ts';
@@ -207,7 +207,7 @@ export class ApiKeyStore {
         if (!identity.token.allowed && emptyKey) this.empty.remember(emptyKey, identity, askedAt, taken[2]!);
       }
     } else {
-      const row = await unitOfWork().findOne(ApiKey, { keyHash }, { fields: ['id', 'accountId', 'revokedAt', 'scopes'] });
+      const row = await findApiKeyByHash(unitOfWork(), keyHash);
       if (!row || row.revokedAt) return undefined;
       identity = { keyId: row.id, accountId: row.accountId, scopes: effectiveScopes(row.scopes), checked: true };
       const fill = this.redis.pipeline() as HoldingPipeline;
@@ -230,22 +230,16 @@ export class ApiKeyStore {
 
   /** Records lastUsedAt at most once a minute per key, off the request's critical path. */
   private recordUse(em: EntityManager, keyId: string): void {
-    em.fork()
-      .nativeUpdate(ApiKey, { id: keyId }, { lastUsedAt: new Date() })
-      .catch((err: unknown) => this.log.warn({ err, keyId }, 'could not record API key use'));
+    recordApiKeyUse(em, keyId).catch((err: unknown) => this.log.warn({ err, keyId }, 'could not record API key use'));
   }
 
   /** Marks the key revoked in the database, then in the shared cache; answers its hash, or undefined when there is no such key. */
   async revoke(em: EntityManager, accountId: string, keyId: string): Promise<string | undefined> {
-    const row = await em.findOne(ApiKey, { id: keyId, accountId });
-    if (!row) return undefined;
-    if (!row.revokedAt) {
-      row.revokedAt = new Date();
-      await em.flush();
-    }
-    await this.redis.set(this.cacheKey(row.keyHash), REVOKED, 'EX', TOMBSTONE_SECONDS);
-    this.empty.forget(`${row.keyHash}\n`);
-    return row.keyHash;
+    const keyHash = await revokeApiKeyRecord(em, accountId, keyId);
+    if (!keyHash) return undefined;
+    await this.redis.set(this.cacheKey(keyHash), REVOKED, 'EX', TOMBSTONE_SECONDS);
+    this.empty.forget(`${keyHash}\n`);
+    return keyHash;
   }
 
   /**

@@ -1,10 +1,37 @@
 import type { Pool } from 'pg';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Account } from '../db/entities.ts';
 import type { UsageParts } from '../usage/billing.ts';
 import { secondsUsedSql } from './usage.ts';
 import type { Rows, Statement } from '../db/batch.ts';
 
 // The account aggregate with its usage: its quota overrides, its active sandboxes and the month's
-// sandbox-seconds (rolled up at each destroy, plus the running ones). Every read of them is here.
+// sandbox-seconds (rolled up at each destroy, plus the running ones). Every read of them is here,
+// and the account's own row: created at signup, found by its email at login.
+
+export interface NewAccount {
+  id: string;
+  email: string;
+  passwordHash: string;
+  createdAt: Date;
+}
+
+/** The account stored; undefined when the email is taken. */
+export async function insertAccount(em: EntityManager, fields: NewAccount): Promise<Account | undefined> {
+  const account = em.create(Account, fields);
+  try {
+    await em.flush();
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException) return undefined;
+    throw err;
+  }
+  return account;
+}
+
+export async function findAccountByEmail(em: EntityManager, email: string): Promise<Account | undefined> {
+  return (await em.findOne(Account, { email })) ?? undefined;
+}
 
 /** Per-account overrides of the operator's quota defaults; null: the default. */
 export interface LimitOverrides {

@@ -168,3 +168,32 @@ export async function putSecret(
     client.release(broken);
   }
 }
+
+// Every stored secret, for a change of the key that encrypts them (scripts/reencrypt-secrets.ts).
+
+/** A secret's row as the key rotation reads it. */
+export interface SecretRecord {
+  /** bigserial: pg answers a string. */
+  id: string;
+  account_id: string;
+  sandbox_id: string | null;
+  name: string;
+  ciphertext: Buffer;
+}
+
+const SECRET_RECORD_COLUMNS = 'id, account_id, sandbox_id, name, ciphertext';
+
+/** The secrets after the id `after`, in id order: keyset pages, none read twice, rows added meanwhile met. */
+export async function secretsAfter(pool: Pool, after: string, limit: number): Promise<SecretRecord[]> {
+  return (await pool.query<SecretRecord>(`select ${SECRET_RECORD_COLUMNS} from secrets where id > $1 order by id limit $2`, [after, limit])).rows;
+}
+
+export async function findSecretRecord(pool: Pool, id: string): Promise<SecretRecord | undefined> {
+  return (await pool.query<SecretRecord>(`select ${SECRET_RECORD_COLUMNS} from secrets where id = $1`, [id])).rows[0];
+}
+
+/** Replaces the secret's ciphertext only if it still holds `expected`; whether it did. */
+export async function replaceSecretCiphertext(pool: Pool, id: string, expected: Buffer, ciphertext: Buffer): Promise<boolean> {
+  const { rowCount } = await pool.query('update secrets set ciphertext = $1 where id = $2 and ciphertext = $3', [ciphertext, id, expected]);
+  return rowCount === 1;
+}

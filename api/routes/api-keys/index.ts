@@ -1,6 +1,5 @@
-import { ForeignKeyConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../../shared/errors.ts';
-import { ApiKey } from '../../../shared/db/entities.ts';
+import { activeApiKeys, insertApiKey } from '../../../shared/repositories/api-keys.ts';
 import { isId, newId } from '../../../shared/ids.ts';
 import { SCOPES } from '../../../shared/scopes.ts';
 import { generateApiKey, hashApiKey, keyStart } from '../../auth/api-key-format.ts';
@@ -25,7 +24,7 @@ export const createApiKey = route(
   },
   async (ctx, { body }) => {
     const rawKey = generateApiKey();
-    const key = ctx.state.em.create(ApiKey, {
+    const key = await insertApiKey(ctx.state.em, {
       id: newId('key'),
       accountId: accountIdOf(ctx),
       name: body.name ?? 'default',
@@ -35,13 +34,8 @@ export const createApiKey = route(
       // Stored in the canonical order, each once; without a list, null: every scope, now and later.
       scopes: body.scopes ? SCOPES.filter((s) => body.scopes!.includes(s)) : null,
     });
-    try {
-      await ctx.state.em.flush();
-    } catch (err) {
-      // A session token can outlive its account: it is then a credential for nothing.
-      if (err instanceof ForeignKeyConstraintViolationException) throw new ApiError('invalid_credential');
-      throw err;
-    }
+    // A session token can outlive its account: it is then a credential for nothing.
+    if (!key) throw new ApiError('invalid_credential');
     ctx.status = 201;
     ctx.body = presentCreatedApiKey(key, rawKey);
   },
@@ -60,11 +54,7 @@ export const listApiKeys = route(
     errors: ['rate_limited', ...AUTH_ERRORS, 'invalid_request'],
   },
   async (ctx) => {
-    const keys = await ctx.state.em.find(
-      ApiKey,
-      { accountId: accountIdOf(ctx), revokedAt: null },
-      { orderBy: { createdAt: 'desc', id: 'asc' } },
-    );
+    const keys = await activeApiKeys(ctx.state.em, accountIdOf(ctx));
     ctx.body = { data: keys.map(presentApiKey) };
   },
 );

@@ -1,6 +1,5 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { ApiError } from '../../../shared/errors.ts';
-import { Account } from '../../../shared/db/entities.ts';
+import { findAccountByEmail, insertAccount } from '../../../shared/repositories/accounts.ts';
 import { newId } from '../../../shared/ids.ts';
 import { presentAccountSummary, presentSessionToken } from '../../presenters/account.ts';
 import { route } from '../route.ts';
@@ -20,19 +19,13 @@ export const signup = route(
     errors: ['invalid_request', 'invalid_json', 'email_taken', 'rate_limited'],
   },
   async (ctx, { body }, deps) => {
-    const em = ctx.state.em;
-    const account = em.create(Account, {
+    const account = await insertAccount(ctx.state.em, {
       id: newId('acct'),
       email: body.email,
       passwordHash: await deps.passwords.hash(body.password),
       createdAt: new Date(),
     });
-    try {
-      await em.flush();
-    } catch (err) {
-      if (err instanceof UniqueConstraintViolationException) throw new ApiError('email_taken');
-      throw err;
-    }
+    if (!account) throw new ApiError('email_taken');
     const issued = deps.tokens.issue(account.id);
     ctx.status = 201;
     ctx.body = { account: presentAccountSummary(account), ...presentSessionToken(issued) };
@@ -53,7 +46,7 @@ export const login = route(
     errors: ['invalid_request', 'invalid_json', 'invalid_login', 'rate_limited'],
   },
   async (ctx, { body }, deps) => {
-    const account = await ctx.state.em.findOne(Account, { email: body.email });
+    const account = await findAccountByEmail(ctx.state.em, body.email);
     // Unknown email and wrong password take the same time and give the same answer.
     const ok = await deps.passwords.verify(account?.passwordHash, body.password);
     if (!account || !ok) throw new ApiError('invalid_login');
