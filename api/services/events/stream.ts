@@ -1,6 +1,10 @@
 import { PassThrough } from 'node:stream';
 import { presentEvent } from '../../../shared/events/types.ts';
-import type { AppContext, AppDeps } from '../../context.ts';
+import type { Pool } from 'pg';
+import type { Config } from '../../../shared/config.ts';
+import type { Logger } from '../../../shared/logger.ts';
+import type { AppContext } from '../../context.ts';
+import type { EventHub } from './hub.ts';
 import { eventsAfter, type StoredEvent } from '../../../shared/repositories/events.ts';
 import { confirmedStream, drained } from '../streaming.ts';
 
@@ -16,6 +20,15 @@ export function frameOf(e: StoredEvent): string {
   return `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
+export interface EventStreamDeps {
+  /** Where the events are read, page by page. */
+  pg: Pool;
+  /** Rings the stream when its account's events change. */
+  eventHub: EventHub;
+  log: Logger;
+  config: Pick<Config, 'PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS'>;
+}
+
 /**
  * Answers the account's events after `seq` as a stream, then each new one as it is recorded, until
  * the client goes, the server shuts down or the request's key is revoked. Read from PostgreSQL page
@@ -23,7 +36,7 @@ export function frameOf(e: StoredEvent): string {
  * that takes nothing for PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS is dropped. What is written leaves
  * only while the key is confirmed (auth/key-sessions.ts).
  */
-export function streamEvents(ctx: AppContext, deps: AppDeps, accountId: string, seq: string): void {
+export function streamEvents(ctx: AppContext, deps: EventStreamDeps, accountId: string, seq: string): void {
   const session = ctx.state.session;
   const out = new PassThrough();
   const handle = deps.eventHub.open(accountId, () => out.end());
@@ -56,7 +69,7 @@ export function streamEvents(ctx: AppContext, deps: AppDeps, accountId: string, 
 }
 
 async function pump(
-  deps: AppDeps,
+  deps: EventStreamDeps,
   accountId: string,
   start: string,
   out: PassThrough,
