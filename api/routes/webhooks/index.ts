@@ -1,8 +1,7 @@
 import { presentEvent } from '../../../shared/events/types.ts';
 import { presentAttempt, presentWebhook } from '../../presenters/webhook.ts';
 import { webhookStore } from '../../../shared/repositories/webhooks.ts';
-import { createWebhook, deleteWebhook, findOwnWebhook, recordTestEvent, rotateSecret, type WebhookOptions } from '../../services/webhooks.ts';
-import type { AppContext, AppDeps } from '../../context.ts';
+import { createWebhook, deleteWebhook, findOwnWebhook, recordTestEvent, rotateSecret } from '../../services/webhooks.ts';
 import { accountIdOf, route } from '../route.ts';
 import {
   CreateWebhookBody,
@@ -19,9 +18,6 @@ const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credenti
 const COMMON = { tag: 'webhooks', auth: 'apiKey', scope: 'webhooks:write', bucket: 'account' } as const;
 const ERRORS = ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'] as const;
 
-const storeOf = (ctx: AppContext, deps: AppDeps) => webhookStore(ctx.state.em, deps.pg);
-const optionsOf = (deps: AppDeps): WebhookOptions => ({ config: deps.config, cipher: deps.webhookCipher });
-
 export const createWebhookRoute = route(
   {
     ...COMMON,
@@ -34,7 +30,7 @@ export const createWebhookRoute = route(
     errors: [...ERRORS, 'invalid_json', 'webhook_url_not_allowed', 'webhook_limit_reached'],
   },
   async (ctx, { body }, deps) => {
-    const { row, secret } = await createWebhook(optionsOf(deps), storeOf(ctx, deps), accountIdOf(ctx), body);
+    const { row, secret } = await createWebhook({ config: deps.config, cipher: deps.webhookCipher }, webhookStore(ctx.state.em, deps.pg), accountIdOf(ctx), body);
     ctx.status = 201;
     ctx.set('Location', `/v1/webhooks/${row.id}`);
     ctx.body = { ...presentWebhook(row), secret };
@@ -52,7 +48,7 @@ export const listWebhooksRoute = route(
     errors: [...ERRORS],
   },
   async (ctx, _input, deps) => {
-    ctx.body = { data: (await storeOf(ctx, deps).list(accountIdOf(ctx))).map(presentWebhook) };
+    ctx.body = { data: (await webhookStore(ctx.state.em, deps.pg).list(accountIdOf(ctx))).map(presentWebhook) };
   },
 );
 
@@ -68,7 +64,7 @@ export const deleteWebhookRoute = route(
     errors: [...ERRORS, 'webhook_not_found'],
   },
   async (ctx, { params }, deps) => {
-    await deleteWebhook(storeOf(ctx, deps), accountIdOf(ctx), params.webhookId);
+    await deleteWebhook(webhookStore(ctx.state.em, deps.pg), accountIdOf(ctx), params.webhookId);
     ctx.status = 204;
   },
 );
@@ -86,7 +82,7 @@ export const listDeliveriesRoute = route(
     errors: [...ERRORS, 'webhook_not_found'],
   },
   async (ctx, { params, query }, deps) => {
-    const store = storeOf(ctx, deps);
+    const store = webhookStore(ctx.state.em, deps.pg);
     const endpoint = await findOwnWebhook(store, accountIdOf(ctx), params.webhookId);
     ctx.body = { data: (await store.attempts(endpoint.id, query.limit)).map(presentAttempt) };
   },
@@ -105,7 +101,7 @@ export const testWebhookRoute = route(
   },
   async (ctx, { params }, deps) => {
     const accountId = accountIdOf(ctx);
-    const store = storeOf(ctx, deps);
+    const store = webhookStore(ctx.state.em, deps.pg);
     const endpoint = await findOwnWebhook(store, accountId, params.webhookId);
     const event = await recordTestEvent(store, accountId, endpoint.id);
     await deps.events.announce([event]);
@@ -126,7 +122,7 @@ export const rotateSecretRoute = route(
     errors: [...ERRORS, 'webhook_not_found'],
   },
   async (ctx, { params }, deps) => {
-    ctx.body = await rotateSecret(optionsOf(deps), storeOf(ctx, deps), accountIdOf(ctx), params.webhookId);
+    ctx.body = await rotateSecret({ config: deps.config, cipher: deps.webhookCipher }, webhookStore(ctx.state.em, deps.pg), accountIdOf(ctx), params.webhookId);
   },
 );
 
