@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 // Every statement of the repositories is written with PostgreSQL's numbered placeholders ($1,
 // $2, ...), as the driver takes them. The ORM's `execute` and its value formatting (the batched
 // transactions') take `?` placeholders, one per value in order: these turn the one into the other.
+// So a statement holds no `?` of its own (jsonb's `?` operators are spelled jsonb_exists and kin).
 
 const NUMBERED = /\$(\d+)/g;
 
