@@ -8,7 +8,7 @@ import { isId, newId } from '../../shared/ids.ts';
 import { enqueue, enqueueAll, jobCatalogue, type JobPayload, type JobRequest } from '../../shared/jobs/catalogue.ts';
 import { markDestroyed, markTerminatingByItsUser } from '../../shared/sandboxes/transitions.ts';
 import { eventsStatement, recordedFrom, type NewEvent } from '../../shared/events/record.ts';
-import { presentSandbox, type PresentedSandbox } from '../presenters/sandbox.ts';
+import { presentSandbox, type PresentedSandbox } from '../../shared/sandboxes/present.ts';
 import { withTransition } from '../../shared/events/ring.ts';
 import { ImageRefusedError } from '../../shared/runtime/index.ts';
 import { isPooled } from '../../shared/pool/warm-pool.ts';

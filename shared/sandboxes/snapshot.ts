@@ -1,5 +1,5 @@
 import type { Sandbox } from '../db/entities.ts';
-import { isoOf } from '../db/timestamps.ts';
+import { presentSandbox, type PresentedSandbox } from './present.ts';
 
 // A sandbox as the API presents it, from a row read with SANDBOX_COLUMNS: what an event about it
 // carries (data.sandbox), taken inside the transaction that changed it.
@@ -21,18 +21,19 @@ export interface SandboxRow {
   failure_message: string | null;
 }
 
-export function sandboxSnapshot(row: SandboxRow) {
-  return {
+/** The row's sandbox as every answer and event shows it (present.ts). */
+export function sandboxSnapshot(row: SandboxRow): PresentedSandbox {
+  return presentSandbox({
     id: row.id,
     state: row.state,
     status: row.status,
     image: row.image,
-    createdAt: isoOf(row.created_at),
-    readyAt: isoOf(row.ready_at),
-    expiresAt: isoOf(row.expires_at),
-    destroyedAt: isoOf(row.destroyed_at),
-    destroyReason: row.destroy_reason ?? null,
-    failureMessage: row.failure_message ?? null,
     metadata: row.metadata,
-  };
+    createdAt: row.created_at,
+    readyAt: row.ready_at,
+    expiresAt: row.expires_at,
+    destroyedAt: row.destroyed_at,
+    destroyReason: row.destroy_reason,
+    failureMessage: row.failure_message,
+  });
 }

@@ -2,7 +2,8 @@ import { ApiError } from '../../../shared/errors.ts';
 import type { AppContext, AppDeps } from '../../context.ts';
 import { presentExitLine, presentProcess } from '../../presenters/process.ts';
 import { startNdjsonAnswer } from '../../services/exec/ndjson.ts';
-import { findProcess, listProcesses, requireRunning, signalProcess, streamOutput, writeStdin } from '../../services/processes/index.ts';
+import { findProcess, listProcesses, signalProcess, streamOutput, writeStdin } from '../../services/processes/index.ts';
+import { requireRunning } from '../../../shared/sandboxes/running.ts';
 import { findOwnSandbox } from '../../services/sandboxes.ts';
 import { accountIdOf, route } from '../route.ts';
 import { OutputQuery, ProcessList, ProcessOutputLine, ProcessParams, SandboxParams, SignalQuery, StdinBody } from './schema.ts';
@@ -25,7 +26,7 @@ const ERRORS = [
 /** The caller's running sandbox: another account's is a 404 like a missing one. */
 async function ownRunningSandbox(ctx: AppContext, id: string, deps: AppDeps) {
   const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), id);
-  requireRunning(sandbox);
+  requireRunning(sandbox, 'processes');
   return sandbox;
 }
 

@@ -1,5 +1,5 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { presentSandbox } from '../../presenters/sandbox.ts';
+import { presentSandbox } from '../../../shared/sandboxes/present.ts';
 import {
   completeIdempotencyKey,
   createJobId,

@@ -1,5 +1,4 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { SandboxGoneError } from '../../../shared/runtime/types.ts';
 import { findOwnSandbox, findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
 import { prepareTerminal } from '../../services/terminal/prepare.ts';
 import { openTerminal } from '../../services/terminal/open.ts';
@@ -7,6 +6,7 @@ import { acceptUpgrade, checkUpgrade, TERMINAL_SUBPROTOCOL } from '../../service
 import { accountIdOf, route } from '../route.ts';
 import { REVOKED_DETAIL } from '../../auth/key-sessions.ts';
 import { Ticket, TicketParams, TerminalParams, TerminalQuery } from './schema.ts';
+import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
 const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type', 'insufficient_scope'] as const;
 
@@ -43,8 +43,7 @@ export const terminalRoute = route(
       opened = await openTerminal(deps, sandbox.id, prepared, { cols: query.cols ?? 80, rows: query.rows ?? 24 }, ctx.req.socket, session);
     } catch (err) {
       if (session?.revoked) throw new ApiError('invalid_credential', REVOKED_DETAIL);
-      if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is no longer running.`);
-      throw err;
+      throw inSandboxError(err, sandbox.id, 'terminal');
     }
     // No 101 for a key revoked while the terminal opened, nor for one not confirmed lately.
     if (session && !(await session.ready())) {

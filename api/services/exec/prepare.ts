@@ -3,6 +3,7 @@ import { checkCommand, checkEnvironment, PROGRAM_PATH } from '../../../shared/al
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import type { AppDeps } from '../../context.ts';
 import type { ExecContext } from '../sandboxes.ts';
+import { requireRunning } from '../../../shared/sandboxes/running.ts';
 
 export interface ExecInput {
   command: string | string[];
@@ -31,9 +32,7 @@ export interface PreparedExec {
  * read together, in one round trip (findOwnSandboxWithPolicy).
  */
 export function prepareExec(deps: AppDeps, { sandbox, allowlist, openSecrets }: ExecContext, input: ExecInput): PreparedExec {
-  if (sandbox.state !== 'active' || sandbox.status !== 'running') {
-    throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; commands run only while it is running.`);
-  }
+  requireRunning(sandbox, 'exec');
   const max = deps.config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS;
   // A default configured above the maximum is held to it: a request that sends no timeout is never refused for one.
   const timeoutSeconds = input.timeoutSeconds ?? Math.min(deps.config.PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS, max);

@@ -1,8 +1,7 @@
-import { ApiError } from '../../../shared/errors.ts';
 import { OutputStream } from '../../../shared/exec/output.ts';
-import { SandboxGoneError } from '../../../shared/runtime/types.ts';
 import type { AppDeps } from '../../context.ts';
 import type { PreparedExec } from './prepare.ts';
+import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
 export interface ExecOutcome {
   exitCode: number | null;
@@ -126,10 +125,7 @@ export async function runExecBytes(
       onStderr: onChunk(err, sink.stderr),
     });
   } catch (error) {
-    if (error instanceof SandboxGoneError) {
-      throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is no longer running.`);
-    }
-    throw error;
+    throw inSandboxError(error, sandboxId, 'exec');
   } finally {
     ended = true;
     for (const timer of timers.values()) clearTimeout(timer);

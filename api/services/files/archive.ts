@@ -1,6 +1,5 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { ApiError } from '../../../shared/errors.ts';
-import { SandboxGoneError } from '../../../shared/runtime/types.ts';
 import type { AppDeps, StreamedBody } from '../../context.ts';
 import { ARCHIVE_SCRIPT, EXTRACT_SCRIPT, REMOVE_TREE_SCRIPT } from './archive-scripts.ts';
 import { DISK_FULL, failureError, markerOf, timeoutError } from './errors.ts';
@@ -9,6 +8,7 @@ import { runScript } from './run.ts';
 import { drained } from '../streaming.ts';
 import { pacedChunks } from '../bulk-transfers.ts';
 import { MARKER_EXIT } from './scripts.ts';
+import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
 export const TAR = 'application/x-tar';
 export const GZIP = 'application/gzip';
@@ -131,7 +131,7 @@ export function openArchive(deps: AppDeps, accountId: string, sandboxId: string,
       },
       (err: unknown) => {
         if (started) return started(false);
-        reject(err instanceof SandboxGoneError ? new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is not running.`) : err);
+        reject(inSandboxError(err, sandboxId, 'files'));
       },
     );
   });

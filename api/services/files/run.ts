@@ -1,9 +1,9 @@
-import { ApiError } from '../../../shared/errors.ts';
-import { SandboxGoneError, type ExecStdin } from '../../../shared/runtime/types.ts';
+import type { ExecStdin } from '../../../shared/runtime/types.ts';
 import type { AppDeps } from '../../context.ts';
 import { failureError, markerOf, timeoutError, unmarkedFailureError } from './errors.ts';
 import { MAX_STDERR_BYTES } from './limits.ts';
 import { MARKER_EXIT } from './scripts.ts';
+import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
 export interface ScriptOptions {
   /** A stream is read as the script reads it (an archive upload). */
@@ -74,8 +74,7 @@ export async function runScript(
       stopped,
     };
   } catch (err) {
-    if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is not running.`);
-    throw err;
+    throw inSandboxError(err, sandboxId, 'files');
   }
 }
 

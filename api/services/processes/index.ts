@@ -10,6 +10,7 @@ import type { ExecContext } from '../sandboxes.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
 import { EXIT, LIST, LIST_MAX, OUTPUT, RUNNER, SIGNAL, START, STDIN } from './scripts.ts';
+import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
 // Background processes (docs/api.md, "Background processes"): each operation is one short exec of a
 // fixed script (scripts.ts) in the sandbox, where the process and its kept output live. Nothing
@@ -145,14 +146,6 @@ async function processScript(
   return result;
 }
 
-/** The sandbox must run for anything about its processes to be known. */
-export function requireRunning(sandbox: Sandbox): void {
-  if (sandbox.state !== 'active' || sandbox.status !== 'running') {
-    throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; its processes can be reached only while it runs.`, {
-      extra: { status: sandbox.status },
-    });
-  }
-}
 
 async function masksOf(deps: AppDeps, sandbox: Sandbox): Promise<MaskSet | undefined> {
   return (await openedSecretsFor(deps, sandbox.accountId, sandbox.id)).masks;
@@ -160,7 +153,6 @@ async function masksOf(deps: AppDeps, sandbox: Sandbox): Promise<MaskSet | undef
 
 function goneAsNotRunning(sandboxId: string) {
   return (err: unknown): never => {
-    if ((err as Error)?.name === 'SandboxGoneError') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is no longer running.`);
-    throw err;
+    throw inSandboxError(err, sandboxId, 'processes');
   };
 }

@@ -4,6 +4,7 @@ import { checkCommand, programPathProblem } from '../../../shared/allowlist/inde
 import { policedEnvironment } from '../exec/prepare.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import type { ExecContext } from '../sandboxes.ts';
+import { requireRunning } from '../../../shared/sandboxes/running.ts';
 
 export interface PreparedTerminal {
   /** Whose output it is: the account's output budget pays for it (exec/output-budget.ts). */
@@ -33,9 +34,7 @@ const LOGIN_SHELL = [
  * then the account's secrets, then the sandbox's.
  */
 export function prepareTerminal({ sandbox, allowlist: policy, openSecrets }: ExecContext, command: string[] | undefined): PreparedTerminal {
-  if (sandbox.state !== 'active' || sandbox.status !== 'running') {
-    throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; a terminal opens only while it is running.`);
-  }
+  requireRunning(sandbox, 'terminal');
   const allowlist = policy.commands;
   const argv = command ?? loginShell(allowlist);
   if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
