@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { ormPool } from '../shared/db/orm.ts';
 import { activeOrPooledIds, overdueSandboxIds, stuckPendingSandboxIds, terminatingSandboxes } from '../shared/repositories/sandboxes.ts';
+import { deleteIdempotencyKeysOlderThan } from '../shared/repositories/idempotency.ts';
 import { deploymentOf } from '../shared/deployment.ts';
 import { trySessionLock } from '../shared/repositories/database.ts';
 import type { WorkerDeps } from './context.ts';
@@ -91,7 +92,7 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
   const orphans = await collectOrphans(deps);
   await tendWarmPool(deps, (ids, work) => inParallel(ids, work, deps));
 
-  await em.getConnection().execute(`delete from idempotency_keys where created_at < now() - interval '${IDEMPOTENCY_RETENTION_HOURS} hours'`);
+  await deleteIdempotencyKeysOlderThan(pool, IDEMPOTENCY_RETENTION_HOURS);
   // After the sandboxes' own work, which it must never hold up; its failure is its own.
   const events = await sweepEvents(eventSweepDeps(deps), (ids, work) => inParallel(ids, work, deps)).catch((err: unknown) => {
     deps.log.warn({ err }, 'events sweep failed');

@@ -289,3 +289,9 @@ function sandboxOf(row: SandboxRow): Sandbox {
   };
   return sandbox as Sandbox;
 }
+
+/** Why the sandbox was destroyed, when it was; undefined for one not destroyed or not found. */
+export async function destroyReasonOf(pool: Pool, id: string): Promise<DestroyReason | undefined> {
+  const { rows } = await pool.query<{ destroy_reason: DestroyReason | null }>({ name: 'paddock-sandbox-destroy-reason', text: 'select destroy_reason from sandboxes where id = $1', values: [id] });
+  return rows[0]?.destroy_reason ?? undefined;
+}

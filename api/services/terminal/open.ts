@@ -3,6 +3,7 @@ import type { TerminalSession } from '../../../shared/runtime/types.ts';
 import type { AppDeps } from '../../context.ts';
 import type { KeySession } from '../../auth/key-sessions.ts';
 import { TerminalBridge, CLOSE } from './bridge.ts';
+import { destroyReasonOf } from '../../../shared/repositories/sandboxes.ts';
 import type { PreparedTerminal } from './prepare.ts';
 
 /** Open terminals of this process: a shutdown closes them (1001), as it ends event streams. */
@@ -31,10 +32,7 @@ export async function openTerminal(
     masks: prepared.masks,
     pace: (bytes) => deps.outputBudget.spend(prepared.accountId, bytes),
     goneReason: async () => {
-      const row = await deps.pg
-        .query<{ destroy_reason: string | null; state: string }>('SELECT state, destroy_reason FROM sandboxes WHERE id = $1', [sandboxId])
-        .catch(() => undefined);
-      const reason = row?.rows[0]?.destroy_reason;
+      const reason = await destroyReasonOf(deps.pg, sandboxId).catch(() => undefined);
       return reason ? `sandbox destroyed (${reason})` : 'sandbox destroyed or no longer running';
     },
     onError: (err) => deps.log.error({ err, sandboxId }, 'terminal failed'),
