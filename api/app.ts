@@ -30,6 +30,10 @@ import { EventAnnouncer } from '../shared/events/announce.ts';
 import { ReadViews } from '../shared/cache/read-views.ts';
 import { webhookCipher } from '../shared/webhooks/secrets.ts';
 import type { EventHub } from './services/events/hub.ts';
+import { enqueueAll } from '../shared/jobs/catalogue.ts';
+import { SandboxEngine } from '../shared/sandboxes/engine.ts';
+import { PgSandboxStore } from '../shared/sandboxes/pg-store.ts';
+import { sandboxWatcher } from './services/sandbox-watch.ts';
 
 export interface AppParts {
   config: Config;
@@ -51,7 +55,8 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
   // The lookups and the checks of open requests share the request path's connection, so each
   // check and lookup reaches Redis in the order it was sent (auth/key-sessions.ts relies on it).
   const apiKeys = new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log);
-  return {
+  const events = new EventAnnouncer(webhookQueue, redis, config.PADDOCK_REDIS_PREFIX, log, views);
+  const deps: AppDeps = {
     config,
     orm,
     pg,
@@ -76,10 +81,24 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
       : undefined,
     webhookQueue,
     views,
-    events: new EventAnnouncer(webhookQueue, redis, config.PADDOCK_REDIS_PREFIX, log, views),
+    events,
     eventHub,
     webhookCipher: webhookCipher(config),
+    sandboxes: new SandboxEngine(
+      {
+        store: new PgSandboxStore(orm, events, pg),
+        // Read at each use: the queue is the deps' own, whatever it is then.
+        queue: { add: (jobs) => enqueueAll(deps.queue, jobs) },
+        announcer: events,
+        runtime,
+        watcher: sandboxWatcher(eventHub, queueEvents),
+        clock: { now: () => new Date() },
+        log,
+      },
+      config,
+    ),
   };
+  return deps;
 }
 
 function ephemeralSecret(log: Logger): string {

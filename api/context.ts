@@ -23,6 +23,7 @@ import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import type { EventAnnouncer } from '../shared/events/announce.ts';
 import type { ReadViews } from '../shared/cache/read-views.ts';
 import type { EventHub } from './services/events/hub.ts';
+import type { SandboxEngine } from '../shared/sandboxes/engine.ts';
 
 /** Everything a route needs, built once per process by createApp and shared by all requests. */
 export interface AppDeps {
@@ -65,6 +66,8 @@ export interface AppDeps {
   eventHub: EventHub;
   /** Absent when PADDOCK_WEBHOOK_SECRETS_KEY is not set: creating a webhook answers 503. */
   webhookCipher?: SecretCipher;
+  /** Every rule of a sandbox's life: create, destroy, the waits, the running check (shared/sandboxes/engine.ts). */
+  sandboxes: SandboxEngine;
 }
 
 export type Credential =

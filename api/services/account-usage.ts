@@ -1,27 +1,13 @@
-import type { Config } from '../../shared/config.ts';
 import type { AppDeps } from '../context.ts';
 import { secondsUsedAt } from '../../shared/usage/billing.ts';
 import * as accounts from '../../shared/repositories/accounts.ts';
-import type { LimitOverrides } from '../../shared/repositories/accounts.ts';
-
-export interface AccountLimits {
-  concurrentSandboxes: number;
-  monthlySandboxHours: number;
-}
+import { limitsOf, type AccountLimits } from '../../shared/sandboxes/quotas.ts';
 
 export interface AccountUsage {
   limits: AccountLimits;
   sandboxHoursUsed: number;
   activeSandboxes: number;
   period: { start: Date; end: Date };
-}
-
-/** The operator's defaults, overridden per account where the account row says so. */
-export function limitsOf(account: LimitOverrides, config: Config): AccountLimits {
-  return {
-    concurrentSandboxes: account.concurrentSandboxesLimit ?? config.PADDOCK_QUOTA_CONCURRENT_SANDBOXES,
-    monthlySandboxHours: account.monthlySandboxHoursLimit ?? config.PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS,
-  };
 }
 
 /** The current UTC calendar month: usage is counted within it. */

@@ -7,11 +7,20 @@ import * as policy from '../../shared/repositories/policy.ts';
 import type { SecretsRead, SecretSummary, SecretUsage, StoredSecret } from '../../shared/repositories/policy.ts';
 import { NO_SECRETS, OpenedSecrets } from './opened-secrets.ts';
 import type { AppDeps } from '../context.ts';
-import { findOwnSandbox } from './sandboxes.ts';
+import type { SandboxEngine } from '../../shared/sandboxes/engine.ts';
+import type { Logger } from '../../shared/logger.ts';
+import type { OpenedSecretsCache } from './opened-secrets.ts';
 
 export type SecretRow = SecretSummary;
 
-export function cipherOf(deps: AppDeps): SecretCipher {
+/** What opening a sandbox's secrets takes. */
+export interface SecretOpening {
+  secretCipher?: SecretCipher;
+  openedSecrets: OpenedSecretsCache;
+  log: Pick<Logger, 'error'>;
+}
+
+export function cipherOf(deps: Pick<SecretOpening, 'secretCipher'>): SecretCipher {
   if (!deps.secretCipher) {
     throw new ApiError('service_unavailable', 'Secrets are not configured on this server (PADDOCK_SECRETS_KEY).');
   }
@@ -19,9 +28,9 @@ export function cipherOf(deps: AppDeps): SecretCipher {
 }
 
 /** A sandbox scope must be one of the caller's sandboxes, and still active to take new secrets. */
-export async function checkScope(pool: Pool, accountId: string, sandboxId: string | undefined, forWrite: boolean): Promise<void> {
+export async function checkScope(sandboxes: Pick<SandboxEngine, 'findOwn'>, accountId: string, sandboxId: string | undefined, forWrite: boolean): Promise<void> {
   if (sandboxId === undefined) return;
-  const sandbox = await findOwnSandbox(pool, accountId, sandboxId);
+  const sandbox = await sandboxes.findOwn(accountId, sandboxId);
   if (forWrite && sandbox.state !== 'active') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is destroyed.`);
 }
 
@@ -65,7 +74,7 @@ function admitSecret(config: Config, usage: SecretUsage, sandboxId: string | nul
  * The environment an exec gets from secrets, decrypted: the account's, then the sandbox's own,
  * which win on a name clash (the order they are stored in).
  */
-function secretEnv(deps: AppDeps, accountId: string, stored: StoredSecret[]): Record<string, string> {
+function secretEnv(deps: SecretOpening, accountId: string, stored: StoredSecret[]): Record<string, string> {
   if (stored.length === 0) return {};
   const cipher = cipherOf(deps);
   const env: Record<string, string> = {};
@@ -87,7 +96,7 @@ function secretEnv(deps: AppDeps, accountId: string, stored: StoredSecret[]): Re
  * the one this process holds), decrypted; or, when they have not changed since, `held` itself.
  * Read at every exec, so a change applies to the next one, on every replica.
  */
-export function openSecrets(deps: AppDeps, accountId: string, sandboxId: string, read: SecretsRead, held: OpenedSecrets | undefined): OpenedSecrets {
+export function openSecrets(deps: SecretOpening, accountId: string, sandboxId: string, read: SecretsRead, held: OpenedSecrets | undefined): OpenedSecrets {
   if (read.stored === undefined) {
     if (held && held.version === read.version) return held;
     throw new Error('the secrets were read as unchanged from a version this process does not hold');
@@ -102,7 +111,7 @@ export function openSecrets(deps: AppDeps, accountId: string, sandboxId: string,
 }
 
 /** The secrets that reach the sandbox, opened (from this process's cache while unchanged). */
-export async function openedSecretsFor(deps: AppDeps, accountId: string, sandboxId: string): Promise<OpenedSecrets> {
+export async function openedSecretsFor(deps: SecretOpening & { pg: Pool }, accountId: string, sandboxId: string): Promise<OpenedSecrets> {
   const held = deps.openedSecrets.get(accountId, sandboxId);
   const read = await policy.secretsForSandbox(deps.pg, accountId, sandboxId, held?.version ?? undefined);
   return openSecrets(deps, accountId, sandboxId, read, held);

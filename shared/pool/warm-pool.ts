@@ -16,7 +16,7 @@ export const POOL_ACCOUNT = 'pool';
  * image the runtime refuses is not pooled, as no create could be given it (and a create must not
  * fail over the pool's configuration).
  */
-export function pooledImages(config: Config, runtime: Pick<SandboxRuntime, 'defaultImage' | 'resolveImage'>): string[] {
+export function pooledImages(config: Pick<Config, 'PADDOCK_WARM_POOL_SIZE' | 'PADDOCK_WARM_POOL_IMAGES'>, runtime: Pick<SandboxRuntime, 'defaultImage' | 'resolveImage'>): string[] {
   if (config.PADDOCK_WARM_POOL_SIZE === 0) return [];
   const listed = config.PADDOCK_WARM_POOL_IMAGES.split(',').map((s) => s.trim()).filter(Boolean);
   if (listed.length === 0) return [runtime.defaultImage];
@@ -31,7 +31,7 @@ function runs(runtime: Pick<SandboxRuntime, 'resolveImage'>, image: string): boo
   }
 }
 
-export function isPooled(config: Config, runtime: Pick<SandboxRuntime, 'defaultImage' | 'resolveImage'>, image: string): boolean {
+export function isPooled(config: Pick<Config, 'PADDOCK_WARM_POOL_SIZE' | 'PADDOCK_WARM_POOL_IMAGES'>, runtime: Pick<SandboxRuntime, 'defaultImage' | 'resolveImage'>, image: string): boolean {
   return pooledImages(config, runtime).includes(image);
 }
 

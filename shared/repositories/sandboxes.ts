@@ -78,7 +78,7 @@ export async function findSandbox(pool: Pool, id: string): Promise<Sandbox | und
 }
 
 /** The account's sandbox, or undefined (another account's is not told apart from none). */
-export async function findOwnSandbox(pool: Pool, accountId: string, id: string): Promise<Sandbox | undefined> {
+export async function readOwnSandbox(pool: Pool, accountId: string, id: string): Promise<Sandbox | undefined> {
   const row = (await pool.query<SandboxRow>({ ...OWN_SANDBOX, values: [id, accountId] })).rows[0];
   return row && sandboxOf(row);
 }
@@ -140,7 +140,7 @@ export async function listOwnSandboxes(
   const name = `paddock-list-sandboxes-${options.state}${options.after === undefined ? '' : '-after'}`;
   const rows = (await pool.query<SandboxRow>({ name, text, values })).rows;
   // An empty page after an unknown (or another account's) cursor would read as "no more".
-  if (rows.length === 0 && options.after !== undefined && !(await findOwnSandbox(pool, accountId, options.after))) return undefined;
+  if (rows.length === 0 && options.after !== undefined && !(await readOwnSandbox(pool, accountId, options.after))) return undefined;
   const page = rows.slice(0, options.limit).map(sandboxOf);
   return { sandboxes: page, next: rows.length > options.limit ? page.at(-1)?.id : undefined };
 }

@@ -67,12 +67,12 @@ test('a fresh create job overtaken by a destroy makes the sandbox, finds it dest
   await assertEventsMatchTransitions(t.db, { accountId: t.accountId });
 });
 
-test("a create job that outruns its create's commit waits for it and runs the sandbox, instead of undoing it", async () => {
+test("a create's jobs leave only once its commit is done: none exists while the commit is held, and the job then runs the sandbox", async () => {
   const stack = await startSandboxStack();
   const a = await newAccount(stack.url, 'outrun-commit');
   const db = stack.apis[0]!.deps.pg;
-  // The create's jobs leave once its first batch has answered; its second batch (the rows and the
-  // commit) is held here by a trigger on its idempotency key that waits on the test's advisory lock.
+  // The create's second batch (the rows and the commit) is held here by a trigger on its
+  // idempotency key that waits on the test's advisory lock.
   const held = await holdWrites(stack.apis[0]!.deps.config.DATABASE_URL, {
     name: 'create',
     lockId: 7_362_017,
@@ -82,19 +82,21 @@ test("a create job that outruns its create's commit waits for it and runs the sa
   });
   try {
     const request = call(stack.url, 'POST', '/v1/sandboxes?wait=false', { token: a.key, body: {}, headers: { 'idempotency-key': 'outrun-commit-1' } });
-    // The worker has made the sandbox, and its markRunning waits for the create's transaction.
-    await eventually('the worker waiting for the create to commit', 30_000, async () => {
-      const { rows } = await db.query(
-        "select 1 from pg_stat_activity where cardinality(pg_blocking_pids(pid)) > 0 and query like '%set status = ''running''%' and query not like '%pg_stat_activity%'",
+    const id = await eventually('the create held before its commit', 30_000, async () => {
+      const { rows } = await db.query<{ id: string }>(
+        "select substring(query from 'sbx_[0-9a-z]{24}') as id from pg_stat_activity where wait_event_type = 'Lock' and query like '%insert into sandboxes%' and query not like '%pg_stat_activity%'",
       );
-      return rows.length ? true : undefined;
+      return rows[0]?.id ?? undefined;
     });
+    const queue = stack.apis[0]!.deps.queue;
+    const jobId = jobCatalogue.create.jobId({ sandboxId: id });
+    // Given the time a job beside the commit would have taken to leave and be taken.
+    await sleep(1000);
+    assert.equal(await Job.fromId(queue, jobId), undefined, 'no create job before the commit');
     await held.release();
     const created = await request;
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const id = created.body.id as string;
-    const queue = stack.apis[0]!.deps.queue;
-    const jobId = jobCatalogue.create.jobId({ sandboxId: id });
+    assert.equal(created.body.id, id);
     const ended = await eventually('the create job ended', 30_000, async () => {
       const job = await Job.fromId(queue, jobId);
       return job?.finishedOn ? { returned: job.returnvalue as unknown } : undefined;

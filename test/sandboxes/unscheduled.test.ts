@@ -7,7 +7,7 @@ import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 
-// A new sandbox's jobs are enqueued beside its create's commit (api/services/sandboxes.ts). When
+// A new sandbox's jobs are queued once its create has committed (shared/sandboxes/engine.ts). When
 // they cannot be, the sandbox would never start: it is ended at once, its quota released, and the
 // request says so; nothing is left pending.
 

@@ -49,15 +49,10 @@ export async function createSandbox(job: Job, deps: WorkerDeps): Promise<string>
     }
     throw err;
   }
+  // The job was queued once its create had committed: the row is there, and a pending one moves
+  // to running here, once.
   if (await markRunning(em, pending, deps.events)) return 'running';
-  let now = await findSandbox(pool, sandboxId);
-  if (now?.state === 'active' && now.status === 'pending') {
-    // A fresh job can outrun its create's commit (the jobs are enqueued beside it): the update saw
-    // no row, and markRunning's lock on the account then waited for the create's transaction to
-    // end. The row is there now, and this is its first chance to run.
-    if (await markRunning(em, pending, deps.events)) return 'running';
-    now = await findSandbox(pool, sandboxId);
-  }
+  const now = await findSandbox(pool, sandboxId);
   // Running already (the same job, taken for stalled, ran twice at once), or a destroy won the
   // race while the runtime was creating: only the latter is undone.
   if (now?.state === 'active' && now.status === 'running') return 'running';

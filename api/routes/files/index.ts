@@ -7,7 +7,6 @@ import { editFile } from '../../services/files/edit.ts';
 import { globFiles } from '../../services/files/glob.ts';
 import { grepFiles } from '../../services/files/grep.ts';
 import { listDirectory } from '../../services/files/list.ts';
-import { runningSandboxId } from '../../services/files/sandbox.ts';
 import { viewFile } from '../../services/files/view.ts';
 import { writeFileBytes } from '../../services/files/write.ts';
 import { accountIdOf, route, type Route } from '../route.ts';
@@ -71,7 +70,7 @@ export const viewFileRoute = route(
     errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'file_too_large'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     ctx.body = presentFileView(await viewFile(deps, sandboxId, query));
   },
 );
@@ -95,7 +94,7 @@ export const createFileRoute = route(
     errors: ['insufficient_scope', ...COMMON_ERRORS, ...WRITE_ERRORS, 'file_exists', 'is_a_directory', 'not_a_directory'],
   },
   async (ctx, { params, query, body }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     const bytes = body.content !== undefined ? Buffer.from(body.content, 'utf8') : Buffer.from(body.contentBase64 ?? '', 'base64');
     ctx.status = 201;
     ctx.body = presentWrittenFile(await writeFileBytes(deps, sandboxId, query.path, bytes, query.overwrite));
@@ -129,7 +128,7 @@ export const editFileRoute = route(
     ],
   },
   async (ctx, { params, query, body }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     ctx.body = presentEdit(await editFile(deps, sandboxId, { path: query.path, ...body }));
   },
 );
@@ -151,7 +150,7 @@ export const listFilesRoute = route(
     errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     ctx.body = presentListing(await listDirectory(deps, sandboxId, query.path));
   },
 );
@@ -173,7 +172,7 @@ export const globRoute = route(
     errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     ctx.body = presentGlob(await globFiles(deps, sandboxId, query));
   },
 );
@@ -195,7 +194,7 @@ export const grepRoute = route(
     errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     ctx.body = presentGrep(await grepFiles(deps, sandboxId, query));
   },
 );
@@ -230,7 +229,7 @@ export const downloadArchiveRoute = route(
     errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory', 'not_acceptable'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     const type = ctx.accepts(TAR, GZIP);
     if (!type) throw new ApiError('not_acceptable', `The archive is sent as ${TAR} or ${GZIP}.`);
     const gone = abortOnDisconnect(ctx);
@@ -274,7 +273,7 @@ export const uploadArchiveRoute = route(
     errors: ['insufficient_scope', ...COMMON_ERRORS, 'unsupported_media_type', 'payload_too_large', 'not_a_directory', 'invalid_archive', 'insufficient_storage'],
   },
   async (ctx, { params, query }, deps) => {
-    const sandboxId = await runningSandboxId(deps.pg, accountIdOf(ctx), params.id);
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
     const extracted = await extractArchive(deps, accountIdOf(ctx), sandboxId, query.path, ctx.state.streamedBody!);
     ctx.status = 201;
     ctx.body = presentExtractedArchive(extracted);

@@ -3,8 +3,6 @@ import type { AppContext, AppDeps } from '../../context.ts';
 import { presentExitLine, presentProcess } from '../../presenters/process.ts';
 import { startNdjsonAnswer } from '../../services/exec/ndjson.ts';
 import { findProcess, listProcesses, signalProcess, streamOutput, writeStdin } from '../../services/processes/index.ts';
-import { requireRunning } from '../../../shared/sandboxes/running.ts';
-import { findOwnSandbox } from '../../services/sandboxes.ts';
 import { accountIdOf, route } from '../route.ts';
 import { OutputQuery, ProcessList, ProcessOutputLine, ProcessParams, SandboxParams, SignalQuery, StdinBody } from './schema.ts';
 
@@ -25,9 +23,7 @@ const ERRORS = [
 
 /** The caller's running sandbox: another account's is a 404 like a missing one. */
 async function ownRunningSandbox(ctx: AppContext, id: string, deps: AppDeps) {
-  const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), id);
-  requireRunning(sandbox, 'processes');
-  return sandbox;
+  return deps.sandboxes.running(accountIdOf(ctx), id, 'processes');
 }
 
 export const listProcessesRoute = route(

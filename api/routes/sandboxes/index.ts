@@ -1,15 +1,6 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { presentSandbox } from '../../../shared/sandboxes/present.ts';
-import {
-  completeIdempotencyKey,
-  createJobId,
-  createSandbox,
-  destroyJobId,
-  listOwnSandboxes,
-  presentedOwnSandbox,
-  requestDestroy,
-  waitForJob,
-} from '../../services/sandboxes.ts';
+import { listOwnSandboxes, presentedOwnSandbox } from '../../services/sandboxes.ts';
 import { parseInput } from '../../middleware/validate.ts';
 import { accountIdOf, route } from '../route.ts';
 import {
@@ -24,7 +15,6 @@ import {
 } from './schema.ts';
 
 const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
-const DESTROY_WAIT_MS = 60_000;
 
 export const createSandboxRoute = route(
   {
@@ -62,15 +52,10 @@ export const createSandboxRoute = route(
     const accountId = accountIdOf(ctx);
     const header = ctx.get('idempotency-key');
     const key = header ? parseInput(IdempotencyKey, header, 'header') : undefined;
-    let { sandbox } = await createSandbox(deps, ctx.state.em, accountId, body, key).catch((err: unknown) => {
+    const { sandbox } = await deps.sandboxes.create(accountId, body, { idempotencyKey: key, wait: query.wait }).catch((err: unknown) => {
       if (err instanceof ApiError && err.status === 429) deps.metrics.quotaRefusals.inc({ code: err.code });
       throw err;
     });
-    if (query.wait && sandbox.status === 'pending') {
-      const timeoutMs = (deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS + 5) * 1000;
-      sandbox = await waitForJob(deps, sandbox, createJobId(sandbox.id), timeoutMs, (s) => s.status !== 'pending');
-    }
-    if (key) await completeIdempotencyKey(ctx.state.em, accountId, key);
     ctx.status = 201;
     ctx.set('Location', `/v1/sandboxes/${sandbox.id}`);
     ctx.body = presentSandbox(sandbox);
@@ -130,10 +115,7 @@ export const destroySandboxRoute = route(
     errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found', 'rate_limited'],
   },
   async (ctx, { params, query }, deps) => {
-    let sandbox = await requestDestroy(deps, ctx.state.em, accountIdOf(ctx), params.id);
-    if (query.wait && sandbox.state === 'active') {
-      sandbox = await waitForJob(deps, sandbox, destroyJobId(sandbox.id), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
-    }
+    const sandbox = await deps.sandboxes.destroy(accountIdOf(ctx), params.id, { wait: query.wait });
     ctx.body = presentSandbox(sandbox);
   },
 );

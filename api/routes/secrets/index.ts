@@ -27,7 +27,7 @@ export const createSecret = route(
   },
   async (ctx, { body }, deps) => {
     const accountId = accountIdOf(ctx);
-    await checkScope(deps.pg, accountId, body.sandboxId, true);
+    await checkScope(deps.sandboxes, accountId, body.sandboxId, true);
     const { row, replaced } = await putSecret(deps, accountId, body);
     ctx.status = replaced ? 200 : 201;
     ctx.body = presentSecret(row);
@@ -50,7 +50,7 @@ export const listSecretsRoute = route(
   },
   async (ctx, { query }, deps) => {
     const accountId = accountIdOf(ctx);
-    await checkScope(deps.pg, accountId, query.sandboxId, false);
+    await checkScope(deps.sandboxes, accountId, query.sandboxId, false);
     ctx.body = { data: (await listSecrets(deps.pg, accountId, query.sandboxId)).map(presentSecret) };
   },
 );
@@ -72,7 +72,7 @@ export const deleteSecretRoute = route(
   },
   async (ctx, { params, query }, deps) => {
     const accountId = accountIdOf(ctx);
-    await checkScope(deps.pg, accountId, query.sandboxId, false);
+    await checkScope(deps.sandboxes, accountId, query.sandboxId, false);
     // A name no secret can have is unknown without a query (PostgreSQL refuses some strings, such as NUL).
     const found = ENV_NAME.test(params.name) && (await deleteSecret(deps.pg, accountId, params.name, query.sandboxId));
     if (!found) {

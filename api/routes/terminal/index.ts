@@ -1,5 +1,5 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { findOwnSandbox, findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
+import { findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
 import { prepareTerminal } from '../../services/terminal/prepare.ts';
 import { openTerminal } from '../../services/terminal/open.ts';
 import { acceptUpgrade, checkUpgrade, TERMINAL_SUBPROTOCOL } from '../../services/terminal/upgrade.ts';
@@ -70,7 +70,7 @@ export const ticketRoute = route(
   },
   async (ctx, { params }, deps) => {
     const auth = ctx.state.auth;
-    const sandbox = await findOwnSandbox(deps.pg, accountIdOf(ctx), params.id);
+    const sandbox = await deps.sandboxes.findOwn(accountIdOf(ctx), params.id);
     if (auth?.kind !== 'apiKey' || !auth.keyHash) throw new ApiError('invalid_credential');
     const ticket = await deps.terminalTickets.issue({ accountId: auth.accountId, keyId: auth.keyId, keyHash: auth.keyHash, sandboxId: sandbox.id });
     ctx.status = 201;

@@ -1,0 +1,305 @@
+import { createHash } from 'node:crypto';
+import type { Sandbox } from '../db/entities.ts';
+import { ApiError } from '../errors.ts';
+import { isDependencyUnavailable } from '../unavailable.ts';
+import { isId, newId } from '../ids.ts';
+import { jobCatalogue, type JobPayload, type JobRequest } from '../jobs/catalogue.ts';
+import type { NewEvent } from '../events/record.ts';
+import { withTransition } from '../events/ring.ts';
+import { currentMonth } from '../events/usage-period.ts';
+import { checkEnvironment } from '../allowlist/index.ts';
+import { ImageRefusedError } from '../runtime/index.ts';
+import { isPooled } from '../pool/warm-pool.ts';
+import { deploymentOf } from '../deployment.ts';
+import type { IdempotencyRecord } from '../repositories/idempotency.ts';
+import { presentSandbox } from './present.ts';
+import { limitsOf, refuseOverQuota } from './quotas.ts';
+import { requireRunning, type InSandboxUse } from './running.ts';
+import type { CreateDecision, CreateFacts, SandboxEngineDeps, SandboxEngineOptions } from './ports.ts';
+
+export interface CreateSandboxInput {
+  image?: string;
+  metadata?: Record<string, string>;
+  env?: Record<string, string>;
+}
+
+// A first request with a key that has not finished after this long is presumed dead (its API
+// process crashed); a retry with the same key then gets the sandbox instead of a 409.
+export const IN_PROGRESS_WINDOW_MS = 2 * 60 * 1000;
+const WAIT_POLL_MS = 500;
+const DESTROY_WAIT_MS = 60_000;
+
+/**
+ * The sandbox's rules, from its create to its destruction, in one place: what the API's routes
+ * and the workers' processors ask for, given only the narrow world of ports.ts. The state
+ * changes themselves, each a conditional update with its events, are transitions.ts'.
+ */
+export class SandboxEngine {
+  readonly #deps: SandboxEngineDeps;
+  readonly #options: SandboxEngineOptions;
+
+  constructor(deps: SandboxEngineDeps, options: SandboxEngineOptions) {
+    this.#deps = deps;
+    this.#options = options;
+  }
+
+  /**
+   * Checks both quotas and records the new sandbox in one transaction that locks the account row,
+   * so concurrent creates through any number of API replicas see each other's sandboxes: the caps
+   * hold exactly. Its jobs are queued once that has committed: nothing is created or billed on a
+   * refusal, and a job never finds its sandbox's row missing. With `wait`, answers once the
+   * sandbox runs or failed (bounded). An Idempotency-Key makes a retry answer the first sandbox.
+   */
+  async create(
+    accountId: string,
+    input: CreateSandboxInput,
+    options: { idempotencyKey?: string; wait: boolean },
+  ): Promise<{ sandbox: Sandbox; replayed: boolean }> {
+    const { store } = this.#deps;
+    const { idempotencyKey } = options;
+    const image = this.#resolveImage(input.image);
+    await this.#refuseProtectedEnv(accountId, input.env);
+    const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
+    const pooled = isPooled(this.#options, this.#deps.runtime, image);
+    const result = await store.create(
+      { accountId, periodStart: currentMonth(this.#deps.clock.now()).start, deployment: deploymentOf(this.#options), claimImage: pooled ? image : undefined, idempotencyKey },
+      (facts) => this.#decide(accountId, image, input, facts, idempotencyKey ? { key: idempotencyKey, requestHash } : undefined),
+    );
+
+    let sandbox: Sandbox;
+    if ('replay' in result) {
+      // A replay answers the first request's sandbox as it is now.
+      sandbox = await this.findOwn(accountId, result.replay);
+    } else if (result.sandbox.status === 'pending') {
+      sandbox = result.sandbox;
+      // A new sandbox waits for its jobs: without its create job it would never start. Failing
+      // that, its quota is released at once, and the request says so.
+      const queued = this.#deps.queue.add(sandboxJobs(sandbox, false, this.#deps.clock.now())).then(
+        () => undefined,
+        (err: unknown) => err ?? new Error('not queued'),
+      );
+      const [unqueued] = await Promise.all([queued, this.#deps.announcer.announce(result.created)]);
+      if (unqueued) {
+        await store.markDestroyed(sandbox.id, 'failed', 'The sandbox could not be scheduled.');
+        throw unqueued;
+      }
+    } else {
+      sandbox = result.sandbox;
+      await this.#claimed(sandbox, result.created);
+    }
+    if (options.wait && sandbox.status === 'pending') {
+      const timeoutMs = (this.#options.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS + 5) * 1000;
+      sandbox = await this.#waitFor(sandbox, jobCatalogue.create.jobId({ sandboxId: sandbox.id }), timeoutMs, (s) => s.status !== 'pending');
+    }
+    if (idempotencyKey) await store.completeIdempotencyKey(accountId, idempotencyKey);
+    return { sandbox, replayed: 'replay' in result };
+  }
+
+  /**
+   * Asks for the account's sandbox's destruction, and answers the sandbox as it now is (with
+   * `wait`, once destroyed, bounded): terminating, or as it was when asked for already or
+   * destroyed (left as it is); 404 for none. A running one takes one statement, its job queued
+   * beside the announcement.
+   */
+  async destroy(accountId: string, id: string, options: { wait: boolean }): Promise<Sandbox> {
+    const { store, announcer } = this.#deps;
+    const queueDestroy = () => this.#deps.queue.add([{ name: 'destroy', payload: { sandboxId: id, reason: 'user' } }]);
+    // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
+    let sandbox = isId('sbx', id) ? await store.markTerminatingByItsUser(accountId, id) : undefined;
+    if (sandbox) {
+      await Promise.all([announcer.changed([accountId]), queueDestroy()]);
+    } else {
+      sandbox = await this.findOwn(accountId, id);
+      // Asked for already: its job again (one job, by its id), should the first have been lost.
+      if (sandbox.state === 'active') await queueDestroy();
+    }
+    if (options.wait && sandbox.state === 'active') {
+      sandbox = await this.#waitFor(sandbox, jobCatalogue.destroy.jobId({ sandboxId: id }), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
+    }
+    return sandbox;
+  }
+
+  /** The caller's sandbox, or 404 exactly as for one that does not exist. */
+  async findOwn(accountId: string, id: string): Promise<Sandbox> {
+    // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
+    const sandbox = isId('sbx', id) ? await this.#deps.store.findOwn(accountId, id) : undefined;
+    if (!sandbox) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+    return sandbox;
+  }
+
+  /** The caller's sandbox when it runs, for `use` of it: 404 for another account's or an unknown one, else 409. */
+  async running(accountId: string, id: string, use: InSandboxUse): Promise<Sandbox> {
+    const sandbox = await this.findOwn(accountId, id);
+    requireRunning(sandbox, use);
+    return sandbox;
+  }
+
+  /** Under the account's lock: the replay, or the quotas' verdict and the new sandbox with its events. */
+  #decide(
+    accountId: string,
+    image: string,
+    input: CreateSandboxInput,
+    facts: CreateFacts,
+    idempotency: { key: string; requestHash: string } | undefined,
+  ): CreateDecision {
+    if (!facts.overrides) throw new ApiError('invalid_credential');
+    const replayed = idempotency ? replayOf(facts.replay, idempotency.requestHash, this.#deps.clock.now()) : undefined;
+    if (replayed) return { replay: replayed };
+    refuseOverQuota(limitsOf(facts.overrides, this.#options), facts.usage);
+    const sandbox = this.#newSandbox(accountId, image, input, facts.claimed);
+    const events: NewEvent[] = [
+      {
+        accountId,
+        sandboxId: sandbox.id,
+        type: 'sandbox.created',
+        data: { sandbox: presentSandbox({ ...sandbox, status: 'pending', readyAt: null }) },
+        dedupeKey: `sandbox.created:${sandbox.id}`,
+      },
+    ];
+    // A claimed sandbox runs already: both its events, in one statement.
+    if (facts.claimed) events.push({ accountId, sandboxId: sandbox.id, type: 'sandbox.running', data: { sandbox: presentSandbox(sandbox) }, dedupeKey: `sandbox.running:${sandbox.id}` });
+    return { sandbox, events, idempotency };
+  }
+
+  /**
+   * A claimed pooled sandbox runs already and is answered at once. Its account's views (its
+   * usage) change before the answer, as after any create, and the sandbox's own backstop follows
+   * its expiresAt from now on; its jobs and events are queued once the answer is written (their
+   * synchronous part runs ahead of it). Should this process die before they are queued, the
+   * reaper's sweep still ends it at its cap, warns before, and refills the pool, and the events
+   * sweep still delivers its events.
+   */
+  #claimed(sandbox: Sandbox, created: Parameters<SandboxEngineDeps['announcer']['announce']>[0]): Promise<void> {
+    const { queue, announcer, log } = this.#deps;
+    const unqueued = (err: unknown) => log.warn({ err, sandboxId: sandbox.id }, "a claimed sandbox's jobs or events were not queued; the sweeps will see to them");
+    const answered = Promise.all([announcer.changed([sandbox.accountId]), this.#followExpiry(sandbox)]);
+    return answered.then(() => {
+      setImmediate(() => void Promise.all([queue.add(sandboxJobs(sandbox, true, this.#deps.clock.now())), announcer.announce(created)]).catch(unqueued));
+    });
+  }
+
+  /**
+   * Tells the runtime the sandbox's expiresAt, where its own end follows it (the local runtime's
+   * init). A failure leaves the longer deadline the sandbox was pooled with: the reaper still
+   * ends it at expiresAt.
+   */
+  async #followExpiry(sandbox: Sandbox): Promise<void> {
+    await this.#deps.runtime.setExpiresAt?.(sandbox.id, sandbox.expiresAt).catch((err: unknown) =>
+      this.#deps.log.warn({ err, sandboxId: sandbox.id }, "could not move a claimed sandbox's own deadline to its expiresAt; the one it was pooled with holds"),
+    );
+  }
+
+  /**
+   * Waits (bounded) until the sandbox is `settled`, then answers it as it now is. The account's
+   * events, rung right after the worker's commit, carry the sandbox's transitions: one that
+   * settles it is the answer, with no read. Otherwise the ring and the job's end say when to look
+   * at the row, read again every half second as well, so a message lost with Redis (restarted,
+   * or its connection down) costs half a second, not the whole timeout. A failed job or a timeout
+   * still ends in answering the row: it says what happened.
+   */
+  async #waitFor(base: Sandbox, jobId: string, timeoutMs: number, settled: (sandbox: Sandbox) => boolean): Promise<Sandbox> {
+    const { clock, store } = this.#deps;
+    const deadline = clock.now().getTime() + timeoutMs;
+    const { id: sandboxId, accountId } = base;
+    const watch = this.#deps.watcher.watch(accountId, sandboxId, jobId);
+    try {
+      for (;;) {
+        const heard = watch.heard();
+        if (heard && settled(withTransition(base, heard))) return withTransition(base, heard);
+        const jobFinished = watch.jobFinished();
+        let sandbox: Sandbox | null | undefined;
+        try {
+          sandbox = (await store.findOwn(accountId, sandboxId)) ?? null;
+        } catch (err) {
+          // The database away for a moment: keep waiting; a read at the deadline answers for it.
+          if (!isDependencyUnavailable(err) || clock.now().getTime() >= deadline) throw err;
+        }
+        if (sandbox === null) throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
+        if (sandbox && (jobFinished || settled(sandbox) || clock.now().getTime() >= deadline)) return sandbox;
+        if (!watch.jobFinished() || sandbox === undefined) await watch.next(Math.max(0, Math.min(WAIT_POLL_MS, deadline - clock.now().getTime())));
+      }
+    } finally {
+      watch.release();
+    }
+  }
+
+  /** The image the sandbox will run, as the runtime that runs it decides; a refusal creates nothing. */
+  #resolveImage(requested: string | undefined): string {
+    try {
+      return this.#deps.runtime.resolveImage(requested);
+    } catch (err) {
+      if (!(err instanceof ImageRefusedError)) throw err;
+      throw new ApiError(err.reason === 'not_allowed' ? 'image_not_allowed' : 'image_not_supported', err.message);
+    }
+  }
+
+  /**
+   * The create-time env reaches every exec: while an allowlist is in force it may not set what
+   * decides which code runs (LD_PRELOAD, PATH, BASH_ENV…), as exec's own env may not. An
+   * allowlist set later is enforced on the merged environment at every exec (prepareExec).
+   */
+  async #refuseProtectedEnv(accountId: string, env: Record<string, string> | undefined): Promise<void> {
+    if (!env || Object.keys(env).length === 0) return;
+    const verdict = checkEnvironment(await this.#deps.store.allowlistCommands(accountId), env);
+    if (!verdict.allowed) throw new ApiError('command_not_allowed', verdict.reason, { extra: { variable: verdict.variable } });
+  }
+
+  /** The new sandbox: a claimed pooled one runs already, its cap starting now. */
+  #newSandbox(accountId: string, image: string, input: CreateSandboxInput, claimed: string | undefined): Sandbox {
+    const now = this.#deps.clock.now();
+    const expiresAt = new Date(now.getTime() + this.#options.PADDOCK_SESSION_CAP_SECONDS * 1000);
+    const warningSeconds = this.#options.PADDOCK_EXPIRY_WARNING_SECONDS;
+    return {
+      id: claimed ?? newId('sbx'),
+      accountId,
+      state: 'active',
+      status: claimed ? 'running' : 'pending',
+      readyAt: claimed ? now : null,
+      image,
+      metadata: input.metadata ?? {},
+      env: input.env ?? {},
+      createdAt: now,
+      expiresAt,
+      expiryWarningAt: warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null,
+      deployment: deploymentOf(this.#options),
+      destroyedAt: null,
+      destroyReason: null,
+      failureMessage: null,
+    };
+  }
+}
+
+/** The sandbox a first request with this key made, to answer again; none for a key not seen yet. */
+export function replayOf(record: IdempotencyRecord | undefined, requestHash: string, now: Date): string | undefined {
+  if (!record) return undefined;
+  if (record.requestHash !== requestHash) {
+    throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.');
+  }
+  if (!record.completedAt && now.getTime() - record.createdAt.getTime() < IN_PROGRESS_WINDOW_MS) {
+    throw new ApiError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress; retry shortly.', {
+      headers: { 'Retry-After': '1' },
+    });
+  }
+  return record.sandboxId;
+}
+
+/** A new sandbox's jobs, queued in one round trip: a claimed pooled one runs already, and its pool is refilled instead of a create. */
+export function sandboxJobs(sandbox: Sandbox, claimed: boolean, now: Date): JobRequest[] {
+  const jobs: JobRequest[] = [
+    claimed ? { name: 'refill', payload: { image: sandbox.image } } : { name: 'create', payload: createPayload(sandbox) },
+    { name: 'expire', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiresAt.getTime() - now.getTime() },
+  ];
+  if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - now.getTime() });
+  return jobs;
+}
+
+function createPayload(sandbox: Sandbox): JobPayload<'create'> {
+  return {
+    sandboxId: sandbox.id,
+    image: sandbox.image,
+    expiresAt: sandbox.expiresAt.toISOString(),
+    accountId: sandbox.accountId,
+    createdAt: sandbox.createdAt.toISOString(),
+    metadata: sandbox.metadata,
+  };
+}
