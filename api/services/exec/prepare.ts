@@ -1,17 +1,14 @@
+import type { z } from 'zod';
 import { ApiError } from '../../../shared/errors.ts';
+import type { ExecBody } from '../../routes/exec/schema.ts';
 import { checkCommand, checkEnvironment, PROGRAM_PATH } from '../../../shared/allowlist/index.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import type { AppDeps } from '../../context.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';
 
-export interface ExecInput {
-  command: string | string[];
-  cwd?: string;
-  env?: Record<string, string>;
-  stdin?: string;
-  timeoutSeconds?: number;
-}
+/** What a command is run with: the exec request, as its schema has it (background is the route's). */
+export type ExecInput = Omit<z.infer<typeof ExecBody>, 'background'>;
 
 export interface PreparedExec {
   /** Whose output it is: the account's output budget pays for it (output-budget.ts). */

@@ -1,16 +1,12 @@
+import type { z } from 'zod';
+import type { ExecResult } from '../../routes/exec/schema.ts';
 import { OutputStream } from '../../../shared/exec/output.ts';
 import type { AppDeps } from '../../context.ts';
 import type { PreparedExec } from './prepare.ts';
 import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
-export interface ExecOutcome {
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  durationMs: number;
-  stdoutTruncated: boolean;
-  stderrTruncated: boolean;
-}
+/** How a command ended: the exec result, as its schema has it, without the output itself. */
+export type ExecOutcome = Omit<z.infer<typeof ExecResult>, 'stdout' | 'stderr'>;
 
 export interface OutputSink<T = string> {
   /** A returned promise holds the command's output until it is on its way to the client. */
