@@ -10,6 +10,7 @@ import type { LeaseTurns } from '../shared/jobs/turns.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';
 import type { WebhookTransport } from '../shared/webhooks/transport.ts';
 import type { WorkerMetrics } from './metrics.ts';
+import type { SandboxLifecycle } from '../shared/sandboxes/lifecycle.ts';
 
 /** What every job processor and the reaper share within one worker process. */
 export interface WorkerDeps {
@@ -33,4 +34,6 @@ export interface WorkerDeps {
   webhookCipher?: SecretCipher;
   /** How deliveries resolve names and connect (tests inject their own). */
   transport: WebhookTransport;
+  /** The workers' half of a sandbox's life: its start, failure, end and expiry warning (shared/sandboxes/lifecycle.ts). */
+  sandboxes: SandboxLifecycle;
 }

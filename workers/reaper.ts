@@ -6,7 +6,6 @@ import { deploymentOf } from '../shared/deployment.ts';
 import { trySessionLock } from '../shared/repositories/database.ts';
 import type { WorkerDeps } from './context.ts';
 import { destroySandbox } from './processors/destroy-sandbox.ts';
-import { failSandbox, notReadyMessage } from './processors/create-sandbox.ts';
 import { sweepEvents, type EventSweepDeps, type EventSweepReport } from './events-sweep.ts';
 import { tendWarmPool } from './warm-pool-sweep.ts';
 import { jobCatalogue } from '../shared/jobs/catalogue.ts';
@@ -81,8 +80,8 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
 
   const readyCutoff = new Date(now.getTime() - deps.config.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000);
   const stuckPending = await stuckPendingSandboxIds(pool, deployment, readyCutoff, BATCH);
-  const message = notReadyMessage(deps);
-  await inParallel(stuckPending, (id) => failSandbox(deps, id, message), deps);
+  const message = deps.sandboxes.notReadyMessage();
+  await inParallel(stuckPending, (id) => deps.sandboxes.fail(id, message), deps);
 
   // A destroy whose job was lost (Redis flushed) would otherwise stay "terminating" forever.
   const terminating = await terminatingSandboxes(pool, deployment, BATCH);

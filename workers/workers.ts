@@ -25,6 +25,8 @@ import { dispatchEventJob } from './processors/webhook-dispatch.ts';
 import { deliverWebhookJob } from './processors/webhook-deliver.ts';
 import { startReaper } from './reaper.ts';
 import { startMetricsServer } from './metrics-server.ts';
+import { SandboxLifecycle } from '../shared/sandboxes/lifecycle.ts';
+import { PgLifecycleStore } from '../shared/sandboxes/pg-store.ts';
 
 type Processor = (job: Job, deps: WorkerDeps, token?: string) => Promise<string>;
 
@@ -91,6 +93,9 @@ export async function startWorkers(
     });
   }
   if (config.PADDOCK_WEBHOOK_ALLOW_LOCAL) log.warn('PADDOCK_WEBHOOK_ALLOW_LOCAL is set: webhooks may go to localhost (development only)');
+  const metrics = createWorkerMetrics({ queue, unitOfWork: () => orm.em.fork() });
+  // The workers only mark views stale: the API replicas read them.
+  const events = new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log, new ReadViews(queueRedis, config.PADDOCK_REDIS_PREFIX, 0));
   const deps: WorkerDeps = {
     config,
     orm,
@@ -98,14 +103,23 @@ export async function startWorkers(
     redis: queueRedis,
     runtime,
     log,
-    metrics: createWorkerMetrics({ queue, unitOfWork: () => orm.em.fork() }),
+    metrics,
     webhookQueue,
-    // The workers only mark views stale: the API replicas read them.
-    events: new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log, new ReadViews(queueRedis, config.PADDOCK_REDIS_PREFIX, 0)),
+    events,
     leases: new InFlightLeases(queueRedis, config.PADDOCK_REDIS_PREFIX),
     turns: new LeaseTurns(queueRedis, config.PADDOCK_REDIS_PREFIX, webhookQueue),
     webhookCipher: webhookCipher(config),
     transport: options.webhookTransport ?? systemTransport,
+    sandboxes: new SandboxLifecycle(
+      {
+        store: new PgLifecycleStore(orm, events),
+        runtime,
+        clock: { now: () => new Date() },
+        log,
+        onFailed: () => metrics.sandboxesDestroyed.inc({ reason: 'failed' }),
+      },
+      config,
+    ),
   };
 
   // Its port first: a worker that cannot serve its probes fails before it takes any job.

@@ -8,9 +8,11 @@ import { eventsStatement, recordedFrom } from '../events/record.ts';
 import { lockAccountStatement, overridesFrom, usageFrom, usageStatement } from '../repositories/accounts.ts';
 import { completeIdempotencyKey, idempotencyInsertStatement, idempotencyReadStatement, idempotencyRecordFrom } from '../repositories/idempotency.ts';
 import { getAllowlist } from '../repositories/policy.ts';
-import { insertSandboxStatement, markSandboxTerminating, readOwnSandbox } from '../repositories/sandboxes.ts';
+import { findSandbox, insertSandboxStatement, markSandboxTerminating, readOwnSandbox } from '../repositories/sandboxes.ts';
 import { claimedFrom, claimWarmStatement } from '../repositories/warm-pool.ts';
-import { markDestroyed } from './transitions.ts';
+import { markDestroyed, markExpiring, markRunning, markTerminating, type PendingSandbox } from './transitions.ts';
+import type { LifecycleStore } from './lifecycle.ts';
+import type { SandboxRow } from './snapshot.ts';
 import type { CreateDecision, CreateFacts, CreateRequest, CreateResult, SandboxStore } from './ports.ts';
 
 /**
@@ -85,5 +87,36 @@ export class PgSandboxStore implements SandboxStore {
 
   async markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<boolean> {
     return (await markDestroyed(this.#orm.em.fork(), id, reason, failureMessage, this.#announcer)) !== undefined;
+  }
+}
+
+/** The workers' sandbox store on PostgreSQL: the transitions, each announcing what it recorded. */
+export class PgLifecycleStore implements LifecycleStore {
+  readonly #orm: MikroORM;
+  readonly #announcer: Announcer;
+
+  constructor(orm: MikroORM, announcer: Announcer) {
+    this.#orm = orm;
+    this.#announcer = announcer;
+  }
+
+  async find(id: string): Promise<Sandbox | undefined> {
+    return findSandbox(await ormPool(this.#orm.em), id);
+  }
+
+  markRunning(pending: PendingSandbox): Promise<boolean> {
+    return markRunning(this.#orm.em.fork(), pending, this.#announcer);
+  }
+
+  markTerminating(id: string, reason: DestroyReason): Promise<boolean> {
+    return markTerminating(this.#orm.em.fork(), id, reason, this.#announcer);
+  }
+
+  markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<SandboxRow | undefined> {
+    return markDestroyed(this.#orm.em.fork(), id, reason, failureMessage, this.#announcer);
+  }
+
+  markExpiring(id: string): Promise<boolean> {
+    return markExpiring(this.#orm.em.fork(), id, this.#announcer);
   }
 }

@@ -1,53 +1,47 @@
-import type { Job } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { DestroyReason } from '../../shared/db/entities.ts';
-import { ormPool } from '../../shared/db/orm.ts';
 import { dateOf } from '../../shared/db/timestamps.ts';
-import { findSandbox } from '../../shared/repositories/sandboxes.ts';
 import { jobCatalogue, parsePayload } from '../../shared/jobs/catalogue.ts';
-import { markDestroyed, markExpiring, markTerminating } from '../../shared/sandboxes/transitions.ts';
+import type { SandboxLifecycle } from '../../shared/sandboxes/lifecycle.ts';
 import { settleWithin } from '../../shared/settle-within.ts';
-import type { WorkerDeps } from '../context.ts';
+import type { WorkerMetrics } from '../metrics.ts';
 
 const HOUSEKEEPING_TIMEOUT_MS = 2000;
 
-export async function destroySandboxJob(job: Job, deps: WorkerDeps): Promise<string> {
+/** What ending a sandbox needs: its lifecycle, the queue whose jobs for it are dropped, and the counters. */
+export interface DestroyJobDeps {
+  sandboxes: SandboxLifecycle;
+  queue: Pick<Queue, 'remove'>;
+  redis: Redis;
+  metrics: Pick<WorkerMetrics, 'sandboxesDestroyed' | 'reaperLag'>;
+}
+
+export async function destroySandboxJob(job: Job, deps: DestroyJobDeps): Promise<string> {
   const { sandboxId, reason } = parsePayload('destroy', job.data);
   return destroySandbox(deps, sandboxId, reason, 'destroy-job');
 }
 
 /** The delayed job scheduled at creation for the sandbox's expiresAt. */
-export async function expireSandboxJob(job: Job, deps: WorkerDeps): Promise<string> {
+export async function expireSandboxJob(job: Job, deps: DestroyJobDeps): Promise<string> {
   const { sandboxId } = parsePayload('expire', job.data);
   return destroySandbox(deps, sandboxId, 'expired', 'expire-job');
 }
 
 /** The delayed job scheduled at creation for PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt. */
-export async function expiringSandboxJob(job: Job, deps: WorkerDeps): Promise<string> {
+export async function expiringSandboxJob(job: Job, deps: Pick<DestroyJobDeps, 'sandboxes'>): Promise<string> {
   const { sandboxId } = parsePayload('expiring', job.data);
-  return (await markExpiring(deps.orm.em.fork(), sandboxId, deps.events)) ? 'warned' : 'skipped';
+  return (await deps.sandboxes.warnExpiring(sandboxId)) ? 'warned' : 'skipped';
 }
 
 /**
- * Kills the runtime sandbox, then records it destroyed. Idempotent: an already destroyed
- * sandbox is still removed from the runtime (in case a crash left it there) and reports done.
+ * Ends the sandbox (shared/sandboxes/lifecycle.ts), then counts it and drops its jobs that have
+ * nothing left to do. Idempotent: an already destroyed sandbox is still removed from the runtime
+ * and reports done.
  */
-export async function destroySandbox(
-  deps: WorkerDeps,
-  sandboxId: string,
-  reason: DestroyReason,
-  source: string,
-): Promise<string> {
-  const em = deps.orm.em.fork();
-  // Only a user's DELETE queues a destroy for `user`, and it marked the sandbox terminating first
-  // (requestDestroy): nothing to read or mark, and the runtime's destroy starts a round trip sooner.
-  if (reason !== 'user') {
-    const row = await findSandbox(await ormPool(em), sandboxId);
-    if (!row) return 'unknown';
-    // One asked for already keeps its first reason.
-    if (row.state === 'active' && row.status !== 'terminating') await markTerminating(em, sandboxId, reason, deps.events);
-  }
-  await deps.runtime.destroy(sandboxId);
-  const destroyed = await markDestroyed(em, sandboxId, reason, undefined, deps.events);
+export async function destroySandbox(deps: DestroyJobDeps, sandboxId: string, reason: DestroyReason, source: string): Promise<string> {
+  const destroyed = await deps.sandboxes.end(sandboxId, reason);
+  if (destroyed === 'unknown') return 'unknown';
   if (destroyed) {
     const finalReason = destroyed.destroy_reason ?? reason;
     deps.metrics.sandboxesDestroyed.inc({ reason: finalReason });

@@ -1,0 +1,156 @@
+import type { Config } from '../config.ts';
+import type { DestroyReason, Sandbox } from '../db/entities.ts';
+import type { JobPayload } from '../jobs/catalogue.ts';
+import type { Logger } from '../logger.ts';
+import { PermanentRuntimeError, type SandboxRuntime } from '../runtime/types.ts';
+import type { SandboxRow } from './snapshot.ts';
+import type { Clock } from './ports.ts';
+import type { PendingSandbox } from './transitions.ts';
+
+// The workers' half of a sandbox's life: its start in the runtime once its create has committed,
+// its failure, its end, and the warning before its cap. The API's half (the create, the destroy's
+// request, the waits) is engine.ts'.
+
+/** The state changes the workers make, and the one read they need (transitions.ts). */
+export interface LifecycleStore {
+  find(id: string): Promise<Sandbox | undefined>;
+  markRunning(pending: PendingSandbox): Promise<boolean>;
+  markTerminating(id: string, reason: DestroyReason): Promise<boolean>;
+  /** The row as destroyed, or undefined where it was not active. */
+  markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<SandboxRow | undefined>;
+  markExpiring(id: string): Promise<boolean>;
+}
+
+export interface SandboxLifecycleDeps {
+  store: LifecycleStore;
+  runtime: Pick<SandboxRuntime, 'create' | 'destroy'>;
+  clock: Clock;
+  log: Pick<Logger, 'warn'>;
+  /** Told of each sandbox a failed start destroyed (the workers count them). */
+  onFailed?: () => void;
+}
+
+export type SandboxLifecycleOptions = Pick<Config, 'PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS'>;
+
+/** Which try of its job a start is: the last one fails the sandbox rather than leave it to a retry. */
+export interface StartAttempt {
+  /** How many runs of the job began, this one included. */
+  started: number;
+  /** How many ended in failure before this one. */
+  failed: number;
+  /** How many it may have in all. */
+  allowed: number;
+}
+
+export type StartOutcome = 'running' | 'skipped' | 'failed' | 'destroyed-meanwhile';
+
+// A job taken this soon after its row was written is a first run, not a retry's or a backlog's,
+// and it skips the read of the row: a destroy that overtook it by so little is rare, and
+// markRunning's conditional update still sees it after the create, which is then undone. A later
+// job reads the row first, so that it makes nothing for a sandbox ended meanwhile.
+const FRESH_MS = 1000;
+
+export class SandboxLifecycle {
+  readonly #deps: SandboxLifecycleDeps;
+  readonly #options: SandboxLifecycleOptions;
+
+  constructor(deps: SandboxLifecycleDeps, options: SandboxLifecycleOptions) {
+    this.#deps = deps;
+    this.#options = options;
+  }
+
+  /**
+   * Makes the runtime sandbox for a pending row. Safe to run again after a crash at any point:
+   * the runtime's create is idempotent, and the row moves to running only from pending. A
+   * PermanentRuntimeError is thrown on once the sandbox is failed: no retry can help it.
+   */
+  async start(payload: JobPayload<'create'>, attempt: StartAttempt): Promise<StartOutcome> {
+    const { store, runtime, clock } = this.#deps;
+    const { sandboxId, image, expiresAt } = payload;
+    let pending = freshFacts(payload, attempt, clock.now());
+    if (!pending) {
+      const row = await store.find(sandboxId);
+      if (!row || row.state === 'destroyed' || row.status === 'terminating') {
+        // Destroyed before it was made; make sure nothing of it lingers in the runtime.
+        await runtime.destroy(sandboxId);
+        return 'skipped';
+      }
+      if (row.status === 'running') return 'running';
+      pending = { id: sandboxId, account_id: row.accountId, image, metadata: row.metadata, created_at: row.createdAt, expires_at: new Date(expiresAt) };
+    }
+
+    const readyDeadline = pending.created_at.getTime() + this.#options.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000;
+    if (clock.now().getTime() >= readyDeadline) {
+      // Picked up too late (a backlog, a dead worker): starting it now would only be reaped.
+      await this.fail(sandboxId, this.notReadyMessage());
+      return 'failed';
+    }
+    const timeoutMs = Math.max(1000, readyDeadline - clock.now().getTime());
+    try {
+      await runtime.create(
+        // The cap runs from the create, as the API set it: a runtime that ends sandboxes by itself
+        // (Kubernetes' activeDeadlineSeconds) gets what is left of it, not a whole cap afresh.
+        { id: sandboxId, accountId: pending.account_id, image, capSeconds: Math.max(1, Math.ceil((Date.parse(expiresAt) - clock.now().getTime()) / 1000)) },
+        { timeoutMs },
+      );
+    } catch (err) {
+      const lastAttempt = attempt.failed + 1 >= attempt.allowed || clock.now().getTime() >= readyDeadline;
+      if (err instanceof PermanentRuntimeError || lastAttempt) await this.fail(sandboxId, (err as Error).message);
+      throw err;
+    }
+    // The job was queued once its create had committed: the row is there, and a pending one moves
+    // to running here, once.
+    if (await store.markRunning(pending)) return 'running';
+    const now = await store.find(sandboxId);
+    // Running already (the same job, taken for stalled, ran twice at once), or a destroy won the
+    // race while the runtime was creating: only the latter is undone.
+    if (now?.state === 'active' && now.status === 'running') return 'running';
+    await runtime.destroy(sandboxId);
+    return 'destroyed-meanwhile';
+  }
+
+  /** The sandbox can never run: its quota is freed at once and whatever the runtime made is cleaned up. True when this failed it. */
+  async fail(sandboxId: string, message: string): Promise<boolean> {
+    await this.#deps.runtime.destroy(sandboxId).catch((err: unknown) => this.#deps.log.warn({ err, sandboxId }, 'cleanup of failed sandbox failed'));
+    if (!(await this.#deps.store.markDestroyed(sandboxId, 'failed', message))) return false;
+    this.#deps.onFailed?.();
+    return true;
+  }
+
+  notReadyMessage(): string {
+    return `The sandbox did not become ready within ${this.#options.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS} s.`;
+  }
+
+  /**
+   * Kills the runtime sandbox, then records it destroyed: the row as destroyed, undefined when it
+   * was destroyed already (it is still removed from the runtime, in case a crash left it there),
+   * 'unknown' for none.
+   */
+  async end(sandboxId: string, reason: DestroyReason): Promise<SandboxRow | 'unknown' | undefined> {
+    const { store, runtime } = this.#deps;
+    // Only a user's DELETE queues a destroy for `user`, and it marked the sandbox terminating first
+    // (engine.ts, destroy): nothing to read or mark, and the runtime's destroy starts a round trip sooner.
+    if (reason !== 'user') {
+      const row = await store.find(sandboxId);
+      if (!row) return 'unknown';
+      // One asked for already keeps its first reason.
+      if (row.state === 'active' && row.status !== 'terminating') await store.markTerminating(sandboxId, reason);
+    }
+    await runtime.destroy(sandboxId);
+    return store.markDestroyed(sandboxId, reason);
+  }
+
+  /** Records sandbox.expiring once for an active sandbox whose cap is near. */
+  warnExpiring(sandboxId: string): Promise<boolean> {
+    return this.#deps.store.markExpiring(sandboxId);
+  }
+}
+
+/** The row's facts as the job carries them, when the job is fresh; undefined when the row is to be read first. */
+function freshFacts(payload: JobPayload<'create'>, attempt: StartAttempt, now: Date): PendingSandbox | undefined {
+  const { sandboxId, image, expiresAt, accountId, createdAt, metadata } = payload;
+  if (!accountId || !createdAt || !metadata || attempt.started > 1) return undefined;
+  const born = new Date(createdAt);
+  if (now.getTime() - born.getTime() > FRESH_MS) return undefined;
+  return { id: sandboxId, account_id: accountId, image, metadata, created_at: born, expires_at: new Date(expiresAt) };
+}
