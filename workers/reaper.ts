@@ -108,10 +108,8 @@ async function collectOrphans(deps: WorkerDeps): Promise<number> {
   if (held.length === 0) return 0;
   // Kept: those with an active row, and pooled ones (no row until claimed).
   const keep = await activeOrPooledIds(await ormPool(deps.orm.em.fork()), held.map((s) => s.id));
-  // Not yet an orphan: a sandbox whose create job is still running or queued. The job leaves
-  // beside its create's commit, so the runtime may hold the sandbox before its row is visible (a
-  // commit held up by a lock, a slow database); the job then settles it either way, running it
-  // once the row is there, or undoing it if the row never comes.
+  // Not yet an orphan: a sandbox whose create job is still running or queued; the job settles it
+  // either way, running it, or undoing it if it was destroyed meanwhile.
   const createState = (id: string) => deps.queue.getJobState(jobCatalogue.create.jobId({ sandboxId: id })).catch(() => 'unread');
   const unkept = held.filter((s) => !keep.has(s.id));
   const states = await Promise.all(unkept.map((s) => createState(s.id)));
