@@ -19,7 +19,7 @@ import { ShutdownSteps } from '../shared/shutdown.ts';
 import type { WorkerDeps } from './context.ts';
 import { refillPoolJob } from './processors/refill-pool.ts';
 import { createWorkerMetrics } from './metrics.ts';
-import { createSandbox } from './processors/create-sandbox.ts';
+import { createSandboxJob } from './processors/create-sandbox.ts';
 import { destroySandboxJob, expireSandboxJob, expiringSandboxJob } from './processors/destroy-sandbox.ts';
 import { dispatchEventJob } from './processors/webhook-dispatch.ts';
 import { deliverWebhookJob } from './processors/webhook-deliver.ts';
@@ -31,7 +31,7 @@ import { PgLifecycleStore } from '../shared/sandboxes/pg-store.ts';
 type Processor = (job: Job, deps: WorkerDeps, token?: string) => Promise<string>;
 
 const PROCESSORS: Record<JobName, Processor> = {
-  create: createSandbox,
+  create: createSandboxJob,
   destroy: destroySandboxJob,
   expire: expireSandboxJob,
   expiring: expiringSandboxJob,

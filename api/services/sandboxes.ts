@@ -46,7 +46,7 @@ export interface ExecContext {
  */
 export async function findOwnSandboxWithPolicy(deps: SecretOpening & { pg: Pool }, accountId: string, id: string): Promise<ExecContext> {
   const held = isId('sbx', id) ? deps.openedSecrets.get(accountId, id) : undefined;
-  const found = isId('sbx', id) ? await sandboxes.findOwnSandboxWithPolicy(deps.pg, accountId, id, held?.version ?? undefined) : undefined;
+  const found = isId('sbx', id) ? await sandboxes.readOwnSandboxWithPolicy(deps.pg, accountId, id, held?.version ?? undefined) : undefined;
   if (!found) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
   const { sandbox, allowlist, secrets } = found;
   return { sandbox, allowlist, openSecrets: () => openSecrets(deps, accountId, id, secrets, held) };

@@ -95,7 +95,7 @@ export interface SandboxWithPolicy {
  * version of the account's secrets the caller holds opened, if any; their ciphertexts then come
  * only if they changed since.
  */
-export async function findOwnSandboxWithPolicy(pool: Pool, accountId: string, id: string, heldVersion?: string): Promise<SandboxWithPolicy | undefined> {
+export async function readOwnSandboxWithPolicy(pool: Pool, accountId: string, id: string, heldVersion?: string): Promise<SandboxWithPolicy | undefined> {
   type Row = SandboxRow & {
     allowlist: { commands: string[]; updated_at: string } | null;
     secrets_version: string | null;

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { DestroyReason, Sandbox } from '../db/entities.ts';
+import type { DestroyReason } from '../db/entities.ts';
 import type { Announcer } from '../events/announce.ts';
 import { eventsLockStatement, eventsStatement, recordedFrom, type NewEvent } from '../events/record.ts';
 import { inBatchedTransaction } from '../db/batch.ts';
@@ -51,24 +51,6 @@ export async function markTerminating(em: EntityManager, id: string, reason: Des
     return true;
   }
   return (await findSandbox(pool, id))?.state === 'active';
-}
-
-/**
- * Its user asks for the account's sandbox's destruction: terminating, when it was active and not
- * asked for yet, in one statement. The sandbox as the change left it, else undefined. `alongside`
- * (the destroy's job) is sent with the announcement, once the change is made: the request that
- * made it answers only once both are done.
- */
-export async function markTerminatingByItsUser(
-  em: EntityManager,
-  accountId: string,
-  id: string,
-  announcer: Announcer,
-  alongside: () => Promise<unknown>,
-): Promise<Sandbox | undefined> {
-  const marked = await markSandboxTerminating(await ormPool(em), id, 'user', accountId);
-  if (marked) await Promise.all([announcer.changed([accountId]), alongside()]);
-  return marked;
 }
 
 /**

@@ -9,7 +9,7 @@ export interface CreateJobDeps {
 }
 
 /** Starts the runtime sandbox of a pending row; a sandbox that can never run is failed, and its job not retried. */
-export async function createSandbox(job: Job, deps: CreateJobDeps): Promise<string> {
+export async function createSandboxJob(job: Job, deps: CreateJobDeps): Promise<string> {
   const payload = parsePayload('create', job.data);
   const attempt = { started: job.attemptsStarted, failed: job.attemptsMade, allowed: job.opts.attempts ?? 1 };
   try {
