@@ -36,7 +36,7 @@ export async function checkScope(sandboxes: Pick<SandboxEngine, 'findOwn'>, acco
 
 /** Creates or replaces a secret; answers whether it replaced one. */
 export async function putSecret(
-  deps: AppDeps,
+  deps: Pick<AppDeps, 'secretCipher' | 'pg' | 'config'>,
   accountId: string,
   input: { name: string; value: string; sandboxId?: string },
 ): Promise<{ row: SecretRow; replaced: boolean }> {

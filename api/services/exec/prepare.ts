@@ -3,7 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import type { ExecBody } from '../../routes/exec/schema.ts';
 import { checkCommand, checkEnvironment, PROGRAM_PATH } from '../../../shared/allowlist/index.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
-import type { AppDeps } from '../../context.ts';
+import type { Config } from '../../../shared/config.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';
 
@@ -28,7 +28,12 @@ export interface PreparedExec {
  * secrets, then the sandbox's secrets, then the request's env. The sandbox and its policy come
  * read together, in one round trip (findOwnSandboxWithPolicy).
  */
-export function prepareExec(deps: AppDeps, { sandbox, allowlist, openSecrets }: ExecContext, input: ExecInput): PreparedExec {
+/** What preparing a command obeys: the exec timeouts' settings. */
+export interface ExecSettings {
+  config: Pick<Config, 'PADDOCK_EXEC_TIMEOUT_MAX_SECONDS' | 'PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS'>;
+}
+
+export function prepareExec(deps: ExecSettings, { sandbox, allowlist, openSecrets }: ExecContext, input: ExecInput): PreparedExec {
   requireRunning(sandbox, 'exec');
   const max = deps.config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS;
   // A default configured above the maximum is held to it: a request that sends no timeout is never refused for one.

@@ -2,6 +2,9 @@ import type { z } from 'zod';
 import type { ExecResult } from '../../routes/exec/schema.ts';
 import { OutputStream } from '../../../shared/exec/output.ts';
 import type { AppDeps } from '../../context.ts';
+
+/** What running a command takes: the runtime, the account's output budget, the output cap. */
+export type ExecRunning = Pick<AppDeps, 'runtime' | 'outputBudget'> & { config: Pick<AppDeps['config'], 'PADDOCK_EXEC_OUTPUT_MAX_BYTES'> };
 import type { PreparedExec } from './prepare.ts';
 import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
@@ -45,7 +48,7 @@ export interface RunOptions {
  * truncated.
  */
 export async function runExec(
-  deps: AppDeps,
+  deps: ExecRunning,
   sandboxId: string,
   prepared: PreparedExec,
   sink: OutputSink,
@@ -69,7 +72,7 @@ export async function runExec(
 
 /** runExec, the output given as bytes (masked and capped), for a sink that decodes them itself. */
 export async function runExecBytes(
-  deps: AppDeps,
+  deps: ExecRunning,
   sandboxId: string,
   prepared: PreparedExec,
   sink: ByteSink,

@@ -26,7 +26,7 @@ export interface ScriptResult {
 
 /** Runs one of scripts.ts's scripts in the sandbox, its arguments as positional parameters. */
 export async function runScript(
-  deps: AppDeps,
+  deps: Pick<AppDeps, 'runtime'>,
   sandboxId: string,
   script: string,
   args: string[],

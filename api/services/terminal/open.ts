@@ -19,7 +19,7 @@ export function closeTerminals(): void {
  * runtime reads no more); a client that leaves meanwhile ends the terminal.
  */
 export async function openTerminal(
-  deps: AppDeps,
+  deps: Pick<AppDeps, 'runtime' | 'outputBudget' | 'pg' | 'log'> & { config: Pick<AppDeps['config'], 'PADDOCK_TERMINAL_IDLE_SECONDS'> },
   sandboxId: string,
   prepared: PreparedTerminal,
   size: { cols: number; rows: number },
