@@ -1,0 +1,124 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { DestroyReason, Sandbox } from '../../shared/db/entities.ts';
+import type { JobPayload } from '../../shared/jobs/catalogue.ts';
+import { PermanentRuntimeError, type RuntimeSandbox } from '../../shared/runtime/types.ts';
+import { SandboxLifecycle, type LifecycleStore } from '../../shared/sandboxes/lifecycle.ts';
+import type { SandboxRow } from '../../shared/sandboxes/snapshot.ts';
+import type { PendingSandbox } from '../../shared/sandboxes/transitions.ts';
+
+// The workers' half of a sandbox's life (shared/sandboxes/lifecycle.ts) against an in-memory
+// store and runtime. test/sandboxes/create-job.test.ts and reaper.test.ts hold the same rules
+// against PostgreSQL, Redis and a runtime.
+
+const NOW = new Date('2026-11-20T12:00:00.000Z');
+const ID = 'sbx_000000000000000000000001';
+
+function sandbox(over: Partial<Sandbox> = {}): Sandbox {
+  return {
+    id: ID, accountId: 'acc_1', state: 'active', status: 'pending', image: 'base', metadata: {}, env: {},
+    createdAt: NOW, readyAt: null, expiresAt: new Date(NOW.getTime() + 3600_000), expiryWarningAt: null,
+    deployment: 'unit', destroyedAt: null, destroyReason: null, failureMessage: null, ...over,
+  } as Sandbox;
+}
+
+function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; now?: Date } = {}) {
+  const calls: string[] = [];
+  let current = row;
+  const store: LifecycleStore = {
+    find: async () => {
+      calls.push('find');
+      return current;
+    },
+    markRunning: async (pending: PendingSandbox) => {
+      calls.push(`running ${pending.id}`);
+      if (current?.state !== 'active' || current.status !== 'pending') return false;
+      current = { ...current, status: 'running', readyAt: NOW };
+      return true;
+    },
+    markTerminating: async (_id, reason: DestroyReason) => {
+      calls.push(`terminating ${reason}`);
+      return true;
+    },
+    markDestroyed: async (_id, reason: DestroyReason, message?: string) => {
+      calls.push(`destroyed ${reason}${message ? `: ${message}` : ''}`);
+      if (current?.state !== 'active') return undefined;
+      current = { ...current, state: 'destroyed' };
+      return { destroy_reason: reason } as SandboxRow;
+    },
+    markExpiring: async () => true,
+  };
+  const lifecycle = new SandboxLifecycle(
+    {
+      store,
+      runtime: {
+        create: async () => {
+          calls.push('runtime create');
+          await options.create?.();
+          return {} as RuntimeSandbox;
+        },
+        destroy: async () => void calls.push('runtime destroy'),
+      },
+      clock: { now: () => options.now ?? NOW },
+      log: { warn: () => undefined },
+      onFailed: () => calls.push('counted failed'),
+    },
+    { PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: 60 },
+  );
+  return { lifecycle, calls };
+}
+
+const payload = (over: Partial<JobPayload<'create'>> = {}): JobPayload<'create'> => ({
+  sandboxId: ID, image: 'base', expiresAt: new Date(NOW.getTime() + 3600_000).toISOString(),
+  accountId: 'acc_1', createdAt: NOW.toISOString(), metadata: {}, ...over,
+});
+const FIRST = { started: 1, failed: 0, allowed: 5 };
+
+test('a fresh job trusts the facts it carries: no read before the runtime creates, then one move to running', async () => {
+  const { lifecycle, calls } = world(sandbox());
+  assert.equal(await lifecycle.start(payload(), FIRST), 'running');
+  assert.deepEqual(calls, ['runtime create', `running ${ID}`]);
+});
+
+test('a retried job reads the row first, and makes nothing for a sandbox ended meanwhile', async () => {
+  const { lifecycle, calls } = world(sandbox({ status: 'terminating' }));
+  assert.equal(await lifecycle.start(payload(), { started: 2, failed: 1, allowed: 5 }), 'skipped');
+  assert.deepEqual(calls, ['find', 'runtime destroy']);
+});
+
+test('a job picked up past the ready timeout fails its sandbox without creating it', async () => {
+  const { lifecycle, calls } = world(sandbox(), { now: new Date(NOW.getTime() + 61_000) });
+  assert.equal(await lifecycle.start(payload(), { started: 2, failed: 0, allowed: 5 }), 'failed');
+  assert.deepEqual(calls, ['find', 'runtime destroy', 'destroyed failed: The sandbox did not become ready within 60 s.', 'counted failed']);
+});
+
+test('a permanent runtime error fails the sandbox at once and is thrown on; a passing one is left to the next try, but not on the last', async () => {
+  const permanent = world(sandbox(), { create: () => Promise.reject(new PermanentRuntimeError('no such image')) });
+  await assert.rejects(permanent.lifecycle.start(payload(), FIRST), PermanentRuntimeError);
+  assert.ok(permanent.calls.includes('destroyed failed: no such image'));
+  const passing = world(sandbox(), { create: () => Promise.reject(new Error('busy')) });
+  await assert.rejects(passing.lifecycle.start(payload(), FIRST), /busy/);
+  assert.ok(!passing.calls.some((c) => c.startsWith('destroyed')));
+  const last = world(sandbox(), { create: () => Promise.reject(new Error('busy')) });
+  await assert.rejects(last.lifecycle.start(payload(), { started: 5, failed: 4, allowed: 5 }), /busy/);
+  assert.ok(last.calls.includes('destroyed failed: busy'));
+});
+
+test('a sandbox destroyed while the runtime created it is undone', async () => {
+  const { lifecycle, calls } = world(sandbox({ state: 'destroyed', status: 'terminated' }));
+  assert.equal(await lifecycle.start(payload(), FIRST), 'destroyed-meanwhile');
+  assert.deepEqual(calls, ['runtime create', `running ${ID}`, 'find', 'runtime destroy']);
+});
+
+test("an end asked for by its user reads nothing first; any other marks it terminating, keeping a first reason", async () => {
+  const user = world(sandbox({ status: 'terminating', destroyReason: 'user' }));
+  assert.ok(await user.lifecycle.end(ID, 'user'));
+  assert.deepEqual(user.calls, ['runtime destroy', 'destroyed user']);
+  const expired = world(sandbox({ status: 'running' }));
+  await expired.lifecycle.end(ID, 'expired');
+  assert.deepEqual(expired.calls, ['find', 'terminating expired', 'runtime destroy', 'destroyed expired']);
+  const asked = world(sandbox({ status: 'terminating', destroyReason: 'user' }));
+  await asked.lifecycle.end(ID, 'expired');
+  assert.deepEqual(asked.calls, ['find', 'runtime destroy', 'destroyed expired']);
+  assert.equal(await world(undefined).lifecycle.end(ID, 'expired'), 'unknown');
+});
