@@ -1,11 +1,12 @@
 import type { Sandbox } from '../../../shared/db/entities.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import { isId, newId } from '../../../shared/ids.ts';
-import type { AppDeps } from '../../context.ts';
-import { prepareExec, type ExecInput } from '../exec/prepare.ts';
-import { runExec, STREAM_IDLE_RELEASE_MS, type ExecOutcome, type OutputSink } from '../exec/run.ts';
+import type { Pool } from 'pg';
+import type { Config } from '../../../shared/config.ts';
+import { prepareExec, type ExecInput, type ExecSettings } from '../exec/prepare.ts';
+import { runExec, STREAM_IDLE_RELEASE_MS, type ExecOutcome, type ExecRunning, type OutputSink } from '../exec/run.ts';
 import { runScript, type ScriptResult } from '../files/run.ts';
-import { openedSecretsFor } from '../secrets.ts';
+import { openedSecretsFor, type SecretOpening } from '../secrets.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
@@ -15,6 +16,14 @@ import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 // Background processes (docs/api.md, "Background processes"): each operation is one short exec of a
 // fixed script (scripts.ts) in the sandbox, where the process and its kept output live. Nothing
 // of them is held by an API process, so any replica serves them, before and after a restart.
+
+/** What the background processes take: exec's running and preparing, the secrets' masks, their own settings. */
+export type ProcessDeps = ExecRunning &
+  ExecSettings &
+  SecretOpening & {
+    pg: Pool;
+    config: Pick<Config, 'PADDOCK_PROCESS_MAX_PER_SANDBOX' | 'PADDOCK_PROCESS_OUTPUT_KEEP_BYTES'>;
+  };
 
 /** How long a start, a list, a signal may take in the sandbox. */
 const SHORT_OP_MS = 15_000;
@@ -32,7 +41,7 @@ export interface StartedProcess {
 }
 
 /** Starts `input` in the background: the allowlist, secrets and environment as for exec. */
-export async function startProcess(deps: AppDeps, context: ExecContext, input: ExecInput): Promise<StartedProcess> {
+export async function startProcess(deps: ProcessDeps, context: ExecContext, input: ExecInput): Promise<StartedProcess> {
   const { sandbox } = context;
   if (input.timeoutSeconds !== undefined || input.stdin !== undefined) {
     const field = input.timeoutSeconds !== undefined ? 'timeoutSeconds' : 'stdin';
@@ -70,7 +79,7 @@ export async function startProcess(deps: AppDeps, context: ExecContext, input: E
   return { id, command, startedAt: new Date(Number(BigInt(nanos) / 1_000_000n)) };
 }
 
-export async function listProcesses(deps: AppDeps, sandbox: Sandbox, only?: string): Promise<ProcessRecord[]> {
+export async function listProcesses(deps: ProcessDeps, sandbox: Sandbox, only?: string): Promise<ProcessRecord[]> {
   const masks = masksOf(deps, sandbox);
   masks.catch(() => undefined);
   const result = await runScript(deps, sandbox.id, LIST, only ? [only] : [], { timeoutMs: SHORT_OP_MS, maxStdoutBytes: (LIST_MAX + 1) * 12 * 1024 });
@@ -79,7 +88,7 @@ export async function listProcesses(deps: AppDeps, sandbox: Sandbox, only?: stri
 }
 
 /** One process; 404 for an id the sandbox does not hold (forged, mistyped, or pruned). */
-export async function findProcess(deps: AppDeps, sandbox: Sandbox, procId: string): Promise<ProcessRecord> {
+export async function findProcess(deps: ProcessDeps, sandbox: Sandbox, procId: string): Promise<ProcessRecord> {
   const record = isId('proc', procId) ? (await listProcesses(deps, sandbox, procId)).find((p) => p.id === procId) : undefined;
   if (!record) throw new ApiError('process_not_found', `No background process ${procId} in sandbox ${sandbox.id}.`);
   return record;
@@ -91,7 +100,7 @@ export async function findProcess(deps: AppDeps, sandbox: Sandbox, procId: strin
  * the process had ended and all its output was sent, else undefined.
  */
 export async function streamOutput(
-  deps: AppDeps,
+  deps: ProcessDeps,
   sandbox: Sandbox,
   record: ProcessRecord,
   follow: boolean,
@@ -119,7 +128,7 @@ export async function streamOutput(
   return record.status === 'exited' ? record : findProcess(deps, sandbox, record.id);
 }
 
-export async function writeStdin(deps: AppDeps, sandbox: Sandbox, procId: string, data: string): Promise<void> {
+export async function writeStdin(deps: ProcessDeps, sandbox: Sandbox, procId: string, data: string): Promise<void> {
   const result = await processScript(deps, sandbox, STDIN, procId, [], { stdin: Buffer.from(data, 'utf8'), timeoutMs: STDIN_WAIT_MS });
   if (result.exitCode === EXIT.ended) throw new ApiError('process_not_running', `Background process ${procId} has ended; its stdin is closed.`);
   if (result.timedOut) throw new ApiError('operation_timed_out', `Background process ${procId} did not read its input within ${STDIN_WAIT_MS / 1000} seconds.`);
@@ -127,13 +136,13 @@ export async function writeStdin(deps: AppDeps, sandbox: Sandbox, procId: string
 }
 
 /** Signals the process's group (a process that ended is left as it is: stopping is idempotent). */
-export async function signalProcess(deps: AppDeps, sandbox: Sandbox, procId: string, signal: SignalName): Promise<void> {
+export async function signalProcess(deps: ProcessDeps, sandbox: Sandbox, procId: string, signal: SignalName): Promise<void> {
   const result = await processScript(deps, sandbox, SIGNAL, procId, [signal], { timeoutMs: SHORT_OP_MS });
   if (result.exitCode !== 0) throw new Error(`signalling a background process failed: exit ${String(result.exitCode)}`);
 }
 
 async function processScript(
-  deps: AppDeps,
+  deps: ProcessDeps,
   sandbox: Sandbox,
   script: string,
   procId: string,
@@ -147,7 +156,7 @@ async function processScript(
 }
 
 
-async function masksOf(deps: AppDeps, sandbox: Sandbox): Promise<MaskSet | undefined> {
+async function masksOf(deps: ProcessDeps, sandbox: Sandbox): Promise<MaskSet | undefined> {
   return (await openedSecretsFor(deps, sandbox.accountId, sandbox.id)).masks;
 }
 
