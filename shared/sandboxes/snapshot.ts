@@ -1,5 +1,5 @@
 import type { Sandbox } from '../db/entities.ts';
-import { presentSandbox, type PresentedSandbox } from './present.ts';
+import type { PresentableSandbox } from './present.ts';
 
 // A sandbox as the API presents it, from a row read with SANDBOX_COLUMNS: what an event about it
 // carries (data.sandbox), taken inside the transaction that changed it.
@@ -21,9 +21,9 @@ export interface SandboxRow {
   failure_message: string | null;
 }
 
-/** The row's sandbox as every answer and event shows it (present.ts). */
-export function sandboxSnapshot(row: SandboxRow): PresentedSandbox {
-  return presentSandbox({
+/** The row as the presenter takes it (present.ts): an event's sandbox, as every answer shows it. */
+export function presentableRow(row: SandboxRow): PresentableSandbox {
+  return {
     id: row.id,
     state: row.state,
     status: row.status,
@@ -35,5 +35,5 @@ export function sandboxSnapshot(row: SandboxRow): PresentedSandbox {
     destroyedAt: row.destroyed_at,
     destroyReason: row.destroy_reason,
     failureMessage: row.failure_message,
-  });
+  };
 }

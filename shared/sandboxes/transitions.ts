@@ -14,7 +14,8 @@ import {
   runningSinceStatement,
   runningStatement,
 } from '../repositories/sandboxes.ts';
-import { sandboxSnapshot, type SandboxRow } from './snapshot.ts';
+import { presentableRow, type SandboxRow } from './snapshot.ts';
+import { presentSandbox } from './present.ts';
 
 // Every change of a sandbox's state is a conditional update: it applies only from the state it
 // expects, so two processes racing (a worker finishing a create while a user destroys, two
@@ -107,7 +108,7 @@ function sandboxEventOf(row: SandboxRow, type: SandboxEventType): NewEvent {
     accountId: row.account_id,
     sandboxId: row.id,
     type,
-    data: { sandbox: sandboxSnapshot(row) },
+    data: { sandbox: presentSandbox(presentableRow(row)) },
     dedupeKey: `${type}:${row.id}`,
   };
 }
