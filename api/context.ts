@@ -15,7 +15,7 @@ import type { TerminalTickets } from './auth/terminal-tickets.ts';
 import type { PasswordHasher } from './auth/passwords.ts';
 import type { DashboardTokens } from './auth/jwt.ts';
 import type { BucketResult, TokenBuckets } from './ratelimit/token-bucket.ts';
-import type { BucketName } from './routes/route.ts';
+import type { BucketName } from './ratelimit/buckets.ts';
 import type { InFlightLeases } from './ratelimit/in-flight.ts';
 import type { ApiMetrics } from './metrics.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';

@@ -5,7 +5,7 @@ import { looksLikeJwt } from '../auth/jwt.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { Scope } from '../../shared/scopes.ts';
 import type { BucketToTake } from '../auth/api-key-store.ts';
-import type { BucketName } from '../routes/route.ts';
+import type { BucketName } from '../ratelimit/buckets.ts';
 import { bucketLimit } from './rate-limit.ts';
 import { proveConnection } from '../connection-allowance.ts';
 import { finishKeySession, holdKeySession, startKeySession } from './key-session.ts';

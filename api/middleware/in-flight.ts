@@ -2,7 +2,7 @@ import type { Next } from 'koa';
 import { whenAnswerEnds } from './answer-end.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';
-import type { InFlightKind } from '../routes/route.ts';
+import type { InFlightKind } from '../ratelimit/in-flight.ts';
 import { PROCESS_OUTPUT_WAIT_MAX_SECONDS } from '../../shared/mcp/tools.ts';
 
 // How long past its own limit a piece of work may hold its lease: answering a buffered result to

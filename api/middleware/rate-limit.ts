@@ -2,7 +2,7 @@ import type { Next } from 'koa';
 import { ApiError } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { AppContext, AppDeps } from '../context.ts';
-import type { BucketName } from '../routes/route.ts';
+import type { BucketName } from '../ratelimit/buckets.ts';
 
 export function bucketLimit(bucket: BucketName, deps: AppDeps): number {
   const { config } = deps;

@@ -2,12 +2,11 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../../shared/errors.ts';
 import type { Scope } from '../../shared/scopes.ts';
 import type { AppContext, AppDeps } from '../context.ts';
+import type { BucketName } from '../ratelimit/buckets.ts';
+import type { InFlightKind } from '../ratelimit/in-flight.ts';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type AuthKind = 'none' | 'dashboard' | 'apiKey';
-export type BucketName = 'auth' | 'sandbox_ops' | 'sandbox_lifecycle' | 'account';
-/** Work whose requests in progress are capped per sandbox and per account (api/middleware/in-flight.ts). */
-export type InFlightKind = 'exec' | 'files' | 'archives' | 'terminal' | 'mcp';
 
 /**
  * Everything about one route in one place: the chain that serves it (auth, rate limit,

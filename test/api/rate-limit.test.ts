@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RunningApi } from '../../api/server.ts';
-import { route, type BucketName } from '../../api/routes/route.ts';
+import { route } from '../../api/routes/route.ts';
+import type { BucketName } from '../../api/ratelimit/buckets.ts';
 import { startTestApi } from '../helpers/stack.ts';
 import { call, type JsonResponse } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
