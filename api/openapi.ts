@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { errorCatalogue, type ErrorCode } from '../shared/errors.ts';
 import type { Route } from './routes/route.ts';
+import { routeErrors } from './routes/chain.ts';
 import { SandboxList, SandboxObject } from './routes/sandboxes/schema.ts';
 import { ExecBody, ExecResult, ExecStreamLine } from './routes/exec/schema.ts';
 import { AccountResponse } from './routes/account/schema.ts';
@@ -14,11 +15,6 @@ const NAMES = new Map<z.ZodType, string>([
   [ExecStreamLine, 'ExecStreamEvent'],
   [AccountResponse, 'Account'],
 ]);
-
-// What the JSON body reader answers on every route that reads a body (see routes/mount.ts).
-const BODY_ERRORS: ErrorCode[] = ['invalid_json', 'unsupported_media_type', 'payload_too_large'];
-// What the streamed-body reader answers (it takes data, never JSON).
-const STREAMED_BODY_ERRORS: ErrorCode[] = ['unsupported_media_type', 'payload_too_large'];
 
 const SECURITY: Record<string, Record<string, string[]>[]> = {
   none: [],
@@ -108,12 +104,7 @@ export function buildOpenApi(routes: Route[], version: string): object {
       };
     }
     const byStatus = new Map<number, ErrorCode[]>();
-    const readsBody = ['post', 'put', 'patch'].includes(spec.method) || spec.body !== undefined;
-    const bodyErrors = spec.streamedBody ? STREAMED_BODY_ERRORS : readsBody ? BODY_ERRORS : [];
-    // Any route may be refused on a connection past its address's allowance (server_busy), and an
-    // authenticated one past its account's allowance of connections (too_many_in_flight).
-    const connectionErrors: ErrorCode[] = spec.auth === 'none' ? ['server_busy'] : ['server_busy', 'too_many_in_flight'];
-    for (const code of new Set<ErrorCode>([...spec.errors, ...bodyErrors, 'internal_error', 'service_unavailable', ...connectionErrors])) {
+    for (const code of routeErrors(spec)) {
       const status = errorCatalogue[code].status;
       byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
     }

@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from '../auth/api-key-format.ts';
 import { looksLikeJwt } from '../auth/jwt.ts';
 import type { AppContext, AppDeps } from '../context.ts';
@@ -12,6 +12,13 @@ import { finishKeySession, holdKeySession, startKeySession } from './key-session
 import type { OpenedSession } from '../auth/key-sessions.ts';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
+
+/**
+ * What authenticate and authenticateWebSocket answer: no credential, several or both kinds sent,
+ * one refused, one of the other kind, or one whose account has no room for another connection.
+ */
+export const AUTHENTICATION_ERRORS: readonly ErrorCode[] = ['missing_credential', 'invalid_request', 'invalid_credential', 'wrong_credential_type', 'too_many_in_flight'];
+export const SCOPE_ERRORS: readonly ErrorCode[] = ['insufficient_scope'];
 
 /**
  * The two credentials are never interchangeable: each route takes exactly one kind, and a valid

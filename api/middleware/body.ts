@@ -1,8 +1,14 @@
 import type { Next } from 'koa';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import type { AppContext } from '../context.ts';
 import { JsonShapeGuard, type ShapeOptions } from './json-shape.ts';
 import { bytesMoved } from '../../shared/reclaim.ts';
+
+// A body cut short by its client answers invalid_request (api/middleware/errors.ts), as does a
+// JSON body of a shape refused before it is parsed (json-shape.ts).
+export const JSON_BODY_ERRORS: readonly ErrorCode[] = ['invalid_json', 'unsupported_media_type', 'payload_too_large', 'invalid_request'];
+// A streamed body is data, never JSON.
+export const STREAMED_BODY_ERRORS: readonly ErrorCode[] = ['unsupported_media_type', 'payload_too_large', 'invalid_request'];
 
 /**
  * Reads and parses a JSON body with a hard size limit. Written here rather than taken from a

@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import { whenAnswerEnds } from './answer-end.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { InFlightKind } from '../ratelimit/in-flight.ts';
 import { PROCESS_OUTPUT_WAIT_MAX_SECONDS } from '../../shared/mcp/tools.ts';
@@ -8,6 +8,8 @@ import { PROCESS_OUTPUT_WAIT_MAX_SECONDS } from '../../shared/mcp/tools.ts';
 // How long past its own limit a piece of work may hold its lease: answering a buffered result to
 // a slow client, say. A lease a dead replica leaves expires then.
 const LEASE_SLACK_MS = 120_000;
+
+export const IN_FLIGHT_ERRORS: readonly ErrorCode[] = ['too_many_in_flight'];
 
 /** The caps of a kind of work: per sandbox (where its requests name one) and per account. */
 function limitsOf(kind: InFlightKind, deps: AppDeps): { sandbox?: number; account: number; ttlMs: number } {

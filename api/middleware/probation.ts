@@ -1,11 +1,13 @@
 import type { Next } from 'koa';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { onProbation } from '../connection-allowance.ts';
 import type { AppContext } from '../context.ts';
 
 // The connections past their address's allowance come back soonest from that address's others,
 // which end within the headers or keep-alive timeout.
 const RETRY_AFTER_SECONDS = 1;
+
+export const PROBATION_ERRORS: readonly ErrorCode[] = ['server_busy'];
 
 export function serverBusy(): ApiError {
   return new ApiError(

@@ -1,8 +1,10 @@
 import type { Next } from 'koa';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { BucketName } from '../ratelimit/buckets.ts';
+
+export const RATE_LIMIT_ERRORS: readonly ErrorCode[] = ['rate_limited'];
 
 export function bucketLimit(bucket: BucketName, deps: AppDeps): number {
   const { config } = deps;

@@ -13,6 +13,13 @@ import { errorAnswerer, refuseUnrouted } from './errors.ts';
 import { bytesMoved } from '../../shared/reclaim.ts';
 import { onProbation } from '../connection-allowance.ts';
 import { serverBusy } from './probation.ts';
+import type { ErrorCode } from '../../shared/errors.ts';
+
+/**
+ * What any request may be answered, whatever its route: a fault (500), a backing service out of
+ * reach (503), or, on a connection on probation, server_busy instead of a refusal.
+ */
+export const FRAME_ERRORS: readonly ErrorCode[] = ['internal_error', 'service_unavailable', 'server_busy'];
 
 export interface RequestFrameOptions {
   orm: MikroORM;

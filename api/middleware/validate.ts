@@ -1,5 +1,7 @@
 import type { z } from 'zod';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
+
+export const INPUT_ERRORS: readonly ErrorCode[] = ['invalid_request'];
 
 export type Location = 'body' | 'query' | 'path' | 'header';
 

@@ -64,6 +64,11 @@ export interface RouteSpec<
       headers?: Record<string, string>;
     }
   >;
+  /**
+   * The codes the handler and what it calls can answer. Those of the chain the spec builds
+   * (credentials, scope, rate limit, in-flight cap, body, input validation) and those of any
+   * request are not listed here: routeErrors (chain.ts) adds them from the spec.
+   */
   errors: ErrorCode[];
 }
 

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { allRoutes } from '../../api/routes/index.ts';
+import { routeErrors } from '../../api/routes/chain.ts';
 import { SCOPES, type Scope } from '../../shared/scopes.ts';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
@@ -28,7 +29,7 @@ test('every API-key route names a scope, from the closed list', () => {
   assert.ok(apiKeyRoutes.length >= 19);
   for (const { spec } of apiKeyRoutes) {
     assert.ok(spec.scope && (SCOPES as readonly string[]).includes(spec.scope), `${spec.method} ${spec.path} has no scope`);
-    assert.ok(spec.errors.includes('insufficient_scope'), `${spec.method} ${spec.path} does not declare insufficient_scope`);
+    assert.ok(routeErrors(spec).includes('insufficient_scope'), `${spec.method} ${spec.path} does not declare insufficient_scope`);
   }
 });
 

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApi } from '../../api/openapi.ts';
 import { allRoutes } from '../../api/routes/index.ts';
+import { chainOf, routeErrors } from '../../api/routes/chain.ts';
+import { errorCatalogue } from '../../shared/errors.ts';
 
 // The one contract: the OpenAPI document generated from the route specs is a valid
 // OpenAPI 3.1 document (checked by a real validator against the specification's own schema), names
@@ -69,12 +71,37 @@ test('headers: X-Request-Id on every answer, rate limits on bucketed successes, 
 test("each error response lists exactly the codes of its status that the route can answer", () => {
   for (const route of allRoutes) {
     const op = doc.paths[route.spec.path.replace(/:(\w+)/g, '{$1}')]![route.spec.method]!;
-    for (const code of route.spec.errors) {
-      const listed = Object.values(op.responses).some((r) => {
-        const schema = (r.content as Record<string, { schema: { allOf?: Json[] } }> | undefined)?.['application/problem+json']?.schema;
-        return ((schema?.allOf?.[1]?.properties as { code?: { enum: string[] } } | undefined)?.code?.enum ?? []).includes(code);
-      });
-      assert.ok(listed, `${op.operationId}: ${code}`);
+    const listed = new Map<string, string[]>();
+    for (const [status, r] of Object.entries(op.responses)) {
+      const schema = (r.content as Record<string, { schema: { allOf?: Json[] } }> | undefined)?.['application/problem+json']?.schema;
+      if (!schema) continue;
+      const codes = (schema.allOf?.[1]?.properties as { code: { enum: string[] } }).code.enum;
+      assert.equal(r.description, codes.join(', '), `${op.operationId} ${status}`);
+      listed.set(status, codes);
     }
+    const expected = new Map<string, string[]>();
+    for (const code of routeErrors(route.spec)) {
+      const status = String(errorCatalogue[code].status);
+      expected.set(status, [...(expected.get(status) ?? []), code]);
+    }
+    assert.deepEqual(listed, expected, op.operationId);
+    for (const code of route.spec.errors) assert.ok(listed.get(String(errorCatalogue[code].status))?.includes(code), `${op.operationId}: ${code}`);
+  }
+});
+
+test("the codes of a route's chain come from its spec: credentials, scope, rate limit, in-flight cap and body, never from a hand-kept list", () => {
+  for (const { spec } of allRoutes) {
+    const codes = routeErrors(spec);
+    const has = (code: string) => codes.includes(code as never);
+    const what = `${spec.method.toUpperCase()} ${spec.path}`;
+    assert.equal(has('missing_credential') && has('invalid_credential') && has('wrong_credential_type'), spec.auth !== 'none', what);
+    assert.equal(has('insufficient_scope'), spec.scope !== undefined, what);
+    if (spec.bucket) assert.ok(has('rate_limited'), what);
+    if (spec.inFlight || spec.auth !== 'none') assert.ok(has('too_many_in_flight'), what);
+    if (spec.body || spec.streamedBody) assert.ok(has('payload_too_large') && has('unsupported_media_type'), what);
+    for (const code of ['invalid_request', 'internal_error', 'service_unavailable', 'server_busy']) assert.ok(has(code), `${what}: ${code}`);
+    // A route's own list holds only what its handler answers beyond the chain.
+    const chain = new Set(chainOf(spec).flatMap((step) => step.errors));
+    for (const code of spec.errors) assert.ok(!chain.has(code), `${what} lists ${code}, which its chain answers`);
   }
 });

@@ -15,7 +15,7 @@ export const getAccount = route(
     bucket: 'account',
     scope: 'sandboxes:read',
     responses: { 200: { description: 'The account', schema: AccountResponse } },
-    errors: ['rate_limited', 'insufficient_scope', 'missing_credential', 'invalid_credential', 'wrong_credential_type', 'invalid_request'],
+    errors: [],
   },
   async (ctx, _input, deps) => {
     const found = await accountWithUsage(deps, accountIdOf(ctx));

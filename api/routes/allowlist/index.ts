@@ -2,7 +2,6 @@ import { clearAllowlist, getAllowlist, putAllowlist, type Allowlist as Allowlist
 import { accountIdOf, route } from '../route.ts';
 import { AllowlistBody, AllowlistResponse } from './schema.ts';
 
-const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
 
 function present(row: AllowlistRow) {
   return { commands: row.commands, updatedAt: row.updatedAt?.toISOString() ?? null };
@@ -19,7 +18,7 @@ export const getAllowlistRoute = route(
     bucket: 'account',
     scope: 'sandboxes:read',
     responses: { 200: { description: 'The allowlist', schema: AllowlistResponse } },
-    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'],
+    errors: [],
   },
   async (ctx, _input, deps) => {
     ctx.body = present(await getAllowlist(deps.pg, accountIdOf(ctx)));
@@ -38,7 +37,7 @@ export const putAllowlistRoute = route(
     scope: 'allowlist:write',
     body: AllowlistBody,
     responses: { 200: { description: 'The new allowlist', schema: AllowlistResponse } },
-    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
+    errors: [],
   },
   async (ctx, { body }, deps) => {
     ctx.body = present(await putAllowlist(deps.pg, accountIdOf(ctx), body.commands));
@@ -56,7 +55,7 @@ export const clearAllowlistRoute = route(
     bucket: 'account',
     scope: 'allowlist:write',
     responses: { 204: { description: 'Cleared' } },
-    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'],
+    errors: [],
   },
   async (ctx, _input, deps) => {
     await clearAllowlist(deps.pg, accountIdOf(ctx));

@@ -7,7 +7,6 @@ import { presentApiKey, presentCreatedApiKey } from '../../presenters/api-key.ts
 import { accountIdOf, route } from '../route.ts';
 import { ApiKeyList, ApiKeyParams, CreateApiKeyBody, CreatedApiKey } from './schema.ts';
 
-const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
 
 export const createApiKey = route(
   {
@@ -20,7 +19,7 @@ export const createApiKey = route(
     bucket: 'account',
     body: CreateApiKeyBody,
     responses: { 201: { description: 'Key created', schema: CreatedApiKey } },
-    errors: ['rate_limited', ...AUTH_ERRORS, 'invalid_request', 'invalid_json'],
+    errors: [],
   },
   async (ctx, { body }) => {
     const rawKey = generateApiKey();
@@ -51,7 +50,7 @@ export const listApiKeys = route(
     auth: 'dashboard',
     bucket: 'account',
     responses: { 200: { description: 'Active keys, newest first', schema: ApiKeyList } },
-    errors: ['rate_limited', ...AUTH_ERRORS, 'invalid_request'],
+    errors: [],
   },
   async (ctx) => {
     const keys = await activeApiKeys(ctx.state.em, accountIdOf(ctx));
@@ -71,7 +70,7 @@ export const revokeApiKey = route(
     bucket: 'account',
     params: ApiKeyParams,
     responses: { 204: { description: 'Revoked (also when it already was)' } },
-    errors: ['rate_limited', ...AUTH_ERRORS, 'invalid_request', 'api_key_not_found'],
+    errors: ['api_key_not_found'],
   },
   async (ctx, { params }, deps) => {
     // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).

@@ -16,7 +16,7 @@ export const signup = route(
     bucket: 'auth',
     body: SignupBody,
     responses: { 201: { description: 'Account created', schema: SignupResponse } },
-    errors: ['invalid_request', 'invalid_json', 'email_taken', 'rate_limited'],
+    errors: ['email_taken'],
   },
   async (ctx, { body }, deps) => {
     const account = await insertAccount(ctx.state.em, {
@@ -43,7 +43,7 @@ export const login = route(
     bucket: 'auth',
     body: LoginBody,
     responses: { 200: { description: 'Logged in', schema: SessionToken } },
-    errors: ['invalid_request', 'invalid_json', 'invalid_login', 'rate_limited'],
+    errors: ['invalid_login'],
   },
   async (ctx, { body }, deps) => {
     const account = await findAccountByEmail(ctx.state.em, body.email);

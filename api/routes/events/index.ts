@@ -7,7 +7,6 @@ import { streamEvents } from '../../services/events/stream.ts';
 import { accountIdOf, route } from '../route.ts';
 import { EventId, EventList, EventStream, ListEventsQuery } from './schema.ts';
 
-const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
 
 export const listEvents = route(
   {
@@ -25,7 +24,7 @@ export const listEvents = route(
     responses: {
       200: { description: 'Events', schema: EventList, alternatives: [{ contentType: 'text/event-stream', schema: EventStream }] },
     },
-    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'rate_limited', 'event_not_found', 'not_acceptable', 'too_many_in_flight'],
+    errors: ['event_not_found', 'not_acceptable'],
   },
   async (ctx, { query }, deps) => {
     const accountId = accountIdOf(ctx);

@@ -34,21 +34,8 @@ import {
 // The file routes: each operation runs as small fixed scripts in the sandbox (services/files),
 // so the sandbox's own view of its file system confines every path.
 
-const COMMON_ERRORS: ErrorCode[] = [
-  'missing_credential',
-  'invalid_credential',
-  'wrong_credential_type',
-  'invalid_request',
-  'rate_limited',
-  'too_many_in_flight',
-  'sandbox_not_found',
-  'sandbox_not_running',
-  'permission_denied',
-  'not_a_regular_file',
-  'file_io_error',
-  'operation_timed_out',
-];
-const WRITE_ERRORS: ErrorCode[] = ['invalid_json', 'payload_too_large', 'unsupported_media_type', 'file_too_large', 'insufficient_storage'];
+const COMMON_ERRORS: ErrorCode[] = ['sandbox_not_found', 'sandbox_not_running', 'permission_denied', 'not_a_regular_file', 'file_io_error', 'operation_timed_out'];
+const WRITE_ERRORS: ErrorCode[] = ['file_too_large', 'insufficient_storage'];
 
 /** The body carries up to the file limit as base64 (4/3 of it), plus room for JSON. */
 const fileBodyLimit = (deps: AppDeps) => Math.ceil((deps.config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536;
@@ -67,7 +54,7 @@ export const viewFileRoute = route(
     params: FileParams,
     query: ViewFileQuery,
     responses: { 200: { description: 'The lines asked for', schema: FileViewResponse } },
-    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'file_too_large'],
+    errors: [...COMMON_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'file_too_large'],
   },
   async (ctx, { params, query }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
@@ -91,7 +78,7 @@ export const createFileRoute = route(
     body: CreateFileBody,
     bodyLimitBytes: fileBodyLimit,
     responses: { 201: { description: 'Written', schema: WrittenFileResponse } },
-    errors: ['insufficient_scope', ...COMMON_ERRORS, ...WRITE_ERRORS, 'file_exists', 'is_a_directory', 'not_a_directory'],
+    errors: [...COMMON_ERRORS, ...WRITE_ERRORS, 'file_exists', 'is_a_directory', 'not_a_directory'],
   },
   async (ctx, { params, query, body }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
@@ -117,15 +104,7 @@ export const editFileRoute = route(
     body: EditFileBody,
     bodyLimitBytes: fileBodyLimit,
     responses: { 200: { description: 'Edited', schema: EditResponse } },
-    errors: ['insufficient_scope', 
-      ...COMMON_ERRORS,
-      ...WRITE_ERRORS,
-      'file_not_found',
-      'is_a_directory',
-      'not_a_directory',
-      'edit_no_match',
-      'edit_ambiguous',
-    ],
+    errors: [...COMMON_ERRORS, ...WRITE_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'edit_no_match', 'edit_ambiguous'],
   },
   async (ctx, { params, query, body }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
@@ -147,7 +126,7 @@ export const listFilesRoute = route(
     params: FileParams,
     query: ListFilesQuery,
     responses: { 200: { description: 'The entries', schema: ListingResponse } },
-    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
+    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
@@ -169,7 +148,7 @@ export const globRoute = route(
     params: FileParams,
     query: GlobQuery,
     responses: { 200: { description: 'The matching paths', schema: GlobResponse } },
-    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
+    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
@@ -191,7 +170,7 @@ export const grepRoute = route(
     params: FileParams,
     query: GrepQuery,
     responses: { 200: { description: 'The matching lines', schema: GrepResponse } },
-    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
+    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
   },
   async (ctx, { params, query }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
@@ -226,7 +205,7 @@ export const downloadArchiveRoute = route(
         alternatives: [{ contentType: GZIP, schema: ArchiveDownload }],
       },
     },
-    errors: ['insufficient_scope', ...COMMON_ERRORS, 'file_not_found', 'not_a_directory', 'not_acceptable'],
+    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory', 'not_acceptable'],
   },
   async (ctx, { params, query }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
@@ -270,7 +249,7 @@ export const uploadArchiveRoute = route(
         'The body is read at the account\'s fair share of the server\'s archive transfers, as downloads are sent.',
     },
     responses: { 201: { description: 'Extracted', schema: ExtractedArchiveResponse } },
-    errors: ['insufficient_scope', ...COMMON_ERRORS, 'unsupported_media_type', 'payload_too_large', 'not_a_directory', 'invalid_archive', 'insufficient_storage'],
+    errors: [...COMMON_ERRORS, 'not_a_directory', 'invalid_archive', 'insufficient_storage'],
   },
   async (ctx, { params, query }, deps) => {
     const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');

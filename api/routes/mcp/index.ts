@@ -15,7 +15,7 @@ export const getMcpConfig = route(
     scope: 'sandboxes:read',
     query: McpConfigQuery,
     responses: { 200: { description: 'The configuration for the client', schema: McpConfigResponse } },
-    errors: ['rate_limited', 'insufficient_scope', 'missing_credential', 'invalid_credential', 'wrong_credential_type', 'invalid_request'],
+    errors: [],
   },
   async (ctx, { query }) => {
     // The remote server's address as this request reached it (through the ingress, with PADDOCK_TRUST_PROXY).

@@ -1,7 +1,7 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ApiError, type ErrorCode } from '../../../shared/errors.ts';
+import { ApiError } from '../../../shared/errors.ts';
 import { ToolFailure, createPaddockMcpServer } from '../../../shared/mcp/tools.ts';
 import { PaddockClient, PaddockConnectionError, PaddockError } from '../../../shared/sdk/index.ts';
 import { inProcessFetch } from '../../in-process-fetch.ts';
@@ -17,7 +17,6 @@ import { REVOKED_DETAIL } from '../../auth/key-sessions.ts';
 // The messages themselves are capped per account in flight, as exec is (PADDOCK_INFLIGHT_MCP_PER_ACCOUNT).
 
 const MCP_VERSION = '1';
-const ERRORS: ErrorCode[] = ['not_acceptable', 'unsupported_media_type', 'missing_credential', 'invalid_credential', 'wrong_credential_type', 'insufficient_scope', 'invalid_request', 'invalid_json', 'payload_too_large', 'rate_limited', 'too_many_in_flight'];
 
 // One JSON-RPC 2.0 message (MCP's Streamable HTTP carries no batches since 2025-06-18), checked
 // here so that a malformed one is a problem document naming the field like every other 400 (the
@@ -97,7 +96,7 @@ export const remoteMcp = route(
       },
       202: { description: 'A notification or response was accepted' },
     },
-    errors: ERRORS,
+    errors: ['not_acceptable'],
   },
   async (ctx, { body }, deps) => {
     // The answer is always JSON (enableJsonResponse): a client that accepts JSON (curl's */*

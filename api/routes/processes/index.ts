@@ -8,18 +8,7 @@ import { OutputQuery, ProcessList, ProcessOutputLine, ProcessParams, SandboxPara
 
 const NDJSON = 'application/x-ndjson';
 const COMMON = { tag: 'processes', auth: 'apiKey', scope: 'exec', bucket: 'sandbox_ops', inFlight: 'exec' } as const;
-const ERRORS = [
-  'insufficient_scope',
-  'missing_credential',
-  'invalid_credential',
-  'wrong_credential_type',
-  'invalid_request',
-  'rate_limited',
-  'too_many_in_flight',
-  'sandbox_not_found',
-  'sandbox_not_running',
-  'operation_timed_out',
-] as const;
+const ERRORS = ['sandbox_not_found', 'sandbox_not_running', 'operation_timed_out'] as const;
 
 /** The caller's running sandbox: another account's is a 404 like a missing one. */
 async function ownRunningSandbox(ctx: AppContext, id: string, deps: AppDeps) {
@@ -84,7 +73,7 @@ export const processStdinRoute = route(
     bodyLimitBytes: (deps) => deps.config.PADDOCK_FILE_MAX_BYTES + 256 * 1024,
     bodyLargeField: 'data',
     responses: { 204: { description: 'Written' } },
-    errors: [...ERRORS, 'invalid_json', 'payload_too_large', 'process_not_found', 'process_not_running'],
+    errors: [...ERRORS, 'process_not_found', 'process_not_running'],
   },
   async (ctx, { params, body }, deps) => {
     const sandbox = await ownRunningSandbox(ctx, params.id, deps);

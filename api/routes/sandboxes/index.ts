@@ -14,7 +14,6 @@ import {
   SandboxParams,
 } from './schema.ts';
 
-const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
 
 export const createSandboxRoute = route(
   {
@@ -34,16 +33,12 @@ export const createSandboxRoute = route(
     responses: {
       201: { description: 'The sandbox: running or failed, or pending with ?wait=false', schema: SandboxObject, headers: { Location: 'The sandbox: /v1/sandboxes/{id}' } },
     },
-    errors: ['insufficient_scope', 
-      ...AUTH_ERRORS,
-      'invalid_request',
-      'invalid_json',
+    errors: [
       'image_not_allowed',
       'image_not_supported',
       'command_not_allowed',
       'idempotency_key_reused',
       'idempotency_conflict',
-      'rate_limited',
       'concurrent_sandbox_limit_reached',
       'monthly_usage_limit_reached',
     ],
@@ -73,7 +68,7 @@ export const listSandboxes = route(
     scope: 'sandboxes:read',
     query: ListSandboxesQuery,
     responses: { 200: { description: 'Sandboxes', schema: SandboxList } },
-    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+    errors: ['sandbox_not_found'],
   },
   async (ctx, { query }, deps) => {
     const page = await listOwnSandboxes(deps.pg, accountIdOf(ctx), query);
@@ -92,7 +87,7 @@ export const getSandbox = route(
     scope: 'sandboxes:read',
     params: SandboxParams,
     responses: { 200: { description: 'The sandbox', schema: SandboxObject } },
-    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+    errors: ['sandbox_not_found'],
   },
   async (ctx, { params }, deps) => {
     ctx.body = await presentedOwnSandbox(deps, accountIdOf(ctx), params.id);
@@ -112,7 +107,7 @@ export const destroySandboxRoute = route(
     params: SandboxParams,
     query: DestroySandboxQuery,
     responses: { 200: { description: 'The sandbox: destroyed, or terminating with ?wait=false', schema: SandboxObject } },
-    errors: ['insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found', 'rate_limited'],
+    errors: ['sandbox_not_found'],
   },
   async (ctx, { params, query }, deps) => {
     const sandbox = await deps.sandboxes.destroy(accountIdOf(ctx), params.id, { wait: query.wait });

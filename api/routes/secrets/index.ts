@@ -6,7 +6,6 @@ import { accountIdOf, route } from '../route.ts';
 import { ENV_NAME } from '../../../shared/exec/env-names.ts';
 import { CreateSecretBody, SecretList, SecretParams, SecretScopeQuery, SecretSummary } from './schema.ts';
 
-const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
 
 export const createSecret = route(
   {
@@ -23,7 +22,7 @@ export const createSecret = route(
       201: { description: 'Created', schema: SecretSummary },
       200: { description: 'Replaced the value of an existing secret', schema: SecretSummary },
     },
-    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'invalid_json', 'sandbox_not_found', 'sandbox_not_running', 'secret_limit_reached'],
+    errors: ['sandbox_not_found', 'sandbox_not_running', 'secret_limit_reached'],
   },
   async (ctx, { body }, deps) => {
     const accountId = accountIdOf(ctx);
@@ -46,7 +45,7 @@ export const listSecretsRoute = route(
     scope: 'sandboxes:read',
     query: SecretScopeQuery,
     responses: { 200: { description: 'Secrets', schema: SecretList } },
-    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'sandbox_not_found'],
+    errors: ['sandbox_not_found'],
   },
   async (ctx, { query }, deps) => {
     const accountId = accountIdOf(ctx);
@@ -68,7 +67,7 @@ export const deleteSecretRoute = route(
     params: SecretParams,
     query: SecretScopeQuery,
     responses: { 204: { description: 'Removed' } },
-    errors: ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request', 'secret_not_found', 'sandbox_not_found'],
+    errors: ['secret_not_found', 'sandbox_not_found'],
   },
   async (ctx, { params, query }, deps) => {
     const accountId = accountIdOf(ctx);

@@ -8,7 +8,6 @@ import { REVOKED_DETAIL } from '../../auth/key-sessions.ts';
 import { Ticket, TicketParams, TerminalParams, TerminalQuery } from './schema.ts';
 import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
-const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type', 'insufficient_scope'] as const;
 
 export const terminalRoute = route(
   {
@@ -30,7 +29,7 @@ export const terminalRoute = route(
       { name: 'Sec-WebSocket-Protocol', description: TERMINAL_SUBPROTOCOL },
     ],
     responses: { 101: { description: 'Switching protocols: the terminal is open' } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'upgrade_required', 'rate_limited', 'too_many_in_flight', 'sandbox_not_found', 'sandbox_not_running', 'command_not_allowed'],
+    errors: ['upgrade_required', 'sandbox_not_found', 'sandbox_not_running', 'command_not_allowed'],
   },
   async (ctx, { params, query }, deps) => {
     checkUpgrade(ctx, TERMINAL_SUBPROTOCOL);
@@ -66,7 +65,7 @@ export const ticketRoute = route(
     bucket: 'account',
     params: TicketParams,
     responses: { 201: { description: 'The ticket', schema: Ticket } },
-    errors: [...AUTH_ERRORS, 'invalid_request', 'rate_limited', 'sandbox_not_found'],
+    errors: ['sandbox_not_found'],
   },
   async (ctx, { params }, deps) => {
     const auth = ctx.state.auth;

@@ -14,9 +14,7 @@ import {
   WebhookParams,
 } from './schema.ts';
 
-const AUTH_ERRORS = ['missing_credential', 'invalid_credential', 'wrong_credential_type'] as const;
 const COMMON = { tag: 'webhooks', auth: 'apiKey', scope: 'webhooks:write', bucket: 'account' } as const;
-const ERRORS = ['rate_limited', 'insufficient_scope', ...AUTH_ERRORS, 'invalid_request'] as const;
 
 export const createWebhookRoute = route(
   {
@@ -27,7 +25,7 @@ export const createWebhookRoute = route(
     summary: 'Add a webhook endpoint; its signing secret (Standard Webhooks, whsec_…) is in this answer only',
     body: CreateWebhookBody,
     responses: { 201: { description: 'The endpoint, with its secret', schema: CreatedWebhook, headers: { Location: 'The endpoint: /v1/webhooks/{webhookId}' } } },
-    errors: [...ERRORS, 'invalid_json', 'webhook_url_not_allowed', 'webhook_limit_reached'],
+    errors: ['webhook_url_not_allowed', 'webhook_limit_reached'],
   },
   async (ctx, { body }, deps) => {
     const { row, secret } = await createWebhook({ config: deps.config, cipher: deps.webhookCipher }, webhookStore(ctx.state.em, deps.pg), accountIdOf(ctx), body);
@@ -45,7 +43,7 @@ export const listWebhooksRoute = route(
     operationId: 'listWebhooks',
     summary: "The account's webhook endpoints (never their secrets)",
     responses: { 200: { description: 'Endpoints', schema: WebhookList } },
-    errors: [...ERRORS],
+    errors: [],
   },
   async (ctx, _input, deps) => {
     ctx.body = { data: (await webhookStore(ctx.state.em, deps.pg).list(accountIdOf(ctx))).map(presentWebhook) };
@@ -61,7 +59,7 @@ export const deleteWebhookRoute = route(
     summary: 'Remove a webhook endpoint; deliveries still pending to it are dropped',
     params: WebhookParams,
     responses: { 204: { description: 'Removed' } },
-    errors: [...ERRORS, 'webhook_not_found'],
+    errors: ['webhook_not_found'],
   },
   async (ctx, { params }, deps) => {
     await deleteWebhook(webhookStore(ctx.state.em, deps.pg), accountIdOf(ctx), params.webhookId);
@@ -79,7 +77,7 @@ export const listDeliveriesRoute = route(
     params: WebhookParams,
     query: DeliveriesQuery,
     responses: { 200: { description: 'Attempts', schema: DeliveryList } },
-    errors: [...ERRORS, 'webhook_not_found'],
+    errors: ['webhook_not_found'],
   },
   async (ctx, { params, query }, deps) => {
     const store = webhookStore(ctx.state.em, deps.pg);
@@ -97,7 +95,7 @@ export const testWebhookRoute = route(
     summary: 'Send a webhook.test event to this endpoint (also while it is disabled: a 2xx to it re-enables the endpoint)',
     params: WebhookParams,
     responses: { 202: { description: 'The test event, on its way', schema: TestEventAccepted } },
-    errors: [...ERRORS, 'webhook_not_found'],
+    errors: ['webhook_not_found'],
   },
   async (ctx, { params }, deps) => {
     const accountId = accountIdOf(ctx);
@@ -119,7 +117,7 @@ export const rotateSecretRoute = route(
     summary: 'Rotate the signing secret: the new one is in this answer only; the former one also signs for PADDOCK_WEBHOOK_SECRET_ROTATION_HOURS',
     params: WebhookParams,
     responses: { 200: { description: 'The new secret', schema: RotatedSecret } },
-    errors: [...ERRORS, 'webhook_not_found'],
+    errors: ['webhook_not_found'],
   },
   async (ctx, { params }, deps) => {
     ctx.body = await rotateSecret({ config: deps.config, cipher: deps.webhookCipher }, webhookStore(ctx.state.em, deps.pg), accountIdOf(ctx), params.webhookId);
