@@ -1,9 +1,21 @@
-import { ApiError, problemDocument } from '../../shared/errors.ts';
+import { ApiError, problemDocument, type ErrorCode } from '../../shared/errors.ts';
 import { isDependencyUnavailable } from '../../shared/unavailable.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { AppContext } from '../context.ts';
 
 const RETRY_AFTER_UNAVAILABLE_SECONDS = 5;
+
+/**
+ * The database's refusals that are answers, by the constraint that refused (migrations/ names
+ * them): an email already taken, or a key made for an account that is gone (a session token can
+ * outlive its account, and is then a credential for nothing). Any other refusal is a fault.
+ */
+const CONSTRAINT_ERRORS: Record<string, ErrorCode> = {
+  accounts_email_key: 'email_taken',
+  api_keys_account_id_fkey: 'invalid_credential',
+};
+const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
 
 /** What the router leaves bare (no route matched, or one matched with another method), as errors. */
 export function refuseUnrouted(ctx: AppContext): void {
@@ -46,6 +58,8 @@ function clientWentAway(ctx: AppContext, err: unknown): ApiError | undefined {
 
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  const refused = constraintRefusal(err);
+  if (refused) return new ApiError(refused);
   if (isDependencyUnavailable(err)) {
     return new ApiError('service_unavailable', 'A backing service is unreachable; try again shortly.');
   }
@@ -59,6 +73,14 @@ function toApiError(err: unknown): ApiError {
     return new ApiError('invalid_request', 'The request could not be read');
   }
   return new ApiError('internal_error', 'An unexpected error occurred; quote the request id when reporting it.');
+}
+
+/** The driver's error, or the ORM's around it (which copies its fields), for a constraint of CONSTRAINT_ERRORS. */
+function constraintRefusal(err: unknown): ErrorCode | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { code, constraint } = err as { code?: unknown; constraint?: unknown };
+  if ((code !== UNIQUE_VIOLATION && code !== FOREIGN_KEY_VIOLATION) || typeof constraint !== 'string') return undefined;
+  return Object.hasOwn(CONSTRAINT_ERRORS, constraint) ? CONSTRAINT_ERRORS[constraint] : undefined;
 }
 
 function errorSummary(err: unknown): string {
