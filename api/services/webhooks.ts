@@ -7,6 +7,8 @@ import type { SecretCipher } from '../../shared/secrets/cipher.ts';
 import { newWebhookSecret } from '../../shared/webhooks/signing.ts';
 import { requireWebhookCipher, webhookSecretContext } from '../../shared/webhooks/secrets.ts';
 import { checkWebhookUrl } from '../../shared/webhooks/url-policy.ts';
+import type { z } from 'zod';
+import type { CreateWebhookBody } from '../routes/webhooks/schema.ts';
 
 /** What the webhook routes' rules need beyond the store: the operator's settings and the signing secrets' cipher. */
 export interface WebhookOptions {
@@ -15,11 +17,8 @@ export interface WebhookOptions {
   cipher: SecretCipher | undefined;
 }
 
-export interface CreateWebhookInput {
-  url: string;
-  events?: string[];
-  description?: string;
-}
+/** A create request's body, as its route has validated it. */
+export type CreateWebhookInput = z.output<typeof CreateWebhookBody>;
 
 /** Checks the URL and the account's limit, then stores the endpoint with its secret encrypted. */
 export async function createWebhook(options: WebhookOptions, store: WebhookStore, accountId: string, input: CreateWebhookInput) {

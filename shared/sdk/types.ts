@@ -8,54 +8,15 @@ export type Timestamp = string;
 /** What an API key may do (docs/api.md, "API key scopes"). */
 export type Scope = NonNullable<Api.CreateApiKeyRequest['scopes']>[number];
 
-export interface AccountSummary {
-  id: string;
-  email: string;
-  createdAt: Timestamp;
-}
-
-export interface SignupResult {
-  account: AccountSummary;
-  /** Dashboard session token (JWT): accepted by the /v1/api-keys routes only. */
-  token: string;
-  expiresAt: Timestamp;
-}
-
-export interface SessionToken {
-  token: string;
-  expiresAt: Timestamp;
-}
-
-export interface ApiKeySummary {
-  id: string;
-  name: string;
-  /** What the key may do. */
-  scopes: Scope[];
-  /** The first characters of the key, to recognise it. */
-  start: string;
-  createdAt: Timestamp;
-  lastUsedAt: Timestamp | null;
-}
-
-export interface CreatedApiKey {
-  id: string;
-  name: string;
-  /** The raw key (pdk_live_…), shown this once and never again. */
-  key: string;
-  scopes: Scope[];
-  start: string;
-  createdAt: Timestamp;
-}
-
-export interface Account {
-  id: string;
-  email: string;
-  usage: {
-    sandboxHours: { used: number; limit: number };
-    concurrentSandboxes: { active: number; limit: number };
-  };
-  period: { start: Timestamp; end: Timestamp };
-}
+/** The new account and a dashboard session token (JWT), accepted by the /v1/api-keys routes only. */
+export type SignupResult = Api.SignupResponse;
+export type AccountSummary = SignupResult['account'];
+export type SessionToken = Api.LoginResponse;
+/** A key as listed: never the key itself. */
+export type ApiKeySummary = Api.ListApiKeysResponse['data'][number];
+/** A new key: the raw key (pdk_live_…) is answered this once and never again. */
+export type CreatedApiKey = Api.CreateApiKeyResponse;
+export type Account = Api.Account;
 
 export type SandboxState = 'active' | 'destroyed';
 export type SandboxStatus = 'pending' | 'running' | 'terminating' | 'terminated' | 'failed';
@@ -264,11 +225,7 @@ export interface GrepResult {
   truncated: boolean;
 }
 
-export interface Allowlist {
-  /** Programs every exec may run; empty means every command is allowed. */
-  commands: string[];
-  updatedAt: Timestamp | null;
-}
+export type Allowlist = Api.GetAllowlistResponse;
 
 export interface CreateSecretInput {
   name: string;
@@ -277,11 +234,8 @@ export interface CreateSecretInput {
   sandboxId?: string;
 }
 
-export interface Secret {
-  name: string;
-  sandboxId: string | null;
-  createdAt: Timestamp;
-}
+/** A secret as answered: never its value. */
+export type Secret = Api.CreateSecretResponse;
 
 export interface ListResponse<T> {
   data: T[];
@@ -331,29 +285,10 @@ export interface PaddockEvent {
   data: { sandbox?: Sandbox } & Record<string, unknown>;
 }
 
-export interface Webhook {
-  id: string;
-  url: string;
-  /** ["*"]: every type. */
-  events: string[];
-  description: string | null;
-  createdAt: Timestamp;
-  disabledAt: Timestamp | null;
-  disabledReason: string | null;
-}
-
-export interface CreatedWebhook extends Webhook {
-  /** whsec_…: the signing secret (Standard Webhooks), shown this once. */
-  secret: string;
-}
-
-export interface RotatedWebhookSecret {
-  id: string;
-  /** The new whsec_… secret, shown this once. */
-  secret: string;
-  /** Until then deliveries are signed with both secrets (two v1 signatures). */
-  previousSecretExpiresAt: Timestamp;
-}
+export type Webhook = Api.ListWebhooksResponse['data'][number];
+/** A new endpoint, with its signing secret (Standard Webhooks), shown this once. */
+export type CreatedWebhook = Api.CreateWebhookResponse;
+export type RotatedWebhookSecret = Api.RotateWebhookSecretResponse;
 
 export interface CreateWebhookInput {
   url: string;
@@ -361,34 +296,23 @@ export interface CreateWebhookInput {
   description?: string;
 }
 
-export interface DeliveryAttempt {
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number;
-  createdAt: Timestamp;
-  nextRetryAt: Timestamp | null;
-}
+export type DeliveryAttempt = Api.ListWebhookDeliveriesResponse['data'][number];
 
 // ---- agreement with the contract (api-types.ts, generated) ----
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Holds<T extends true> = T;
-/** Each line fails to type-check when the named type and the contract's have drifted apart. */
+/**
+ * Each line fails to type-check when the named type and the contract's have drifted apart (the
+ * SDK's names that are the contract's own types need none).
+ */
 export type ContractChecks = [
   Holds<Same<Sandbox, Api.Sandbox>>,
   Holds<Same<ExecResult, Api.ExecResult>>,
-  Holds<Same<Account, Api.Account>>,
   Holds<Same<ExecStreamEvent, Api.ExecStreamEvent>>,
   Holds<Same<StartedProcess, Api.ExecCommandResponse extends infer R ? (R extends { id: string } ? R : never) : never>>,
   Holds<Same<ProcessInfo, Api.ListProcessesResponse['data'][number]>>,
   Holds<Same<ProcessOutputEvent, Api.GetProcessOutputResponse>>,
-  Holds<Same<SignupResult, Api.SignupResponse>>,
-  Holds<Same<SessionToken, Api.LoginResponse>>,
-  Holds<Same<CreatedApiKey, Api.CreateApiKeyResponse>>,
-  Holds<Same<ApiKeySummary, Api.ListApiKeysResponse['data'][number]>>,
   Holds<Same<FileView, Api.ViewFileResponse>>,
   Holds<Same<WrittenFile, Api.CreateFileResponse>>,
   Holds<Same<ExtractedArchive, Api.UploadArchiveResponse>>,
@@ -396,14 +320,7 @@ export type ContractChecks = [
   Holds<Same<Listing, Api.ListDirectoryResponse>>,
   Holds<Same<GlobResult, Api.GlobFilesResponse>>,
   Holds<Same<GrepResult, Api.GrepFilesResponse>>,
-  Holds<Same<Allowlist, Api.GetAllowlistResponse>>,
-  Holds<Same<Secret, Api.CreateSecretResponse>>,
-  Holds<Same<McpConfig, Api.GetMcpConfigResponse>>,
   Holds<Same<PaddockEvent, Api.ListEventsResponse['data'][number]>>,
-  Holds<Same<CreatedWebhook, Api.CreateWebhookResponse>>,
-  Holds<Same<Webhook, Api.ListWebhooksResponse['data'][number]>>,
-  Holds<Same<DeliveryAttempt, Api.ListWebhookDeliveriesResponse['data'][number]>>,
-  Holds<Same<RotatedWebhookSecret, Api.RotateWebhookSecretResponse>>,
   Holds<Same<Secret, Api.ListSecretsResponse['data'][number]>>,
   Holds<Same<Scope[], NonNullable<Api.CreateApiKeyRequest['scopes']>>>,
   Holds<Same<SandboxPage, Api.SandboxList>>,
