@@ -20,6 +20,19 @@ export interface SecretOpening {
   log: Pick<Logger, 'error'>;
 }
 
+/** The operator's caps on an account's and a sandbox's secrets. */
+export type SecretLimits = Pick<
+  Config,
+  'PADDOCK_SECRETS_MAX_PER_ACCOUNT' | 'PADDOCK_SECRETS_MAX_PER_SANDBOX' | 'PADDOCK_SECRETS_MAX_BYTES_PER_ACCOUNT' | 'PADDOCK_SECRETS_MAX_BYTES_PER_SANDBOX'
+>;
+
+/** What storing a secret needs: the database, the cipher (absent when not configured), the caps. */
+export interface SecretWriter {
+  pg: Pool;
+  secretCipher?: SecretCipher;
+  limits: SecretLimits;
+}
+
 export function cipherOf(deps: Pick<SecretOpening, 'secretCipher'>): SecretCipher {
   if (!deps.secretCipher) {
     throw new ApiError('service_unavailable', 'Secrets are not configured on this server (PADDOCK_SECRETS_KEY).');
@@ -36,18 +49,18 @@ export async function checkScope(sandboxes: Pick<SandboxEngine, 'findOwn'>, acco
 
 /** Creates or replaces a secret; answers whether it replaced one. */
 export async function putSecret(
-  deps: Pick<AppDeps, 'secretCipher' | 'pg' | 'config'>,
+  writer: SecretWriter,
   accountId: string,
   input: { name: string; value: string; sandboxId?: string },
 ): Promise<{ row: SecretRow; replaced: boolean }> {
   const sandboxId = input.sandboxId ?? null;
-  const ciphertext = cipherOf(deps).encrypt(input.value, secretContext(accountId, sandboxId, input.name));
+  const ciphertext = cipherOf(writer).encrypt(input.value, secretContext(accountId, sandboxId, input.name));
   const valueBytes = Buffer.byteLength(input.value);
-  return policy.putSecret(deps.pg, { accountId, sandboxId, name: input.name, ciphertext }, (usage) => admitSecret(deps.config, usage, sandboxId, valueBytes));
+  return policy.putSecret(writer.pg, { accountId, sandboxId, name: input.name, ciphertext }, (usage) => admitSecret(writer.limits, usage, sandboxId, valueBytes));
 }
 
 /** The caps on the account's and the sandbox's secrets, count and bytes (the one replaced does not count twice). */
-function admitSecret(config: Config, usage: SecretUsage, sandboxId: string | null, valueBytes: number): void {
+function admitSecret(config: SecretLimits, usage: SecretUsage, sandboxId: string | null, valueBytes: number): void {
   if (usage.total >= config.PADDOCK_SECRETS_MAX_PER_ACCOUNT) {
     throw new ApiError('secret_limit_reached', `The account holds ${usage.total} secrets, the most it may (PADDOCK_SECRETS_MAX_PER_ACCOUNT). Delete some first.`);
   }

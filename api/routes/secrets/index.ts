@@ -27,7 +27,7 @@ export const createSecret = route(
   async (ctx, { body }, deps) => {
     const accountId = accountIdOf(ctx);
     await checkScope(deps.sandboxes, accountId, body.sandboxId, true);
-    const { row, replaced } = await putSecret(deps, accountId, body);
+    const { row, replaced } = await putSecret({ pg: deps.pg, secretCipher: deps.secretCipher, limits: deps.config }, accountId, body);
     ctx.status = replaced ? 200 : 201;
     ctx.body = presentSecret(row);
   },

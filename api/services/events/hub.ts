@@ -35,14 +35,17 @@ interface Listener {
  * wakes that account's streams, which then read PostgreSQL, the record. A lost message (Redis
  * restarting) costs a stream at most its poll interval. Also bounds the streams per account.
  */
+/** What the hub reads of the configuration: where Redis is, its prefix, and the cap on streams. */
+export type EventHubOptions = Pick<Config, 'REDIS_URL' | 'PADDOCK_REDIS_PREFIX' | 'PADDOCK_EVENT_STREAMS_PER_ACCOUNT'>;
+
 export class EventHub {
-  private readonly config: Config;
+  private readonly config: EventHubOptions;
   private readonly log: Logger;
   private subscriber: Redis | undefined;
   private readonly listeners = new Map<string, Set<Listener>>();
   private closed = false;
 
-  constructor(config: Config, log: Logger) {
+  constructor(config: EventHubOptions, log: Logger) {
     this.config = config;
     this.log = log;
   }
