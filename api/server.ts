@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import { errorCatalogue, problemType } from '../shared/errors.ts';
+import { ApiError, problemDocument } from '../shared/errors.ts';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../shared/config.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
@@ -169,16 +169,12 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     return;
   }
   const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge ? 431 : 400;
+  const refusal = tooLarge
+    ? new ApiError('headers_too_large', 'The request headers are larger than the server accepts.')
+    : new ApiError('invalid_request', 'The request is not valid HTTP.');
+  const status = refusal.status;
   const requestId = `req_${randomBytes(12).toString('hex')}`;
-  const body = JSON.stringify({
-    type: problemType(tooLarge ? 'headers_too_large' : 'invalid_request'),
-    title: tooLarge ? errorCatalogue.headers_too_large.title : errorCatalogue.invalid_request.title,
-    status,
-    detail: tooLarge ? 'The request headers are larger than the server accepts.' : 'The request is not valid HTTP.',
-    code: tooLarge ? 'headers_too_large' : 'invalid_request',
-    requestId,
-  });
+  const body = JSON.stringify(problemDocument(refusal, requestId));
   // The answer to a HEAD request has no content, even here (a client would read it as the next answer).
   const head = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
   socket.end(
