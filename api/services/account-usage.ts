@@ -22,7 +22,7 @@ export function currentPeriod(now = new Date()): { start: Date; end: Date } {
  * account's sandboxes changes (shared/cache/read-views.ts), else one round trip to PostgreSQL.
  */
 export async function accountWithUsage(
-  deps: Pick<AppDeps, 'pg' | 'views' | 'config'>,
+  deps: Pick<AppDeps, 'pg' | 'views'> & { config: QuotaDefaults },
   accountId: string,
   now = new Date(),
 ): Promise<{ id: string; email: string; usage: AccountUsage } | undefined> {

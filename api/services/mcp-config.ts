@@ -4,26 +4,20 @@ import {
   displayConfigPaths,
   findMcpTarget,
   scopesOf,
-  type McpFormat,
-  type McpOs,
   type McpScope,
+  type McpTargetName,
   type McpTransport,
 } from '../../shared/mcp/targets.ts';
+import type { z } from 'zod';
+import type { McpConfigResponse } from '../routes/mcp/schema.ts';
 
-export interface McpConfig {
-  target: string;
-  scope: McpScope;
-  path: Record<McpOs, string>;
-  format: McpFormat;
-  transport: McpTransport;
-  snippet: string;
-}
+export type McpConfig = z.output<typeof McpConfigResponse>;
 
 /**
  * The configuration of Paddock's MCP server for one client. The entry runs `paddock mcp serve`,
  * which authenticates from the CLI config, so it holds no credential and is the same for everyone.
  */
-export function mcpConfigFor(targetName: string, scope: McpScope, transport: McpTransport = 'stdio', remoteUrl = ''): McpConfig {
+export function mcpConfigFor(targetName: McpTargetName, scope: McpScope, transport: McpTransport = 'stdio', remoteUrl = ''): McpConfig {
   const target = findMcpTarget(targetName);
   if (!target) throw new ApiError('invalid_request', `query.target: unknown MCP client "${targetName}"`);
   if (!target.scopes[scope]) {
@@ -33,7 +27,7 @@ export function mcpConfigFor(targetName: string, scope: McpScope, transport: Mcp
     throw new ApiError('invalid_request', `query.transport: ${target.label} takes no remote MCP server in its config file; use transport=stdio`);
   }
   return {
-    target: target.name,
+    target: targetName,
     scope,
     path: displayConfigPaths(target, scope),
     format: target.format,
