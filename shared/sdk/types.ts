@@ -267,15 +267,7 @@ export type McpConfig = Api.GetMcpConfigResponse;
 
 // ---- events and webhooks ----
 
-export type EventType =
-  | 'sandbox.created'
-  | 'sandbox.running'
-  | 'sandbox.failed'
-  | 'sandbox.expiring'
-  | 'sandbox.destroyed'
-  | 'usage.threshold'
-  | 'webhook.disabled'
-  | 'webhook.test';
+export type EventType = Api.ListEventsResponse['data'][number]['type'];
 
 /** {id: "evt_…", type, createdAt, data}: data.sandbox for sandbox.* events (as it was then). */
 export interface PaddockEvent {
