@@ -39,14 +39,14 @@ export function chainOf(spec: RouteSpec): ChainStep[] {
   // streamed body is the work itself, and is admitted before it is read.
   if (streamed) {
     if (admit) steps.push(admit);
-    steps.push({ errors: STREAMED_BODY_ERRORS, build: (deps) => streamedBody(streamed.mediaTypes, streamed.limitBytes(deps)) });
+    steps.push({ errors: STREAMED_BODY_ERRORS, build: (deps) => streamedBody(streamed.mediaTypes, streamed.limitBytes(deps.config)) });
   } else {
     if (WITH_BODY.has(spec.method) || spec.body) {
       steps.push({
         errors: JSON_BODY_ERRORS,
         build: (deps) => {
           const defaultLimit = deps.config.PADDOCK_BODY_LIMIT_BYTES;
-          return jsonBody(spec.bodyLimitBytes?.(deps) ?? defaultLimit, { largeField: spec.bodyLargeField, otherLimitBytes: defaultLimit });
+          return jsonBody(spec.bodyLimitBytes?.(deps.config) ?? defaultLimit, { largeField: spec.bodyLargeField, otherLimitBytes: defaultLimit });
         },
       });
     }

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Config } from '../../shared/config.ts';
 import type { ErrorCode } from '../../shared/errors.ts';
 import type { Scope } from '../../shared/scopes.ts';
 import type { AppContext, AppDeps } from '../context.ts';
@@ -33,7 +34,7 @@ export interface RouteSpec<
   query?: Q;
   params?: P;
   /** Overrides the default body size limit (file create, exec). */
-  bodyLimitBytes?: (deps: AppDeps) => number;
+  bodyLimitBytes?: (config: Config) => number;
   /**
    * With bodyLimitBytes: the one top-level member that may use it (stdin, a file's content);
    * the others together stay within the default body limit, so a large body is large data, not a
@@ -45,7 +46,7 @@ export interface RouteSpec<
    * and never given to the JSON reader. Only these media types are taken (else 415); past
    * limitBytes, declared or counted as it streams, 413.
    */
-  streamedBody?: { mediaTypes: string[]; limitBytes: (deps: AppDeps) => number; description: string };
+  streamedBody?: { mediaTypes: string[]; limitBytes: (config: Config) => number; description: string };
   /**
    * A WebSocket route: the GET is an upgrade to this subprotocol, authenticated by the key header
    * or by a terminal ticket (`?ticket=`), answered 101 or, refused, with a problem document.

@@ -50,7 +50,7 @@ const streamsBody = routesWhere((r) => r.spec.streamedBody !== undefined);
 test('every route that reads a body: one byte over its limit answers 413 payload_too_large, at the limit it is read', async () => {
   assert.ok(readsBody.length >= 9);
   for (const route of readsBody) {
-    const limit = route.spec.bodyLimitBytes?.(api.deps) ?? api.deps.config.PADDOCK_BODY_LIMIT_BYTES;
+    const limit = route.spec.bodyLimitBytes?.(api.deps.config) ?? api.deps.config.PADDOCK_BODY_LIMIT_BYTES;
     const account = await fresh('bodylimit');
     const path = route.spec.path.replace(/:id/, `sbx_${'0'.repeat(24)}`).replace(/:(\w+)/g, 'x');
     // A route with one large member (exec's stdin) allows its limit to that member only.
@@ -77,7 +77,7 @@ test('every route that reads a body: one byte over its limit answers 413 payload
 test('every route that streams its body: one declared byte over its limit, or one counted, answers 413 before anything is done', async () => {
   assert.ok(streamsBody.length >= 1);
   for (const route of streamsBody) {
-    const limit = route.spec.streamedBody!.limitBytes(api.deps);
+    const limit = route.spec.streamedBody!.limitBytes(api.deps.config);
     const account = await fresh('streamlimit');
     const path = route.spec.path.replace(/:id/, `sbx_${'0'.repeat(24)}`).replace(/:(\w+)/g, 'x');
     const headers = { 'content-type': route.spec.streamedBody!.mediaTypes[0]!, authorization: `Bearer ${credentialFor(route, account)}` };

@@ -27,7 +27,7 @@ export const execRoute = route(
     inFlight: 'exec',
     params: ExecParams,
     body: ExecBody,
-    bodyLimitBytes: (deps) => deps.config.PADDOCK_FILE_MAX_BYTES + 256 * 1024,
+    bodyLimitBytes: (config) => config.PADDOCK_FILE_MAX_BYTES + 256 * 1024,
     bodyLargeField: 'stdin',
     responses: {
       200: {

@@ -1,6 +1,6 @@
 import { ApiError, type ErrorCode } from '../../../shared/errors.ts';
 import { abortOnDisconnect, confirmedStream } from '../../services/streaming.ts';
-import type { AppDeps } from '../../context.ts';
+import type { Config } from '../../../shared/config.ts';
 import { presentEdit, presentExtractedArchive, presentFileView, presentGlob, presentGrep, presentListing, presentWrittenFile } from '../../presenters/file.ts';
 import { ARCHIVE_MEDIA_TYPES, extractArchive, GZIP, openArchive, TAR } from '../../services/files/archive.ts';
 import { editFile } from '../../services/files/edit.ts';
@@ -38,7 +38,7 @@ const COMMON_ERRORS: ErrorCode[] = ['sandbox_not_found', 'sandbox_not_running', 
 const WRITE_ERRORS: ErrorCode[] = ['file_too_large', 'insufficient_storage'];
 
 /** The body carries up to the file limit as base64 (4/3 of it), plus room for JSON. */
-const fileBodyLimit = (deps: AppDeps) => Math.ceil((deps.config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536;
+const fileBodyLimit = (config: Config) => Math.ceil((config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536;
 
 export const viewFileRoute = route(
   {
@@ -240,7 +240,7 @@ export const uploadArchiveRoute = route(
     query: ArchiveQuery,
     streamedBody: {
       mediaTypes: ARCHIVE_MEDIA_TYPES,
-      limitBytes: (deps) => deps.config.PADDOCK_ARCHIVE_MAX_BYTES,
+      limitBytes: (config) => config.PADDOCK_ARCHIVE_MAX_BYTES,
       description:
         'A tar archive (application/x-tar) or a gzip-compressed one (application/gzip), at most PADDOCK_ARCHIVE_MAX_BYTES as sent. ' +
         'Members with `..` or absolute names, device nodes, and links that would lead out are refused (422 invalid_archive). ' +

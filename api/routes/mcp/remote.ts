@@ -87,7 +87,7 @@ export const remoteMcp = route(
     inFlight: 'mcp',
     body: JsonRpcBody,
     // A file written through a tool carries up to a file's bytes, base64 in JSON.
-    bodyLimitBytes: (deps: AppDeps) => Math.ceil((deps.config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536,
+    bodyLimitBytes: (config) => Math.ceil((config.PADDOCK_FILE_MAX_BYTES * 4) / 3) + 65536,
     responses: {
       200: {
         description: 'The JSON-RPC response (application/json), or a stream of them (text/event-stream)',

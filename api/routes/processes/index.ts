@@ -70,7 +70,7 @@ export const processStdinRoute = route(
     summary: "Write to a background process's standard input; answers once the process has taken it (up to 30 s)",
     params: ProcessParams,
     body: StdinBody,
-    bodyLimitBytes: (deps) => deps.config.PADDOCK_FILE_MAX_BYTES + 256 * 1024,
+    bodyLimitBytes: (config) => config.PADDOCK_FILE_MAX_BYTES + 256 * 1024,
     bodyLargeField: 'data',
     responses: { 204: { description: 'Written' } },
     errors: [...ERRORS, 'process_not_found', 'process_not_running'],
