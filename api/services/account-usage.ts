@@ -1,7 +1,7 @@
 import type { AppDeps } from '../context.ts';
 import { secondsUsedAt } from '../../shared/usage/billing.ts';
 import * as accounts from '../../shared/repositories/accounts.ts';
-import { limitsOf, type AccountLimits } from '../../shared/sandboxes/quotas.ts';
+import { limitsOf, type AccountLimits, type QuotaDefaults } from '../../shared/sandboxes/quotas.ts';
 
 export interface AccountUsage {
   limits: AccountLimits;

@@ -6,7 +6,6 @@ import { secretContext } from '../../shared/secrets/cipher.ts';
 import * as policy from '../../shared/repositories/policy.ts';
 import type { SecretsRead, SecretSummary, SecretUsage, StoredSecret } from '../../shared/repositories/policy.ts';
 import { NO_SECRETS, OpenedSecrets } from './opened-secrets.ts';
-import type { AppDeps } from '../context.ts';
 import type { SandboxEngine } from '../../shared/sandboxes/engine.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { OpenedSecretsCache } from './opened-secrets.ts';
