@@ -4,7 +4,7 @@ export class Events extends Migration {
   override up(): void {
     // The outbox: an event is inserted by the very transaction that makes the change it reports.
     // seq orders an account's events: they are inserted under a lock of the account's row
-    // (shared/events/record.ts), so within an account seq order is commit order and a reader that
+    // (shared/repositories/events.ts), so within an account seq order is commit order and a reader that
     // has seen seq N has seen every event before it.
     this.addSql(`
       create table events (

@@ -1,7 +1,7 @@
 import type { PoolClient, QueryResult } from 'pg';
 import { ormPool } from './orm.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { isNumbered, positional } from './placeholders.ts';
+import { positional } from './placeholders.ts';
 
 /** SQL with numbered placeholders ($1, $2, ...) and its values. */
 export interface Statement {
@@ -80,9 +80,8 @@ export async function inBatchedTransaction<T>(em: EntityManager, work: (tx: Batc
   let broken: Error | undefined;
   try {
     const tx = new BatchedTransaction(client, (sql, params) => {
-      // A statement with no numbered placeholder is formatted as written: it names no value, or
-      // it names its values with `?` (the idempotency keys' statements still do).
-      const p = isNumbered(sql) ? positional(sql, params) : { sql, params: params as unknown[] };
+      // Every statement names its values $1, $2...; the ORM's formatter takes them in order as `?`.
+      const p = positional(sql, params);
       return platform.formatQuery(p.sql, p.params);
     });
     try {

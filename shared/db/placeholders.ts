@@ -25,11 +25,6 @@ export async function execute<T = Record<string, unknown>>(em: EntityManager, sq
   return (await em.execute(p.sql, p.params)) as unknown as T[];
 }
 
-/** Whether `sql` is written with numbered placeholders. */
-export function isNumbered(sql: string): boolean {
-  return /\$\d/.test(sql);
-}
-
 /** `sql`'s numbered placeholders moved up by `by`: a statement put after `by` values of another. */
 export function shifted(sql: string, by: number): string {
   return by === 0 ? sql : sql.replace(NUMBERED, (_, n: string) => `$${Number(n) + by}`);

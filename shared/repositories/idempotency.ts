@@ -13,7 +13,7 @@ export interface IdempotencyRecord {
 }
 
 export function idempotencyReadStatement(accountId: string, key: string): Statement {
-  return { sql: 'select request_hash, sandbox_id, completed_at, created_at from idempotency_keys where account_id = ? and key = ?', params: [accountId, key] };
+  return { sql: 'select request_hash, sandbox_id, completed_at, created_at from idempotency_keys where account_id = $1 and key = $2', params: [accountId, key] };
 }
 
 /** The record idempotencyReadStatement read; none for a key not seen yet. */
@@ -29,7 +29,7 @@ export function idempotencyRecordFrom(rows: Rows): IdempotencyRecord | undefined
 }
 
 export function idempotencyInsertStatement(accountId: string, key: string, requestHash: string, sandboxId: string): Statement {
-  return { sql: 'insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values (?, ?, ?, ?)', params: [accountId, key, requestHash, sandboxId] };
+  return { sql: 'insert into idempotency_keys (account_id, key, request_hash, sandbox_id) values ($1, $2, $3, $4)', params: [accountId, key, requestHash, sandboxId] };
 }
 
 /** Marks the end of the first request with the key: retries now get its sandbox. */

@@ -4,7 +4,7 @@ import { ApiError } from '../errors.ts';
 import { isDependencyUnavailable } from '../unavailable.ts';
 import { isId, newId } from '../ids.ts';
 import { jobCatalogue, type JobPayload, type JobRequest } from '../jobs/catalogue.ts';
-import type { NewEvent } from '../events/record.ts';
+import type { NewEvent } from '../repositories/events.ts';
 import { withTransition } from '../events/ring.ts';
 import { currentMonth } from '../events/usage-period.ts';
 import { checkEnvironment } from '../allowlist/index.ts';

@@ -4,7 +4,7 @@ import type { DestroyReason, Sandbox } from '../db/entities.ts';
 import { inBatchedTransaction } from '../db/batch.ts';
 import { ormPool } from '../db/orm.ts';
 import type { Announcer } from '../events/announce.ts';
-import { eventsStatement, recordedFrom } from '../events/record.ts';
+import { eventsStatement, recordedFrom } from '../repositories/events.ts';
 import { lockAccountStatement, overridesFrom, usageFrom, usageStatement } from '../repositories/accounts.ts';
 import { completeIdempotencyKey, idempotencyInsertStatement, idempotencyReadStatement, idempotencyRecordFrom } from '../repositories/idempotency.ts';
 import { getAllowlist } from '../repositories/policy.ts';

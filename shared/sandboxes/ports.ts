@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { DestroyReason, Sandbox } from '../db/entities.ts';
 import type { Announcer } from '../events/announce.ts';
-import type { NewEvent } from '../events/record.ts';
+import type { NewEvent } from '../repositories/events.ts';
 import type { RecordedEvent } from '../events/types.ts';
 import type { SandboxTransition } from '../events/ring.ts';
 import type { JobRequest } from '../jobs/catalogue.ts';

@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DestroyReason } from '../db/entities.ts';
 import type { Announcer } from '../events/announce.ts';
-import { eventsLockStatement, eventsStatement, recordedFrom, type NewEvent } from '../events/record.ts';
+import { eventsLockStatement, eventsStatement, recordedFrom, type NewEvent } from '../repositories/events.ts';
 import { inBatchedTransaction } from '../db/batch.ts';
 import { ormPool } from '../db/orm.ts';
-import { ADD_DESTROYED_TO_ROLLUP } from '../usage/billing.ts';
+import { ADD_DESTROYED_TO_ROLLUP } from '../repositories/usage.ts';
 import {
   destroyedStatement,
   dropOwnSecretsStatement,
@@ -20,7 +20,7 @@ import { presentSandbox } from './present.ts';
 // Every change of a sandbox's state is a conditional update: it applies only from the state it
 // expects, so two processes racing (a worker finishing a create while a user destroys, two
 // reapers) can never move a sandbox backwards or destroy it twice. The events a change causes are
-// recorded in the same transaction (shared/events/record.ts): an event exists exactly when its
+// recorded in the same transaction (shared/repositories/events.ts): an event exists exactly when its
 // change does. `announcer` starts their delivery after the commit.
 
 /** What a pending sandbox's create knows of its row: enough to tell what sandbox.running reports. */

@@ -8,7 +8,6 @@
 // as with none.
 
 // The rule's SQL is the usage repository's (shared/repositories/usage.ts).
-export { ADD_DESTROYED_TO_ROLLUP } from '../repositories/usage.ts';
 
 /**
  * The parts of an account's usage in a month, as read at one moment: what its destroyed sandboxes
