@@ -343,9 +343,9 @@ test('an endpoint failing for the whole retry window is disabled, with a webhook
   const short = await startSandboxStack({
     webhookTransport: shortNet.transport,
     overrides: {
-      // 3.6 s from the event: room for three tries even when the worker picks each up late
-      // (a loaded CI run fitted two into 1.8 s).
-      PADDOCK_WEBHOOK_RETRY_HOURS: '0.001',
+      // 7.2 s from the event: room for three tries even when the worker picks each up late
+      // (a loaded run fitted two into 3.6 s).
+      PADDOCK_WEBHOOK_RETRY_HOURS: '0.002',
       PADDOCK_WEBHOOK_BACKOFF_BASE_MS: '100',
       PADDOCK_WEBHOOK_BACKOFF_MAX_SECONDS: '1',
       PADDOCK_WEBHOOK_TIMEOUT_SECONDS: '1',
@@ -359,7 +359,7 @@ test('an endpoint failing for the whole retry window is disabled, with a webhook
   const hook = res.body;
   const { body: first } = await createSandbox(short.url, acct.key);
   await call(short.url, 'DELETE', `/v1/sandboxes/${first.id}`, { token: acct.key });
-  const disabled = await eventually('disabled', 15_000, async () => {
+  const disabled = await eventually('disabled', 30_000, async () => {
     const l = (await call(short.url, 'GET', '/v1/webhooks', { token: acct.key })).body.data[0];
     return l.disabledAt ? l : undefined;
   });
