@@ -16,7 +16,14 @@ import { migrateDatabase } from '../migrations/migrate.ts';
 import { TEST_SANDBOXES_CPU_WEIGHT } from '../test/helpers/config.ts';
 
 const root = resolve(import.meta.dirname, '..');
-const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}` };
+// Every Node process of the run (test files, the processes they start, the packed CLI) keeps the
+// code it compiled, TypeScript stripped included, in one cache: most import the same few hundred
+// files, and compiling them again is a large part of a start (about a third of a test stack's).
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  PATH: `${resolve(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`,
+  NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? resolve(root, '.paddock/compile-cache'),
+};
 const named = process.argv.slice(2);
 const runtimes = (process.env.PADDOCK_TEST_RUNTIMES ?? 'local,kubernetes').split(',').filter(Boolean);
 /** The suites that run a second time through the replicas harness (test/helpers/deployment.ts). */
