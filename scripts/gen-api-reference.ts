@@ -6,23 +6,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildOpenApi } from '../api/openapi.ts';
 import { allRoutes } from '../api/routes/index.ts';
+import type { Schema } from './openapi-schema.ts';
 
-type Schema = {
-  $ref?: string;
-  type?: string | string[];
-  enum?: unknown[];
-  const?: unknown;
-  anyOf?: Schema[];
-  oneOf?: Schema[];
-  allOf?: Schema[];
-  items?: Schema;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  additionalProperties?: boolean | Schema;
-  description?: string;
-  default?: unknown;
-  contentMediaType?: string;
-};
 type Parameter = { name: string; in: string; required: boolean; description?: string; schema: Schema };
 type Media = Record<string, { schema: Schema }>;
 type Response = { description: string; headers?: Record<string, { description: string }>; content?: Media };

@@ -6,21 +6,8 @@ import { resolve } from 'node:path';
 import { buildOpenApi } from '../api/openapi.ts';
 import { allRoutes } from '../api/routes/index.ts';
 import { errorCodes } from '../shared/errors.ts';
+import type { Schema } from './openapi-schema.ts';
 
-type Schema = {
-  $ref?: string;
-  type?: string | string[];
-  enum?: unknown[];
-  const?: unknown;
-  anyOf?: Schema[];
-  oneOf?: Schema[];
-  allOf?: Schema[];
-  items?: Schema;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  additionalProperties?: boolean | Schema;
-  description?: string;
-};
 
 export const CLIENT_TYPES_FILE = resolve(import.meta.dirname, '..', 'shared', 'sdk', 'api-types.ts');
 
