@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { connect, type Socket } from 'node:net';
 import { constants } from 'node:os';
-import { isStdinStream, type ExecRequest, type ExecResult } from '../../types.ts';
+import { isStdinStream, STDIN_WINDOW_BYTES, type ExecRequest, type ExecResult } from '../../types.ts';
 import { killGroup, type GroupKill } from '../cgroups.ts';
 import { armDeadline } from '../deadline.ts';
 import { drained } from '../exec.ts';
@@ -143,6 +143,7 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
         return;
       }
       const chunks = stdin[Symbol.asyncIterator]();
+      let sinceTurn = 0;
       try {
         while (stdinOpen && !settled) {
           const next = await chunks.next();
@@ -153,7 +154,17 @@ export function runThroughAgent(target: AgentTarget, command: Frame, request: Ex
           if (!stdinOpen || settled) break;
           let fits = true;
           for (let at = 0; at < next.value.byteLength; at += CHUNK_BYTES) fits = writeStdin(next.value.subarray(at, at + CHUNK_BYTES));
-          if (!fits) await drained(socket);
+          sinceTurn += next.value.byteLength;
+          if (!fits) {
+            sinceTurn = 0;
+            await drained(socket);
+          } else if (sinceTurn >= STDIN_WINDOW_BYTES) {
+            // Writes a fast agent keeps taking finish at once and never wait on I/O, and a source
+            // whose next chunk is ready needs none either: without a turn of the event loop the
+            // agent's 'C' (the command closed its stdin) would not be read while the source drains.
+            sinceTurn = 0;
+            await new Promise<void>((resume) => setImmediate(resume));
+          }
         }
       } catch (err) {
         // A source that failed must not reach the command as a complete input: it is stopped.
