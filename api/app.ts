@@ -88,7 +88,7 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
       {
         store: new PgSandboxStore(orm, events, pg),
         // Read at each use: the queue is the deps' own, whatever it is then.
-        queue: { add: (jobs) => enqueueAll(deps.queue, jobs) },
+        queue: { add: (jobs) => enqueueAll(deps.queue, jobs), remove: (jobIds) => Promise.all(jobIds.map((jobId) => deps.queue.remove(jobId))) },
         announcer: events,
         runtime,
         watcher: sandboxWatcher(eventHub, queueEvents),

@@ -50,6 +50,8 @@ function send(server: Server, clientAddress: string, url: URL, init: RequestInit
       method: init.method ?? 'GET',
       path: `${url.pathname}${url.search}`,
       host: url.hostname,
+      // Only the Host header's: the connection is the stream pair.
+      port: url.port || undefined,
       headers,
       createConnection: () => clientEnd as unknown as Socket,
     });

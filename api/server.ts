@@ -9,10 +9,9 @@ import { closeOrm, endPoolWithin, openOrm, openReadPool } from '../shared/db/orm
 import { QueueEvents } from 'bullmq';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createRuntime } from '../shared/runtime/index.ts';
-import { createQueueRedis, createRequestRedis, waitForRedis } from '../shared/redis.ts';
-import { isDependencyUnavailable } from '../shared/unavailable.ts';
-import { SANDBOX_QUEUE, createSandboxQueue } from '../shared/jobs/catalogue.ts';
-import { createWebhookQueue } from '../shared/jobs/webhooks.ts';
+import { createQueueRedis, createRequestRedis } from '../shared/redis.ts';
+import { SANDBOX_QUEUE } from '../shared/jobs/catalogue.ts';
+import { startQueues } from '../shared/jobs/ready-queue.ts';
 import { EventHub } from './services/events/hub.ts';
 import { createApp, createDeps } from './app.ts';
 import { SECURITY_HEADERS } from './middleware/security-headers.ts';
@@ -22,6 +21,8 @@ import { closeTerminals } from './services/terminal/open.ts';
 import { LingeringClose } from './lingering-close.ts';
 import { ConnectionAllowance } from './connection-allowance.ts';
 import type { Route } from './routes/route.ts';
+import { ConnectionSlots } from './services/previews/connection-slots.ts';
+import { PreviewProxy } from './services/previews/proxy.ts';
 
 export interface RunningApi {
   url: string;
@@ -46,22 +47,14 @@ export async function startApi(
   const queueRedis = createRequestRedis(config.REDIS_URL);
   const eventsRedis = createQueueRedis(config.REDIS_URL);
   for (const r of [redis, queueRedis, eventsRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
+  // Before the queues: loading the Kubernetes client holds the event loop for a while.
+  const runtime = await createRuntime(config, log, { kubeConfig: options.kubeConfig });
   // Both fail-fast connections are waited for together: start-up pays one connect, not two.
-  await Promise.all([redis, queueRedis].map((r) => waitForRedis(r))).catch((err: unknown) => log.warn({ err }, 'starting without Redis'));
-  const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
-  // Without a listener BullMQ prints its errors (each Redis reconnect attempt) raw on stderr;
-  // connection errors are logged once already, by the connection's own listener.
-  const webhookQueue = createWebhookQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
-  for (const q of [queue, webhookQueue]) {
-    q.on('error', (err: Error) => {
-      if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
-    });
-  }
+  const { queue, webhookQueue } = await startQueues(queueRedis, config.PADDOCK_REDIS_PREFIX, log, [redis]);
   const eventHub = new EventHub(config, log);
   const queueEvents = new QueueEvents(SANDBOX_QUEUE, { connection: eventsRedis, prefix: `${config.PADDOCK_REDIS_PREFIX}:bull` });
   queueEvents.setMaxListeners(0); // one listener per waiting request
   queueEvents.on('error', (err) => log.warn({ err: err.message }, 'queue events error'));
-  const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
   // Connects lazily: the API starts, and answers 503, while PostgreSQL is down.
   const pg = openReadPool(config.DATABASE_URL, config.PADDOCK_DB_POOL_MAX);
   pg.on('error', (err: Error) => log.warn({ err: err.message }, 'database connection error'));
@@ -70,11 +63,25 @@ export async function startApi(
   // The headers and request timeouts are checked this often (Node's default, 30 s, would let a
   // slow client hold its connection that much longer).
   const lingering = new LingeringClose({ maxBytes: config.PADDOCK_HTTP_LINGER_BYTES, maxMs: config.PADDOCK_HTTP_LINGER_SECONDS * 1000 });
-  const server = createServer({ connectionsCheckingInterval: 1000, shouldUpgradeCallback: isWebSocketUpgrade }, boundPipelining(lingering.wrap(app.callback())));
+  // A request whose Host is a preview's goes to the sandbox's port (services/previews/), never into the app.
+  const slots = new ConnectionSlots(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_PREVIEW_MAX_CONNECTIONS);
+  const previews = new PreviewProxy({ pg, runtime, slots, log, domain: config.PADDOCK_PREVIEW_DOMAIN, idleMs: config.PADDOCK_PREVIEW_IDLE_TIMEOUT_SECONDS * 1000 });
+  const appHandler = app.callback();
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const target = previews.target(req);
+    if (target) previews.serve(req, res, target);
+    else void appHandler(req, res);
+  };
+  const server = createServer({ connectionsCheckingInterval: 1000, shouldUpgradeCallback: isWebSocketUpgrade }, boundPipelining(lingering.wrap(handle)));
   server.on('connection', (socket: Socket) => lingering.arm(socket));
   guardConnections(server, config);
   // WebSocket upgrades (the terminal) go through the app like any request (services/terminal/upgrade.ts).
-  server.on('upgrade', serveUpgrades(app.callback()));
+  const appUpgrades = serveUpgrades(appHandler);
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const target = previews.target(req);
+    if (target) previews.upgrade(req, socket, head, target);
+    else appUpgrades(req, socket, head);
+  });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket));
   await new Promise<void>((resolve, reject) => {
     const listening = () => {
@@ -95,8 +102,10 @@ export async function startApi(
       server.closeIdleConnections();
       // Event streams never end by themselves: ended here, their clients resume elsewhere (Last-Event-ID).
       eventHub.close();
-      // Terminals too: their clients reconnect to another replica.
+      // Terminals too: their clients reconnect to another replica; and what is open through previews.
       closeTerminals();
+      previews.close();
+      slots.close();
       const deadline = setTimeout(() => server.closeAllConnections(), config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await drained;
       clearTimeout(deadline);

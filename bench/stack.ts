@@ -6,7 +6,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type pg from 'pg';
 import { parseConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
-import { createRuntime } from '../shared/runtime/index.ts';
+import { localRuntimeFrom } from '../shared/runtime/index.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import { freePort } from '../scripts/services.ts';
 import { logFile, startLoggingProcess, type NodeProcess } from './processes.ts';
@@ -69,7 +69,7 @@ export function sandboxDataDir(prefix: string): string {
 export function localRuntimeOn(dataDir: string, settings: Record<string, string> = {}): SandboxRuntime {
   // The runtime reaches neither: they are required of every role, so named and never used.
   const env = { PADDOCK_RUNTIME: 'local', PADDOCK_DATA_DIR: dataDir, DATABASE_URL: 'postgres://unused', REDIS_URL: 'redis://unused', ...settings };
-  return createRuntime(parseConfig(env, 'worker'), createLogger('warn', 'bench'));
+  return localRuntimeFrom(parseConfig(env, 'worker'), createLogger('warn', 'bench'));
 }
 
 /** Something that answers SQL: a pg client or pool. */

@@ -5,6 +5,7 @@ import { completionCommand } from './commands/completion.ts';
 import { configCommand } from './commands/config.ts';
 import { execCommand } from './commands/exec.ts';
 import { processCommands } from './commands/processes.ts';
+import { previewCommands } from './commands/previews.ts';
 import { filesCommand } from './commands/files.ts';
 import { secretsCommand } from './commands/secrets.ts';
 import { eventsCommand } from './commands/events.ts';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   sessionCommand(program);
   execCommand(program);
   processCommands(program);
+  previewCommands(program);
   shellCommand(program);
   filesCommand(program);
   allowlistCommand(program);

@@ -9,6 +9,7 @@ import { WarmPool } from './20261123000004_warm_pool.ts';
 import { SandboxDeployment } from './20261124000001_sandbox_deployment.ts';
 import { SecretVersions } from './20261126000001_secret_versions.ts';
 import { WebhookRefusalsUnnamed } from './20261127000001_webhook_refusals_unnamed.ts';
+import { Previews } from './20261128000001_previews.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
@@ -23,4 +24,5 @@ export const migrationsList = [
   { name: '20261124000001_sandbox_deployment', class: SandboxDeployment },
   { name: '20261126000001_secret_versions', class: SecretVersions },
   { name: '20261127000001_webhook_refusals_unnamed', class: WebhookRefusalsUnnamed },
+  { name: '20261128000001_previews', class: Previews },
 ];

@@ -114,7 +114,7 @@ if (applied.length) say(`migrations applied: ${applied.join(', ')}`);
  */
 async function destroySandboxes(): Promise<void> {
   const config = parseConfig(env, 'worker');
-  const runtime = createRuntime(config, createLogger('silent', 'dev-stack'));
+  const runtime = await createRuntime(config, createLogger('silent', 'dev-stack'));
   try {
     const left = await runtime.list();
     if (left.length === 0) return;

@@ -56,12 +56,30 @@ const DEBIAN_PACKAGES = {
   tmux: 'tmux',
   // The local runtime builds each sandbox's agent (its init, which starts commands) from C.
   cc: 'gcc libc6-dev',
+  // The browser test of previews drives a headless Chromium (test/previews/browser.test.ts).
+  chromium: 'chromium',
+  // The Python SDK's test builds its wheel (hatchling), installs it into a venv that sees the
+  // system's packages, and runs its pytest suite: these are Python modules, checked by import.
+  'python3:httpx': 'python3-httpx',
+  'python3:pytest': 'python3-pytest',
+  'python3:ensurepip': 'python3-venv',
+  'python3:pip': 'python3-pip',
+  'python3:hatchling': 'python3-hatchling',
 } as const;
+
+/** The Debian Python those packages are for (a python3 earlier on the PATH, pyenv's say, does not see them). */
+export const SYSTEM_PYTHON = '/usr/bin/python3';
+
+/** What the previews' browser test needs (test/previews/browser.test.ts). */
+export const BROWSER_PACKAGES = ['chromium'];
+
+/** What the Python SDK's test needs (test/sdk-python/). */
+export const PYTHON_SDK_PACKAGES = ['python3:httpx', 'python3:pytest', 'python3:ensurepip', 'python3:pip', 'python3:hatchling'];
 
 /** Installs the Debian packages that are missing (needs root or password-less sudo). */
 export async function ensureDebianPackages(log: (line: string) => void, need = Object.keys(DEBIAN_PACKAGES)): Promise<void> {
   const missing = need
-    .filter((bin) => (bin === 'postgres' ? !postgresBinDir() : !onPath(bin)))
+    .filter((bin) => (bin === 'postgres' ? !postgresBinDir() : bin.startsWith('python3:') ? !importable(bin.slice('python3:'.length)) : !onPath(bin)))
     .flatMap((bin) => DEBIAN_PACKAGES[bin as keyof typeof DEBIAN_PACKAGES].split(' '));
   if (missing.length === 0) return;
   log(`installing Debian packages: ${missing.join(' ')}`);
@@ -74,6 +92,10 @@ export async function ensureDebianPackages(log: (line: string) => void, need = O
       throw new Error(`"${cmd.join(' ')}" failed; install ${missing.join(', ')} by hand or run as root`);
     }
   }
+}
+
+function importable(module: string): boolean {
+  return spawnSync(SYSTEM_PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status === 0;
 }
 
 function onPath(bin: string): boolean {

@@ -1,10 +1,19 @@
 // Which test files `npm test` runs on which runtime. A file that reads PADDOCK_TEST_RUNTIME, or
 // imports (through any chain of the repository's own files) one that does, runs once per runtime;
-// every other file behaves the same whatever the variable says, and runs once.
+// every other file behaves the same whatever the variable says, and runs once. A file that starts a
+// runtime but tests what lies above it declares so with a line `// test-plan: once` (and why) and
+// runs once: every test stops before the runtime (a credential refused, say), or it tests a client
+// of the HTTP API (the CLI, the SDKs, MCP), the API's own handling of requests or the control
+// plane's own failures (a web killed, Redis or PostgreSQL away), while what the
+// routes ask of a runtime is pinned on both by the suites of the routes themselves.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|(?:^|[\s;])import\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/gm;
+const RUNS_ONCE = /^\/\/ test-plan: once\b/m;
+
+/** Whether a test file's text declares it runs once (`// test-plan: once`, and why). */
+export const declaresOnce = (text: string): boolean => RUNS_ONCE.test(text);
 const READS_RUNTIME = /process\.env\.PADDOCK_TEST_RUNTIME\b|process\.env\[['"]PADDOCK_TEST_RUNTIME['"]\]/;
 
 /** The code of a file without its comments, so a comment that names the variable does not count. */
@@ -45,7 +54,11 @@ export interface TestPlan {
 export function planTests(root: string, files: string[]): TestPlan {
   const seen = new Map<string, boolean>();
   const plan: TestPlan = { perRuntime: [], once: [] };
-  for (const file of files) (reachesRuntime(resolve(root, file), seen) ? plan.perRuntime : plan.once).push(file);
+  for (const file of files) {
+    const path = resolve(root, file);
+    const once = declaresOnce(readFileSync(path, 'utf8')) || !reachesRuntime(path, seen);
+    (once ? plan.once : plan.perRuntime).push(file);
+  }
   return plan;
 }
 

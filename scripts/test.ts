@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
-import { startServices } from './services.ts';
+import { BROWSER_PACKAGES, ensureDebianPackages, PYTHON_SDK_PACKAGES, startServices } from './services.ts';
 import { findTestFiles, planTests } from './test-plan.ts';
 import { migrateDatabase } from '../migrations/migrate.ts';
 import { TEST_SANDBOXES_CPU_WEIGHT } from '../test/helpers/config.ts';
@@ -155,6 +155,11 @@ try {
     if (installed.code !== 0) failedSteps.push('installing the packed CLI');
     else testEnv.PADDOCK_TEST_CLI = join(prefix, 'lib/node_modules/@paddock/cli/bin/paddock.cjs');
   }
+
+  // The Python SDK's test builds and installs it with the system's Python and its Debian packages.
+  if (files.some((f) => f.includes('test/sdk-python/'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), PYTHON_SDK_PACKAGES);
+  // The previews' browser test drives Debian's Chromium.
+  if (files.some((f) => f.endsWith('test/previews/browser.test.ts'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), BROWSER_PACKAGES);
 
   const plan = whole ? planTests(root, files) : { perRuntime: files, once: [] };
   const timings = readTimings();

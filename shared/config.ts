@@ -132,6 +132,32 @@ export const configSchema = z.object({
   PADDOCK_PROCESS_OUTPUT_KEEP_BYTES: int(1024).default(1024 * 1024),
   /** Background processes one sandbox may run at once; as many ended ones are kept for their output. */
   PADDOCK_PROCESS_MAX_PER_SANDBOX: int(1, 1000).default(16),
+  /**
+   * The domain previews are served under, each port of each sandbox a host of its own:
+   * `<port>-<id without sbx_>.<domain>`, over https. Unset: `*.localhost` on the API's own port,
+   * over http. A domain of its own (docs/deploy.md): never the API's domain or a parent of it.
+   */
+  PADDOCK_PREVIEW_DOMAIN: z
+    .string()
+    .regex(/^(?=.{1,200}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, { error: 'must be a lower-case domain name' })
+    .optional(),
+  /**
+   * The host clients reach the API at (api.example.com), required with PADDOCK_PREVIEW_DOMAIN: a
+   * preview domain equal to it or above it would let a tenant's app set cookies the API receives.
+   */
+  PADDOCK_API_HOST: z
+    .string()
+    .regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, { error: 'must be a lower-case host name' })
+    .optional(),
+  /** Ports of one sandbox that may have a preview at once. */
+  PADDOCK_PREVIEW_MAX_PORTS: int(1, 1000).default(10),
+  /** Connections through one sandbox's previews at once, over every API process. */
+  PADDOCK_PREVIEW_MAX_CONNECTIONS: int(1, 100_000).default(100),
+  /**
+   * A connection through a preview with nothing moving either way for this long is closed; one
+   * whose program has not begun its answer by then is answered 504.
+   */
+  PADDOCK_PREVIEW_IDLE_TIMEOUT_SECONDS: int(1, 3600).default(300),
   /** Largest archive body (as sent, compressed or not) an archive upload takes; past it, 413. */
   PADDOCK_ARCHIVE_MAX_BYTES: int(1024).default(1024 * 1024 * 1024),
   PADDOCK_ARCHIVE_TIMEOUT_SECONDS: int(1).default(900),
@@ -229,6 +255,8 @@ export function parseConfig(env: Record<string, string | undefined>, role: Role 
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const config = result.data;
+  const preview = previewDomainProblem(config);
+  if (preview) throw new ConfigError(`Invalid configuration:\n  ${preview}`);
   if (config.NODE_ENV === 'production' && role === 'web') {
     const missing = [
       !config.PADDOCK_JWT_SECRET && '  PADDOCK_JWT_SECRET: is required outside development (at least 32 random characters)',
@@ -237,6 +265,30 @@ export function parseConfig(env: Record<string, string | undefined>, role: Role 
     if (missing.length) throw new ConfigError(`Invalid configuration:\n${missing.join('\n')}`);
   }
   return config;
+}
+
+/**
+ * Previews are served from a domain of their own: a tenant's app may set cookies for its preview's
+ * domain, which must never reach the API (docs/deploy.md).
+ */
+function previewDomainProblem(config: Pick<Config, 'PADDOCK_PREVIEW_DOMAIN' | 'PADDOCK_API_HOST'>): string | undefined {
+  const domain = config.PADDOCK_PREVIEW_DOMAIN;
+  if (!domain) return undefined;
+  if (!domain.includes('.')) return `PADDOCK_PREVIEW_DOMAIN: ${domain} is a top-level name; previews need a registrable domain of their own`;
+  const api = config.PADDOCK_API_HOST;
+  if (!api) return 'PADDOCK_API_HOST: is required with PADDOCK_PREVIEW_DOMAIN, to check that the preview domain is not the API\'s or above it';
+  // An app may set cookies for any domain above its own host up to the registrable one: so no
+  // domain from the preview domain up to its last two labels may hold the API's host. (Without the
+  // public suffix list, two labels stand for a registrable domain; under a suffix such as co.uk
+  // this refuses more than it must, never less.)
+  const labels = domain.split('.');
+  for (let i = 0; i <= labels.length - 2; i++) {
+    const above = labels.slice(i).join('.');
+    if (api === above || api.endsWith(`.${above}`)) {
+      return `PADDOCK_PREVIEW_DOMAIN: must be a registrable domain of its own, not the API's host (${api}) nor under its domain (${above}): an app in a preview could set cookies the API receives`;
+    }
+  }
+  return undefined;
 }
 
 /** Variables that look like ours but that the schema does not know: almost always a typo. */

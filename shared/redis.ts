@@ -10,20 +10,26 @@ import { Redis, type RedisOptions } from 'ioredis';
  * command): the same batching, at less CPU a request (docs/benchmarks.md, "Measurements behind the design").
  */
 export function createRequestRedis(url: string, options: RedisOptions = {}): Redis {
+  const { commandTimeout = 2000, ...rest } = options;
   const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
-    commandTimeout: 2000,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
     lazyConnect: false,
-    ...options,
+    ...rest,
   });
-  batchWritesPerTurn(redis);
+  batchWritesPerTurn(redis, commandTimeout);
   return redis;
 }
 
-function batchWritesPerTurn(redis: Redis): void {
+/**
+ * Corks the socket for the turn, and times each command out after `timeoutMs`, judged after the
+ * turn's reads: ioredis's own timeout fires in the timers phase, before the poll phase reads the
+ * socket, so after an event loop held up past it (a large module loading, a loaded host) every
+ * command in flight failed although its reply had arrived, and each request then answered 503.
+ */
+function batchWritesPerTurn(redis: Redis, timeoutMs: number): void {
   const send = redis.sendCommand.bind(redis);
   let corked: Socket | undefined;
   const uncork = () => {
@@ -37,7 +43,17 @@ function batchWritesPerTurn(redis: Redis): void {
       corked = socket;
       setImmediate(uncork);
     }
-    return send(command, stream);
+    const sent = send(command, stream);
+    if (timeoutMs > 0 && !command.isResolved) {
+      const timer = setTimeout(() => {
+        setImmediate(() => {
+          if (!command.isResolved) command.reject(new Error('Command timed out'));
+        });
+      }, timeoutMs);
+      const clear = () => clearTimeout(timer);
+      command.promise.then(clear, clear);
+    }
+    return sent;
   };
 }
 

@@ -12,6 +12,7 @@ export const SCOPES = [
   'secrets:write',
   'allowlist:write',
   'webhooks:write',
+  'previews:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -155,3 +155,17 @@ test('PADDOCK_LISTEN_FD is unset by default; a descriptor below 3 (stdin, stdout
   assert.equal(parseConfig({ ...BASE, PADDOCK_LISTEN_FD: '3' }).PADDOCK_LISTEN_FD, 3);
   for (const bad of ['0', '2', 'three', '-3']) assert.match(configErrorOf({ ...BASE, PADDOCK_LISTEN_FD: bad }), /PADDOCK_LISTEN_FD/);
 });
+
+test('a preview domain must be a domain of its own: not the API host, not above it, not a top-level name, and the API host is named with it', () => {
+  const own = /PADDOCK_PREVIEW_DOMAIN: must be a registrable domain of its own, not the API's host \(api\.example\.com\)/;
+  assert.match(configErrorOf({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'example.com', PADDOCK_API_HOST: 'api.example.com' }), own);
+  assert.match(configErrorOf({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'api.example.com', PADDOCK_API_HOST: 'api.example.com' }), own);
+  // A sibling under the API's domain too: its apps could set cookies for example.com.
+  assert.match(configErrorOf({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'previews.example.com', PADDOCK_API_HOST: 'api.example.com' }), own);
+  assert.match(configErrorOf({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'dev', PADDOCK_API_HOST: 'api.example.com' }), /PADDOCK_PREVIEW_DOMAIN: dev is a top-level name/);
+  assert.match(configErrorOf({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'previews.example.dev' }), /PADDOCK_API_HOST: is required with PADDOCK_PREVIEW_DOMAIN/);
+  assert.match(configErrorOf({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'Previews.Example.dev', PADDOCK_API_HOST: 'api.example.com' }), /PADDOCK_PREVIEW_DOMAIN: must be a lower-case domain name/);
+  const ok = parseConfig({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'example-previews.dev', PADDOCK_API_HOST: 'api.example.com' });
+  assert.equal(ok.PADDOCK_PREVIEW_DOMAIN, 'example-previews.dev');
+  assert.equal(parseConfig({ ...BASE, PADDOCK_PREVIEW_DOMAIN: 'previews.example-usercontent.com', PADDOCK_API_HOST: 'api.example.com' }).PADDOCK_PREVIEW_DOMAIN, 'previews.example-usercontent.com');
+});

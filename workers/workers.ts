@@ -5,9 +5,9 @@ import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { closeOrm, openOrm } from '../shared/db/orm.ts';
 import { createQueueRedis, createRequestRedis } from '../shared/redis.ts';
-import { isDependencyUnavailable } from '../shared/unavailable.ts';
-import { SANDBOX_QUEUE, createSandboxQueue, type JobName } from '../shared/jobs/catalogue.ts';
-import { WEBHOOK_QUEUE, createWebhookQueue, type WebhookJobName } from '../shared/jobs/webhooks.ts';
+import { startQueues } from '../shared/jobs/ready-queue.ts';
+import { SANDBOX_QUEUE, type JobName } from '../shared/jobs/catalogue.ts';
+import { WEBHOOK_QUEUE, type WebhookJobName } from '../shared/jobs/webhooks.ts';
 import { EventAnnouncer } from '../shared/events/announce.ts';
 import { ReadViews } from '../shared/cache/read-views.ts';
 import { InFlightLeases } from '../shared/leases.ts';
@@ -81,17 +81,10 @@ export async function startWorkers(
   const workerRedis = createQueueRedis(config.REDIS_URL);
   const webhookRedis = createQueueRedis(config.REDIS_URL);
   for (const r of [queueRedis, workerRedis, webhookRedis]) r.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
-  const runtime = createRuntime(config, log, { kubeConfig: options.kubeConfig });
+  const runtime = await createRuntime(config, log, { kubeConfig: options.kubeConfig });
   // Before any job: a failure here is only the first create's to retry.
   await runtime.warm?.().catch((err: unknown) => log.warn({ err }, 'the runtime could not get ready ahead of its first create'));
-  const queue = createSandboxQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
-  const webhookQueue = createWebhookQueue(queueRedis, config.PADDOCK_REDIS_PREFIX);
-  // Without a listener BullMQ prints its errors raw on stderr; connection errors are logged above.
-  for (const q of [queue, webhookQueue]) {
-    q.on('error', (err: Error) => {
-      if (!isDependencyUnavailable(err)) log.warn({ err: err.message }, 'queue error');
-    });
-  }
+  const { queue, webhookQueue } = await startQueues(queueRedis, config.PADDOCK_REDIS_PREFIX, log);
   if (config.PADDOCK_WEBHOOK_ALLOW_LOCAL) log.warn('PADDOCK_WEBHOOK_ALLOW_LOCAL is set: webhooks may go to localhost (development only)');
   const metrics = createWorkerMetrics({ queue, unitOfWork: () => orm.em.fork() });
   // The workers only mark views stale: the API replicas read them.

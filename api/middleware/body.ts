@@ -63,9 +63,12 @@ function refuseEncoded(ctx: AppContext): void {
   }
 }
 
+/** In a streamed body's media types: any body is taken, whatever it says it is (a file's bytes). */
+export const ANY_MEDIA_TYPE = '*/*';
+
 /**
  * A body that is data (an archive), handed to the handler as it comes: the media type must be one
- * of `mediaTypes`, and the body is cut at `limitBytes`, by its declared length before a byte is
+ * of `mediaTypes` (or they hold ANY_MEDIA_TYPE), and the body is cut at `limitBytes`, by its declared length before a byte is
  * read, else by its count as it streams. Nothing is buffered here: the handler's consumer paces
  * the client (TCP's flow control does the rest).
  */
@@ -75,7 +78,7 @@ export function streamedBody(mediaTypes: string[], limitBytes: number) {
     if (declared > limitBytes) throw tooLarge(limitBytes);
     refuseEncoded(ctx);
     const mediaType = ctx.request.type.toLowerCase();
-    if (!mediaTypes.includes(mediaType)) {
+    if (!mediaTypes.includes(ANY_MEDIA_TYPE) && !mediaTypes.includes(mediaType)) {
       throw new ApiError('unsupported_media_type', `Send the body with Content-Type ${mediaTypes.join(' or ')}.`, {
         extra: { accepted: mediaTypes },
       });

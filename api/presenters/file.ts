@@ -2,6 +2,7 @@ import type { ExtractedArchive } from '../services/files/archive.ts';
 import type { EditResult } from '../services/files/edit.ts';
 import type { GlobResult } from '../services/files/glob.ts';
 import type { GrepResult } from '../services/files/grep.ts';
+import type { PathStat } from '../services/files/stat.ts';
 import type { DirListing } from '../services/files/list.ts';
 import type { FileView } from '../services/files/view.ts';
 import type { WrittenFile } from '../services/files/write.ts';
@@ -48,5 +49,16 @@ export function presentGrep(result: GrepResult) {
     pattern: result.pattern,
     matches: result.matches.map((m) => ({ path: m.path, line: m.line, text: m.text })),
     truncated: result.truncated,
+  };
+}
+
+export function presentFileStat(stat: PathStat) {
+  return {
+    path: stat.path,
+    type: stat.type,
+    size: stat.size,
+    mode: stat.mode,
+    modifiedAt: stat.modifiedAt.toISOString(),
+    ...(stat.target !== undefined ? { target: stat.target } : {}),
   };
 }

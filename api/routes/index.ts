@@ -12,6 +12,7 @@ import { secretRoutes } from './secrets/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { eventRoutes } from './events/index.ts';
 import { webhookRoutes } from './webhooks/index.ts';
+import { previewRoutes } from './previews/index.ts';
 
 /** Every public /v1 route; the OpenAPI document is generated from this list. */
 export const allRoutes: Route[] = [
@@ -23,6 +24,7 @@ export const allRoutes: Route[] = [
   ...processRoutes,
   ...terminalRoutes,
   ...fileRoutes,
+  ...previewRoutes,
   ...allowlistRoutes,
   ...secretRoutes,
   ...mcpRoutes,

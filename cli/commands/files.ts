@@ -7,8 +7,9 @@ import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
 import { downloadArchive, uploadArchive, type DownloadFlags, type UploadFlags } from '../services/archives.ts';
 import { fileContent, type ContentFlags } from '../services/files.ts';
+import { catFile, putFile, type ByteRangeFlags } from '../services/raw-files.ts';
 import { pickSession } from '../services/sessions.ts';
-import { jsonOption, positiveInt, sessionOption } from './options.ts';
+import { jsonOption, nonNegativeInt, positiveInt, sessionOption } from './options.ts';
 
 type Common = { json?: boolean; session?: string };
 
@@ -100,6 +101,61 @@ export function filesCommand(program: Command): void {
       if (!opts.json && r.matches.length === 0) say('No matches.');
       if (!opts.json && r.truncated) say('(more matches were left out)');
       if (r.matches.length === 0) process.exitCode = EXIT_NO_MATCH;
+    });
+
+  sub(files, 'rm', 'remove a file, a symlink (not what it points at), or a directory (-r: with everything in it)', { 'query.path': '<path>', recursive: '--recursive' })
+    .argument('<path>', 'what to remove')
+    .option('-r, --recursive', 'remove a directory with everything in it (else only an empty one)')
+    .action(async (path: string, opts: Common & { recursive?: boolean }) => {
+      const { client, id } = await target(opts);
+      await client.removePath(id, path, { recursive: Boolean(opts.recursive) });
+      printResult(opts, { path, removed: true }, () => undefined);
+      if (!opts.json) say(`Removed ${path}`);
+    });
+
+  sub(files, 'mv', 'move (rename) a file or directory to a new name, making its parent directories', { 'body.from': '<from>', 'body.to': '<to>', overwrite: '--overwrite' })
+    .argument('<from>', 'what to move')
+    .argument('<to>', 'its new name (not a directory to move it into)')
+    .option('-f, --overwrite', 'replace what is at <to> (a file, or an empty directory)')
+    .action(async (from: string, to: string, opts: Common & { overwrite?: boolean }) => {
+      const { client, id } = await target(opts);
+      const moved = await client.movePath(id, { from, to, overwrite: Boolean(opts.overwrite) });
+      printResult(opts, moved, (m) => `Moved ${from} to ${m.path}`);
+    });
+
+  sub(files, 'mkdir', 'make a directory and its parents (one that exists is fine)', { 'query.path': '<path>' })
+    .argument('<path>', 'the directory')
+    .action(async (path: string, opts: Common) => {
+      const { client, id } = await target(opts);
+      const made = await client.makeDir(id, path);
+      printResult(opts, made, (m) => m.path);
+    });
+
+  sub(files, 'stat', 'describe a path: type, size, mode, modification time (a symlink is not followed)', { 'query.path': '<path>' })
+    .argument('<path>', 'the path')
+    .action(async (path: string, opts: Common) => {
+      const { client, id } = await target(opts);
+      const st = await client.statPath(id, path);
+      printResult(opts, st, (s) => `${s.path}\t${s.type}\t${s.size}\t${s.mode}\t${s.modifiedAt}${s.target !== undefined ? `\t-> ${s.target}` : ''}`);
+    });
+
+  sub(files, 'cat', "write a file's bytes (or a range of them) to standard output, streamed", { 'query.path': '<path>' })
+    .argument('<path>', 'the file')
+    .option('--start <byte>', 'the first byte (0-based)', nonNegativeInt)
+    .option('--end <byte>', 'the last byte (inclusive)', nonNegativeInt)
+    .action(async (path: string, opts: Common & ByteRangeFlags) => {
+      const { client, id } = await target(opts);
+      await catFile(client, id, path, opts);
+    });
+
+  sub(files, 'put', 'write a local file, or standard input, to a file in the session, streamed (any size the disk holds)', { 'query.path': '<path>', overwrite: '--no-overwrite' })
+    .argument('<path>', 'the file to write (parent directories are created)')
+    .argument('[local_file]', 'the local file to send ("-" or none: standard input)')
+    .option('--no-overwrite', 'fail if the file exists')
+    .action(async (path: string, localFile: string | undefined, opts: Common & { overwrite: boolean }) => {
+      const { client, id } = await target(opts);
+      const written = await putFile(client, id, path, localFile, opts.overwrite);
+      printResult(opts, written, (w) => `${w.overwritten ? 'Replaced' : 'Created'} ${w.path} (${bytes(w.size)})`);
     });
 
   sub(files, 'download', 'download a directory (or a file) as a tar archive, streamed', { 'query.path': '<path>' })

@@ -21,6 +21,22 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600 };
+
+/** Seconds, given as a whole number of them or as a duration: 90s, 5m, 1h. */
+export function durationSeconds(value: string): number {
+  const match = /^(\d+)([smh]?)$/.exec(value.trim());
+  const seconds = match ? Number(match[1]) * UNIT_SECONDS[match[2] || 's']! : NaN;
+  if (!Number.isSafeInteger(seconds) || seconds <= 0) throw new InvalidArgumentError('must be seconds (1 or more) or a duration such as 90s, 5m or 1h.');
+  return seconds;
+}
+
+export function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0 || value.trim() === '') throw new InvalidArgumentError('must be a whole number, 0 or more.');
+  return n;
+}
+
 export function jsonOption(cmd: Command): Command {
   return cmd.option('--json', 'print the result as JSON, for scripts');
 }

@@ -7,7 +7,7 @@ import { sessionDetail, sessionTable } from '../output/sessions.ts';
 import { apiClient } from '../services/client.ts';
 import { confirmImpliedDestroy, createSession, listSessions, pickSession } from '../services/sessions.ts';
 import { startSpinner } from '../ui/spinner.ts';
-import { jsonOption, keyValue, sessionOption } from './options.ts';
+import { durationSeconds, jsonOption, keyValue, sessionOption } from './options.ts';
 
 type Json = { json?: boolean };
 
@@ -21,13 +21,16 @@ export function sessionCommand(program: Command): void {
       .option('--image <image>', "the container image (default: the operator's)")
       .option('--metadata <key=value>', 'a metadata entry (repeatable)', keyValue)
       .option('--env <NAME=value>', 'an environment variable for every exec (repeatable)', keyValue)
+      .option('--timeout <duration>', 'end the session this long after its create: seconds, or 90s, 5m, 1h (default and most: the session cap)', durationSeconds)
       .option('--no-wait', 'answer at once, while the session is still pending'),
   );
-  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env' }).action(async (opts: Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; wait: boolean }) => {
+  type CreateOpts = Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; timeout?: number; wait: boolean };
+  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env', 'body.timeoutSeconds': '--timeout' }).action(async (opts: CreateOpts) => {
     const spinner = startSpinner('Creating a session…');
     try {
       const s = await createSession(apiClient(), {
         ...opts,
+        timeoutSeconds: opts.timeout,
         onStatus: (sb) => spinner.text(`Session ${sb.id} is ${sb.status}…`),
       });
       spinner.stop();
@@ -42,6 +45,18 @@ export function sessionCommand(program: Command): void {
   ).action(async (id: string | undefined, opts: Json & { session?: string }) => {
     const client = apiClient();
     printResult(opts, await client.getSandbox(await pickSession(client, sameOrOne(id, opts.session))), (s) => sessionDetail(s));
+  });
+
+  jsonOption(
+    session
+      .command('timeout')
+      .description('end a session this long from now, earlier or later than before (never past its session cap); prints its new end')
+      .argument('<session_id>', 'the session')
+      .argument('<duration>', 'seconds, or a duration such as 90s, 5m, 1h', durationSeconds),
+  ).action(async (id: string, seconds: number, opts: Json) => {
+    const s = await apiClient().setSandboxTimeout(id, seconds);
+    printResult(opts, s, (x) => x.expiresAt);
+    say(`${s.id} ends at ${s.expiresAt}.`);
   });
 
   jsonOption(

@@ -5,7 +5,6 @@ import { resolveConfig } from '../config/resolve.ts';
 import { printResult, say } from '../output/print.ts';
 import { mcpInit, type McpInitResult } from './init.ts';
 import { resolvePaddockCommand, selfCommand } from './paddock-command.ts';
-import { serveMcp } from './serve.ts';
 
 interface InitFlags {
   scope?: McpScope;
@@ -35,6 +34,8 @@ export function registerMcpCommands(program: Command): void {
     .command('serve')
     .description('run the MCP server on stdin/stdout (AI apps start this themselves; it uses the API key from `paddock config`)')
     .action(async () => {
+      // The MCP SDK and its schemas are most of the CLI's code: only `mcp serve` loads them.
+      const { serveMcp } = await import('./serve.ts');
       await serveMcp();
     });
 

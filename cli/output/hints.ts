@@ -16,6 +16,8 @@ export function hintFor(code: string, retryAfter?: number): string | undefined {
       return 'List your sessions with `paddock session ls` (add --all for destroyed ones).';
     case 'sandbox_not_running':
       return 'The session is not running (still starting, or destroyed): check it with `paddock session get`.';
+    case 'timeout_past_cap':
+      return 'A session ends at its session cap at the latest: give a shorter timeout (the message says the latest end).';
     case 'concurrent_sandbox_limit_reached':
       return 'Destroy a session you no longer need (`paddock session ls`, then `paddock session rm <session_id>`), then try again.';
     case 'monthly_usage_limit_reached':

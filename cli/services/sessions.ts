@@ -10,6 +10,8 @@ export interface CreateSessionInput {
   image?: string;
   metadata?: Record<string, string>;
   env?: Record<string, string>;
+  /** Its own end, this many seconds after the create (the session cap when not given). */
+  timeoutSeconds?: number;
   /** Wait until running (default), or answer as soon as it is accepted. */
   wait?: boolean;
   /** Told each status while the session starts. */
@@ -19,7 +21,10 @@ export interface CreateSessionInput {
 
 /** Creates a session and, unless told not to, polls it until it is running or has failed. */
 export async function createSession(client: PaddockClient, input: CreateSessionInput): Promise<Sandbox> {
-  let sandbox = await client.createSandbox({ image: input.image, metadata: input.metadata, env: input.env, wait: false }, { signal: input.signal });
+  let sandbox = await client.createSandbox(
+    { image: input.image, metadata: input.metadata, env: input.env, timeoutSeconds: input.timeoutSeconds, wait: false },
+    { signal: input.signal },
+  );
   input.onStatus?.(sandbox);
   if (input.wait === false) return sandbox;
   while (sandbox.status === 'pending') {

@@ -8,6 +8,7 @@ import { h } from './h.ts';
 import { MessageLine, type Message } from './message-line.ts';
 import type { PickerApi } from './picker-api.ts';
 import { QuotaFooter } from './quota-footer.ts';
+import { SessionPreviews } from './session-previews.ts';
 import { SessionTable } from './session-table.ts';
 import { errorText, useSessions } from './use-sessions.ts';
 import { colour } from './colour.ts';
@@ -151,7 +152,13 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
           : h(Text, { dimColor: true }, error ? 'The sessions could not be loaded (r tries again).' : 'Loading sessions…');
       break;
     case 'actions':
-      body = h(ActionMenu, { sessionId: screen.sessionId, onChoose: onAction });
+      // The session's details under its actions: where its previews' addresses are found again.
+      body = h(
+        Box,
+        { flexDirection: 'column' },
+        h(ActionMenu, { sessionId: screen.sessionId, onChoose: onAction }),
+        h(SessionPreviews, { api, sessionId: screen.sessionId }),
+      );
       break;
     case 'exec':
       body = h(ExecPanel, { api, sessionId: screen.sessionId, onBack: back });

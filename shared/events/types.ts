@@ -1,9 +1,10 @@
 // Event types (docs/api.md, "Events and webhooks"). sandbox.* report a sandbox's transitions;
+// preview.* a port of a sandbox made reachable, and reachable no more;
 // usage.threshold the account crossing 80% and 100% of its monthly sandbox-hours; webhook.disabled
 // an endpoint given up after failing for the whole retry window; webhook.test is sent on request
 // to one endpoint only.
 export const SANDBOX_EVENT_TYPES = ['sandbox.created', 'sandbox.running', 'sandbox.failed', 'sandbox.expiring', 'sandbox.destroyed'] as const;
-export const EVENT_TYPES = [...SANDBOX_EVENT_TYPES, 'usage.threshold', 'webhook.disabled', 'webhook.test'] as const;
+export const EVENT_TYPES = [...SANDBOX_EVENT_TYPES, 'preview.created', 'preview.revoked', 'usage.threshold', 'webhook.disabled', 'webhook.test'] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 

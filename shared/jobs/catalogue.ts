@@ -25,6 +25,11 @@ export const jobCatalogue = {
       accountId: z.string().min(1).max(100).optional(),
       createdAt: z.iso.datetime().optional(),
       metadata: z.record(z.string().max(64), z.string().max(512)).optional(),
+      /**
+       * createdAt + the session cap, when the sandbox ends earlier by a timeout of its own: a
+       * runtime's backstop is set at the cap, since the sandbox's own end may move later again.
+       */
+      capAt: z.iso.datetime().optional(),
     }),
     attempts: 5,
     backoff: { type: 'exponential', delay: 500 },
@@ -36,18 +41,24 @@ export const jobCatalogue = {
     backoff: { type: 'exponential', delay: 500 },
     jobId: (p: { sandboxId: string }) => `destroy-${p.sandboxId}`,
   },
+  /**
+   * Delayed until expiresAt. A moved end (a timeout set later) queues another, whose id carries
+   * the instant it is due (`at`, ms): a job id once used is not added again while BullMQ keeps it,
+   * and the job queued at the create keeps its own. Either only ends a sandbox whose row says it
+   * is due, so one left behind by a move does nothing.
+   */
   expire: {
-    payload: z.object({ sandboxId }),
+    payload: z.object({ sandboxId, at: z.number().int().nonnegative().optional() }),
     attempts: 10,
     backoff: { type: 'exponential', delay: 500 },
-    jobId: (p: { sandboxId: string }) => `expire-${p.sandboxId}`,
+    jobId: (p: { sandboxId: string; at?: number }) => (p.at === undefined ? `expire-${p.sandboxId}` : `expire-${p.sandboxId}-${p.at}`),
   },
-  /** Delayed until PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt: records sandbox.expiring. */
+  /** Delayed until PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt: records sandbox.expiring. Moves as `expire` does. */
   expiring: {
-    payload: z.object({ sandboxId }),
+    payload: z.object({ sandboxId, at: z.number().int().nonnegative().optional() }),
     attempts: 10,
     backoff: { type: 'exponential', delay: 500 },
-    jobId: (p: { sandboxId: string }) => `expiring-${p.sandboxId}`,
+    jobId: (p: { sandboxId: string; at?: number }) => (p.at === undefined ? `expiring-${p.sandboxId}` : `expiring-${p.sandboxId}-${p.at}`),
   },
   /** Brings an image's warm pool back to PADDOCK_WARM_POOL_SIZE; one at a time per image. */
   refill: {

@@ -6,7 +6,7 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { z } from 'zod';
 import { PaddockApiError, PaddockError, type PaddockClient } from '../sdk/index.ts';
-import type { CreateSandboxInput, ExecResult, FileView, Listing, ProcessInfo, Sandbox } from '../sdk/types.ts';
+import type { CreateSandboxInput, CreatedPreview, ExecResult, FileView, Listing, PreviewSummary, ProcessInfo, Sandbox } from '../sdk/types.ts';
 
 export const MCP_SERVER_NAME = 'paddock';
 const POLL_MS = 500;
@@ -37,10 +37,11 @@ export class ToolFailure extends Error {
 }
 
 const INSTRUCTIONS = `Paddock runs isolated, short-lived Linux sandboxes. Typical use: sandbox_create, then exec and \
-the file_* tools on it, then sandbox_destroy when done. A sandbox is destroyed automatically 30 minutes after creation \
-and each one counts against the account's limit of concurrent sandboxes. When exactly one sandbox is active, tools use \
+the file_* tools on it, then sandbox_destroy when done. A sandbox is destroyed automatically at its session cap (30 minutes after creation by \
+default) or sooner with sandbox_create's timeoutSeconds, and each one counts against the account's limit of concurrent sandboxes. When exactly one sandbox is active, tools use \
 it if sandboxId is omitted; otherwise pass sandboxId (see sandbox_list). File paths are inside the sandbox; relative \
-paths are relative to /workspace, the working directory.`;
+paths are relative to /workspace, the working directory. A server started in a sandbox (process_start) is reached from outside, a browser \
+included, at the URL preview_create answers for its port.`;
 
 // ---- shared input fields ----
 
@@ -140,6 +141,19 @@ function describeProcess(p: ProcessInfo): string {
   return `${p.id}: ${how}, started ${p.startedAt}${p.endedAt ? `, ended ${p.endedAt}` : ''}: ${p.command}`;
 }
 
+function describeCreatedPreview(p: CreatedPreview, id: string): string {
+  if (p.public) return `Port ${p.port} of sandbox ${id} is public at ${p.url}: anyone with the address reaches it, no token needed.`;
+  return [
+    `Port ${p.port} of sandbox ${id} is previewed at ${p.url} (private: a token is needed).`,
+    `For a browser, give the signed URL (it lets that browser in until ${p.expiresAt}): ${p.signedUrl}`,
+    `Programs send the token as a header instead: X-Paddock-Preview-Token: ${p.token}`,
+  ].join('\n');
+}
+
+function describePreview(p: PreviewSummary): string {
+  return `port ${p.port}: ${p.url} (${p.public ? 'public' : `private; last token expires ${p.expiresAt}`})`;
+}
+
 /** The last `max` characters of a stream, saying so when more was kept. */
 function tailOf(name: string, out: string, max: number): string {
   if (out === '') return `${name}: (empty)`;
@@ -193,12 +207,13 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       title: 'Create a sandbox',
       description:
         'Creates a new isolated Linux sandbox and waits until it is running; answers its id. It is destroyed automatically ' +
-        '30 minutes after creation, and counts against the account\'s concurrent-sandbox limit until then, so destroy it ' +
-        'with sandbox_destroy when finished.',
+        'at the session cap (30 minutes after creation by default), or sooner with timeoutSeconds, and counts against the ' +
+        'account\'s concurrent-sandbox limit until then, so destroy it with sandbox_destroy when finished.',
       inputSchema: {
         image: z.string().min(1).max(255).optional().describe("Container image; the operator's default when omitted."),
         env: stringMap.optional().describe('Environment variables every command in the sandbox starts with.'),
         metadata: stringMap.optional().describe('Labels to attach to the sandbox (string to string).'),
+        timeoutSeconds: z.int().min(1).optional().describe('Destroy it this many seconds after creation; at most the session cap, which is the default.'),
         idempotencyKey: z
           .string()
           .min(1)
@@ -210,7 +225,7 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     guard(async (args, extra) => {
-      const input = { image: args.image, env: args.env, metadata: args.metadata, idempotencyKey: args.idempotencyKey };
+      const input = { image: args.image, env: args.env, metadata: args.metadata, timeoutSeconds: args.timeoutSeconds, idempotencyKey: args.idempotencyKey };
       const s = await createSandbox(client(), input, extra);
       if (s.status === 'failed') throw new ToolFailure('sandbox_failed', `Sandbox ${s.id} failed to start: ${s.failureMessage ?? 'no reason given'}.`);
       return structured(`Created sandbox ${s.id}.\n${describeSandbox(s)}`, sandboxOut(s));
@@ -336,15 +351,18 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
     'file_delete',
     {
       title: 'Delete a file or folder',
-      description:
-        'Deletes a file, or a folder and everything in it, in a sandbox. Deleting what does not exist is not an error. Runs `rm` as a command: the key needs the exec scope, and an allowlist must allow rm.',
+      description: 'Deletes a file, a symlink (not what it points at), or a folder and everything in it, in a sandbox. Deleting what does not exist is not an error.',
       inputSchema: { path: filePath('The file or folder.'), sandboxId },
       annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     guard(async (args, extra) => {
       const id = await target(args.sandboxId, extra.signal);
-      const r = await client().exec(id, { command: ['rm', '-rf', '--', args.path] }, { signal: extra.signal });
-      if (r.exitCode !== 0) throw new ToolFailure('file_not_deleted', `Could not delete ${args.path}: ${r.stderr.trim()}`);
+      try {
+        await client().removePath(id, args.path, { recursive: true, signal: extra.signal });
+      } catch (err) {
+        if (!(err instanceof PaddockApiError && err.code === 'file_not_found')) throw err;
+        return text(`${args.path} does not exist: nothing to delete.`);
+      }
       return text(`Deleted ${args.path}.`);
     }),
   );
@@ -354,15 +372,20 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
     {
       title: 'Move or rename a file or folder',
       description:
-        'Moves (renames) a file or folder in a sandbox; the destination\'s parent folder must exist. Runs `mv` as a command: the key needs the exec scope, and an allowlist must allow mv.',
-      inputSchema: { from: filePath('What to move.'), to: filePath('Where to.'), sandboxId },
+        'Moves (renames) a file or folder in a sandbox to exactly the name given as `to` (not into a folder of that name), creating its parent folders. ' +
+        'Something already at `to` is an error unless overwrite is true.',
+      inputSchema: {
+        from: filePath('What to move.'),
+        to: filePath('Its new name.'),
+        sandboxId,
+        overwrite: z.boolean().optional().describe('true: replace a file (or an empty folder) already at `to`. Default false.'),
+      },
       annotations: { destructiveHint: true, openWorldHint: false },
     },
     guard(async (args, extra) => {
       const id = await target(args.sandboxId, extra.signal);
-      const r = await client().exec(id, { command: ['mv', '--', args.from, args.to] }, { signal: extra.signal });
-      if (r.exitCode !== 0) throw new ToolFailure('file_not_moved', `Could not move ${args.from} to ${args.to}: ${r.stderr.trim()}`);
-      return text(`Moved ${args.from} to ${args.to}.`);
+      const moved = await client().movePath(id, { from: args.from, to: args.to, overwrite: args.overwrite ?? false }, { signal: extra.signal });
+      return text(`Moved ${args.from} to ${moved.path}.`);
     }),
   );
 
@@ -597,6 +620,73 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       await c.stopProcess(id, args.processId, args.signal ?? 'TERM', { signal: extra.signal });
       const p = (await c.listProcesses(id, { signal: extra.signal })).find((x) => x.id === args.processId);
       return text(`Sent SIG${args.signal ?? 'TERM'} to ${args.processId}.${p ? `\n${describeProcess(p)}` : ''}`);
+    }),
+  );
+
+  server.registerTool(
+    'preview_create',
+    {
+      title: 'Expose a port',
+      description:
+        'Makes a port a program in the sandbox listens on (a web server, an API) reachable at a URL of its own, and answers the URL. ' +
+        'A preview is private unless public is true: a private one answers its signed URL, for a browser, and a token, which programs ' +
+        'send as the X-Paddock-Preview-Token header. Calling it again for the same port makes a new token (and changes public when given). ' +
+        'It lasts until preview_delete or the sandbox ends.',
+      inputSchema: {
+        port: z.int().min(1).max(65_535).describe('The TCP port the program listens on, on loopback or every address (e.g. 8000).'),
+        sandboxId,
+        public: z.boolean().optional().describe('true: anyone with the URL reaches it, no token needed. A new preview is private; an existing one keeps its setting unless given.'),
+        expiresInSeconds: z.int().min(60).max(7 * 24 * 3600).optional().describe("The new token's lifetime; default 3600 (an hour), at most a week."),
+      },
+      outputSchema: {
+        port: z.number(),
+        url: z.string(),
+        public: z.boolean(),
+        signedUrl: z.string().optional(),
+        token: z.string().optional(),
+        expiresAt: z.string(),
+      },
+      annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const input = { port: args.port, public: args.public, expiresInSeconds: args.expiresInSeconds };
+      const p = await client().createPreview(id, input, { signal: extra.signal });
+      // A public preview needs no token: none is handed out to be copied around.
+      const secret = p.public ? {} : { signedUrl: p.signedUrl, token: p.token };
+      return structured(describeCreatedPreview(p, id), { port: p.port, url: p.url, public: p.public, ...secret, expiresAt: p.expiresAt });
+    }),
+  );
+
+  server.registerTool(
+    'preview_list',
+    {
+      title: 'List previews',
+      description: "A sandbox's exposed ports and their URLs (never a token: preview_create makes a new one).",
+      inputSchema: { sandboxId },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const list = await client().listPreviews(await target(args.sandboxId, extra.signal), { signal: extra.signal });
+      return text(list.length ? list.map(describePreview).join('\n') : 'No previews.');
+    }),
+  );
+
+  server.registerTool(
+    'preview_delete',
+    {
+      title: 'Stop exposing a port',
+      description: "Removes a port's preview: its URL stops answering, every token of it stops at once, and connections open through it are closed.",
+      inputSchema: {
+        port: z.int().min(1).max(65_535).describe('The previewed port.'),
+        sandboxId,
+      },
+      annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      await client().deletePreview(id, args.port, { signal: extra.signal });
+      return text(`Removed the preview of port ${args.port} of sandbox ${id}.`);
     }),
   );
 

@@ -47,6 +47,11 @@ interface EventRow {
 export async function recordEvent(tx: EntityManager, event: NewEvent): Promise<RecordedEvent | undefined> {
   const lock = eventsLockStatement({ accountId: event.accountId });
   await execute(tx, lock.sql, lock.params);
+  return recordEventUnderLock(tx, event);
+}
+
+/** recordEvent in a transaction that took its account's lock first (eventsLockStatement), as a change of the account's that must come after it does. */
+export async function recordEventUnderLock(tx: EntityManager, event: NewEvent): Promise<RecordedEvent | undefined> {
   const { statement, ids } = eventsStatement([event]);
   return recordedFrom(ids, await execute(tx, statement.sql, statement.params))[0];
 }

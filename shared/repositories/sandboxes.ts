@@ -179,9 +179,12 @@ export function dropOwnSecretsStatement(id: string): Statement {
 
 /** Marks an active sandbox near its cap warned, once; the row when it applied. */
 export function expiryWarnedStatement(id: string): Statement {
+  // Only once its warning is due: a job left behind by a moved end (its own timeout) is early.
+  // A second's leeway for a delayed job promoted by a clock a little ahead of this database's.
   return {
     sql: `update sandboxes set expiry_warned_at = now()
            where id = $1 and state = 'active' and expiry_warned_at is null and expires_at > now()
+             and expiry_warning_at <= now() + interval '1 second'
            returning ${SANDBOX_COLUMNS}`,
     params: [id],
   };
@@ -189,17 +192,56 @@ export function expiryWarnedStatement(id: string): Statement {
 
 /**
  * → terminating, when it was active and not asked for yet: the sandbox as it now is, else
- * undefined. With `accountId`, only that account's (a user's DELETE finds and marks in one).
+ * undefined. With `accountId`, only that account's (a user's DELETE finds and marks in one). With
+ * `dueBy`, only when it expires by then: its end moved later meanwhile (moveSandboxEnd) wins.
  */
-export async function markSandboxTerminating(pool: Pool, id: string, reason: DestroyReason, accountId?: string): Promise<Sandbox | undefined> {
+export async function markSandboxTerminating(pool: Pool, id: string, reason: DestroyReason, accountId?: string, dueBy?: Date): Promise<Sandbox | undefined> {
   const { rows } = await pool.query<SandboxRow>({
     name: 'paddock-sandbox-terminating',
     text: `update sandboxes set status = 'terminating', destroy_reason = $2
             where id = $1 and ($3::text is null or account_id = $3) and state = 'active' and status <> 'terminating'
+              and ($4::timestamptz is null or expires_at <= $4)
             returning ${SANDBOX_COLUMNS}, env`,
-    values: [id, reason, accountId ?? null],
+    values: [id, reason, accountId ?? null, dueBy ?? null],
   });
   return rows[0] && sandboxOf(rows[0]);
+}
+
+/** The sandbox's end moved: the row as it now is, with where its end and warning were before. */
+export interface MovedEnd {
+  sandbox: Sandbox;
+  previous: { expiresAt: Date; expiryWarningAt: Date | null };
+}
+
+/**
+ * Moves the account's sandbox's end (and its warning's moment), while it is active and not asked
+ * to be destroyed: one conditional update, so a destroy (the reaper's among them, which marks the
+ * sandbox terminating only while it is due) and a move never both apply. A warning already sent is
+ * sent again only when the new end leaves room for one after `now`. Undefined where it did not apply.
+ */
+export async function moveSandboxEnd(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  end: { expiresAt: Date; expiryWarningAt: Date | null; now: Date },
+): Promise<MovedEnd | undefined> {
+  const { rows } = await pool.query<SandboxRow & { previous_expires_at: Date; previous_expiry_warning_at: Date | null }>({
+    name: 'paddock-sandbox-move-end',
+    text: `with previous as (select id, expires_at, expiry_warning_at from sandboxes where id = $1 and account_id = $2 for update)
+           update sandboxes s
+              set expires_at = $3, expiry_warning_at = $4,
+                  expiry_warned_at = case when $4::timestamptz > $5::timestamptz then null else s.expiry_warned_at end
+             from previous p
+            where s.id = p.id and s.state = 'active' and s.status <> 'terminating'
+            returning ${SANDBOX_COLUMNS.replace(/(\w+)/g, 's.$1')}, s.env, p.expires_at as previous_expires_at, p.expiry_warning_at as previous_expiry_warning_at`,
+    values: [id, accountId, end.expiresAt, end.expiryWarningAt, end.now],
+  });
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    sandbox: { ...sandboxOf(row), expiryWarningAt: end.expiryWarningAt },
+    previous: { expiresAt: dateOf(row.previous_expires_at), expiryWarningAt: row.previous_expiry_warning_at && dateOf(row.previous_expiry_warning_at) },
+  };
 }
 
 // The sweeps' reads (workers/reaper.ts, metrics): this deployment's sandboxes, and those from

@@ -229,11 +229,11 @@ export async function findDelivery(em: EntityManager, endpointId: string, eventI
   return row;
 }
 
-/** The earliest pending delivery to the endpoint of an event of the sandbox before `eventSeq`: its next attempt's time (null: now), or undefined when there is none. */
-export async function earlierPending(em: EntityManager, endpointId: string, sandboxId: string, eventSeq: string): Promise<{ next_attempt_at: Date | null } | undefined> {
-  const [earlier] = await execute<{ next_attempt_at: Date | null }>(
+/** The earliest pending delivery to the endpoint of an event of the sandbox before `eventSeq`: when it is due (its retry, else its creation), or undefined when there is none. */
+export async function earlierPending(em: EntityManager, endpointId: string, sandboxId: string, eventSeq: string): Promise<{ due_at: Date } | undefined> {
+  const [earlier] = await execute<{ due_at: Date }>(
     em,
-    `select next_attempt_at from webhook_deliveries
+    `select coalesce(next_attempt_at, created_at) as due_at from webhook_deliveries
       where endpoint_id = $1 and sandbox_id = $2 and state = 'pending' and event_seq < $3
       order by event_seq limit 1`,
     [endpointId, sandboxId, eventSeq],

@@ -1,23 +1,34 @@
 import { resolve } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { SandboxRuntime } from './types.ts';
 import { createLocalRuntime } from './local/index.ts';
-import { createKubernetesRuntime, type KubernetesRuntimeOptions } from './kubernetes/index.ts';
+import type { KubernetesRuntimeOptions } from './kubernetes/index.ts';
 
 export * from './types.ts';
 
-/** The runtime PADDOCK_RUNTIME names; a KubeConfig may be passed in (tests point it at the stand-in). */
-export function createRuntime(config: Config, log: Logger, options: { kubeConfig?: KubeConfig } = {}): SandboxRuntime {
+/**
+ * The runtime PADDOCK_RUNTIME names; a KubeConfig may be passed in (tests point it at the stand-in).
+ * The Kubernetes client is loaded only for the Kubernetes runtime: it costs every process that
+ * starts most of a second of CPU.
+ */
+export async function createRuntime(config: Config, log: Logger, options: { kubeConfig?: KubeConfig } = {}): Promise<SandboxRuntime> {
   if (config.PADDOCK_RUNTIME === 'kubernetes') {
+    const { createKubernetesRuntime } = await import('./kubernetes/index.ts');
     let kubeConfig = options.kubeConfig;
     if (!kubeConfig) {
+      const { KubeConfig } = await import('@kubernetes/client-node');
       kubeConfig = new KubeConfig();
       kubeConfig.loadFromDefault(); // KUBECONFIG, ~/.kube/config, or the in-cluster service account
     }
     return createKubernetesRuntime(kubernetesOptions(config, kubeConfig, log));
   }
+  return localRuntimeFrom(config, log);
+}
+
+/** The local runtime as the configuration sets it up. */
+export function localRuntimeFrom(config: Config, log?: Logger): SandboxRuntime {
   return createLocalRuntime({
     dataDir: resolve(config.PADDOCK_DATA_DIR),
     network: config.PADDOCK_LOCAL_NETWORK,

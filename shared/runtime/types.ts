@@ -1,3 +1,5 @@
+import type { Duplex } from 'node:stream';
+
 // The one small interface between Paddock and whatever runs sandboxes. Two implementations:
 // `local` (bubblewrap on this host, the embedded default) and `kubernetes` (one pod per sandbox).
 // Workers call create and destroy; the API calls exec; the reaper calls list to find orphans.
@@ -147,6 +149,21 @@ export interface SandboxRuntime {
    * as exec does.
    */
   setExpiresAt?(id: string, expiresAt: Date): Promise<boolean>;
+  /**
+   * A connection to `port` on the sandbox's own loopback address (127.0.0.1, else ::1), made
+   * from inside the sandbox's network namespace, so a program listening on loopback only is
+   * reached as well as one listening on every address. The stream carries the connection's bytes
+   * both ways, its end a half-close passed on; destroying it closes the connection. Backpressure
+   * holds hop by hop: nothing between the two ends buffers more than a socket's window. Aborting
+   * `signal` rejects an open still under way and destroys a connection already open. Rejects
+   * with PortNotListeningError when nothing accepts on the port, SandboxGoneError as exec does,
+   * and a plain Error that says why where the port cannot be reached otherwise (a connect that
+   * timed out; a local sandbox made without its agent, which has no way in to its ports).
+   * Kubernetes' port-forward learns of a refusal only once its stream is open, and carries no
+   * half-close: there the stream fails with PortNotListeningError before its first byte, and
+   * its end() ends nothing toward the program (callers end a request by its framing, not so).
+   */
+  openPort(id: string, port: number, options?: { signal?: AbortSignal }): Promise<Duplex>;
   /** Readies what a first create would otherwise wait for (the local runtime's command spawner). */
   warm?(): Promise<void>;
   close(): Promise<void>;
@@ -173,4 +190,9 @@ export class ImageRefusedError extends PermanentRuntimeError {
 
 export class SandboxGoneError extends Error {
   override name = 'SandboxGoneError';
+}
+
+/** Nothing accepts connections on the port asked for inside the sandbox. */
+export class PortNotListeningError extends Error {
+  override name = 'PortNotListeningError';
 }

@@ -21,6 +21,8 @@ export interface CreateSandboxInput {
   image?: string;
   metadata?: Record<string, string>;
   env?: Record<string, string>;
+  /** Its own end, this long after its create; at most the session cap (the default). */
+  timeoutSeconds?: number;
 }
 
 // A first request with a key that has not finished after this long is presumed dead (its API
@@ -58,8 +60,11 @@ export class SandboxEngine {
     const { store } = this.#deps;
     const { idempotencyKey } = options;
     const image = this.#resolveImage(input.image);
+    this.#refuseTimeoutPastCap(input.timeoutSeconds);
     await this.#refuseProtectedEnv(accountId, input.env);
-    const requestHash = createHash('sha256').update(JSON.stringify([image, input.metadata ?? {}, input.env ?? {}])).digest('hex');
+    // A timeout counts in the request's identity only when given: a key's hash from before it stays the same.
+    const identity = [image, input.metadata ?? {}, input.env ?? {}, ...(input.timeoutSeconds === undefined ? [] : [input.timeoutSeconds])];
+    const requestHash = createHash('sha256').update(JSON.stringify(identity)).digest('hex');
     const pooled = isPooled(this.#options, this.#deps.runtime, image);
     const result = await store.create(
       { accountId, periodStart: currentMonth(this.#deps.clock.now()).start, deployment: deploymentOf(this.#options), claimImage: pooled ? image : undefined, idempotencyKey },
@@ -74,7 +79,7 @@ export class SandboxEngine {
       sandbox = result.sandbox;
       // A new sandbox waits for its jobs: without its create job it would never start. Failing
       // that, its quota is released at once, and the request says so.
-      const queued = this.#deps.queue.add(sandboxJobs(sandbox, false, this.#deps.clock.now())).then(
+      const queued = this.#deps.queue.add(sandboxJobs(sandbox, false, this.#deps.clock.now(), this.#options.PADDOCK_SESSION_CAP_SECONDS)).then(
         () => undefined,
         (err: unknown) => err ?? new Error('not queued'),
       );
@@ -117,6 +122,51 @@ export class SandboxEngine {
       sandbox = await this.#waitFor(sandbox, jobCatalogue.destroy.jobId({ sandboxId: id }), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
     }
     return sandbox;
+  }
+
+  /**
+   * Gives the account's sandbox its own end, `timeoutSeconds` from now: earlier or later than
+   * before, never past createdAt + the session cap (422 timeout_past_cap, with the latest end it
+   * may have). The row moves in one conditional update (a destroy, the reaper's too, and a move
+   * never both apply); then the reaper's and the warning's delayed jobs for the new moments are
+   * queued under ids that carry them, so a retry or a second replica queues nothing twice, and the
+   * jobs for the old moments, left or dropped, find the row not due and do nothing. Last, the
+   * runtime's own backstop follows where it can (runtime.setExpiresAt: the local init's deadline;
+   * a pod's stays at the cap). 409 for a sandbox destroyed or being destroyed.
+   */
+  async setTimeout(accountId: string, id: string, timeoutSeconds: number): Promise<Sandbox> {
+    const sandbox = await this.findOwn(accountId, id);
+    refuseEnded(sandbox);
+    const now = this.#deps.clock.now();
+    const latest = new Date(sandbox.createdAt.getTime() + this.#options.PADDOCK_SESSION_CAP_SECONDS * 1000);
+    const expiresAt = new Date(now.getTime() + timeoutSeconds * 1000);
+    if (expiresAt > latest) {
+      throw new ApiError('timeout_past_cap', `Sandbox ${id} may run until ${latest.toISOString()} at the latest (its session cap).`, {
+        extra: { expiresAt: latest.toISOString() },
+      });
+    }
+    const moved = await this.#deps.store.moveEnd(accountId, id, { expiresAt, expiryWarningAt: this.#warningAt(now, expiresAt), now });
+    if (!moved) {
+      // Destroyed or asked to be, meanwhile.
+      refuseEnded(await this.findOwn(accountId, id));
+      throw new ApiError('sandbox_not_running', `Sandbox ${id} is terminating; its timeout can no longer be set.`);
+    }
+    const { queue, announcer } = this.#deps;
+    // The account's cached views show the old end until they are marked stale.
+    await Promise.all([queue.add(endJobs(moved.sandbox, now)), announcer.changed([accountId])]);
+    // The create's jobs and those of the end before this one: obsolete unless they are the new ones.
+    const current = new Set(endJobs(moved.sandbox, now).map(jobIdOf));
+    const left = [
+      jobCatalogue.expire.jobId({ sandboxId: id }),
+      jobCatalogue.expire.jobId({ sandboxId: id, at: moved.previous.expiresAt.getTime() }),
+      jobCatalogue.expiring.jobId({ sandboxId: id }),
+      ...(moved.previous.expiryWarningAt ? [jobCatalogue.expiring.jobId({ sandboxId: id, at: moved.previous.expiryWarningAt.getTime() })] : []),
+    ].filter((jobId) => !current.has(jobId));
+    await Promise.all([
+      queue.remove?.(left).catch((err: unknown) => this.#deps.log.warn({ err, sandboxId: id }, "a moved sandbox's old delayed jobs were not dropped; they find nothing to do")),
+      this.#followMovedEnd(accountId, moved.sandbox),
+    ]);
+    return moved.sandbox;
   }
 
   /** The caller's sandbox, or 404 exactly as for one that does not exist. */
@@ -174,19 +224,35 @@ export class SandboxEngine {
     const unqueued = (err: unknown) => log.warn({ err, sandboxId: sandbox.id }, "a claimed sandbox's jobs or events were not queued; the sweeps will see to them");
     const answered = Promise.all([announcer.changed([sandbox.accountId]), this.#followExpiry(sandbox)]);
     return answered.then(() => {
-      setImmediate(() => void Promise.all([queue.add(sandboxJobs(sandbox, true, this.#deps.clock.now())), announcer.announce(created)]).catch(unqueued));
+      setImmediate(() => void Promise.all([queue.add(sandboxJobs(sandbox, true, this.#deps.clock.now(), this.#options.PADDOCK_SESSION_CAP_SECONDS)), announcer.announce(created)]).catch(unqueued));
     });
   }
 
   /**
    * Tells the runtime the sandbox's expiresAt, where its own end follows it (the local runtime's
-   * init). A failure leaves the longer deadline the sandbox was pooled with: the reaper still
-   * ends it at expiresAt.
+   * init). A failure leaves the deadline it had (pooled with, or the one before a move): the
+   * reaper still ends it at expiresAt.
    */
   async #followExpiry(sandbox: Sandbox): Promise<void> {
     await this.#deps.runtime.setExpiresAt?.(sandbox.id, sandbox.expiresAt).catch((err: unknown) =>
-      this.#deps.log.warn({ err, sandboxId: sandbox.id }, "could not move a claimed sandbox's own deadline to its expiresAt; the one it was pooled with holds"),
+      this.#deps.log.warn({ err, sandboxId: sandbox.id }, "could not move a sandbox's own deadline to its expiresAt; the one it had holds"),
     );
+  }
+
+  /**
+   * The runtime's backstop after a move, where it can follow (#followExpiry). Two moves at once may
+   * reach the runtime in either order: each reads the row again once its own is held, and sends
+   * the row's end while it differs, so the last one held is the row's (bounded).
+   */
+  async #followMovedEnd(accountId: string, sandbox: Sandbox): Promise<void> {
+    if (!this.#deps.runtime.setExpiresAt || sandbox.status !== 'running') return;
+    let current = sandbox;
+    for (let round = 0; round < 3; round++) {
+      await this.#followExpiry(current);
+      const now = await this.#deps.store.findOwn(accountId, sandbox.id);
+      if (!now || now.state !== 'active' || now.status !== 'running' || now.expiresAt.getTime() === current.expiresAt.getTime()) return;
+      current = now;
+    }
   }
 
   /**
@@ -244,11 +310,24 @@ export class SandboxEngine {
     if (!verdict.allowed) throw new ApiError('command_not_allowed', verdict.reason, { extra: { variable: verdict.variable } });
   }
 
-  /** The new sandbox: a claimed pooled one runs already, its cap starting now. */
+  /** A create's own timeout past the session cap is not a valid request (400), as the schema's bounds are not. */
+  #refuseTimeoutPastCap(timeoutSeconds: number | undefined): void {
+    const cap = this.#options.PADDOCK_SESSION_CAP_SECONDS;
+    if (timeoutSeconds === undefined || timeoutSeconds <= cap) return;
+    const message = `must be at most ${cap} (the session cap)`;
+    throw new ApiError('invalid_request', `body.timeoutSeconds: ${message}`, { extra: { errors: [{ location: 'body', field: 'timeoutSeconds', message }] } });
+  }
+
+  /** When sandbox.expiring is due for an end at `expiresAt`: PADDOCK_EXPIRY_WARNING_SECONDS before, at once when that has passed; null when warnings are off. */
+  #warningAt(now: Date, expiresAt: Date): Date | null {
+    const warningSeconds = this.#options.PADDOCK_EXPIRY_WARNING_SECONDS;
+    return warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null;
+  }
+
+  /** The new sandbox: a claimed pooled one runs already, its cap (or its own timeout) starting now. */
   #newSandbox(accountId: string, image: string, input: CreateSandboxInput, claimed: string | undefined): Sandbox {
     const now = this.#deps.clock.now();
-    const expiresAt = new Date(now.getTime() + this.#options.PADDOCK_SESSION_CAP_SECONDS * 1000);
-    const warningSeconds = this.#options.PADDOCK_EXPIRY_WARNING_SECONDS;
+    const expiresAt = new Date(now.getTime() + (input.timeoutSeconds ?? this.#options.PADDOCK_SESSION_CAP_SECONDS) * 1000);
     return {
       id: claimed ?? newId('sbx'),
       accountId,
@@ -260,7 +339,7 @@ export class SandboxEngine {
       env: input.env ?? {},
       createdAt: now,
       expiresAt,
-      expiryWarningAt: warningSeconds > 0 ? new Date(Math.max(now.getTime(), expiresAt.getTime() - warningSeconds * 1000)) : null,
+      expiryWarningAt: this.#warningAt(now, expiresAt),
       deployment: deploymentOf(this.#options),
       destroyedAt: null,
       destroyReason: null,
@@ -283,18 +362,42 @@ export function replayOf(record: IdempotencyRecord | undefined, requestHash: str
   return record.sandboxId;
 }
 
+/** 409 for a sandbox destroyed or being destroyed: its end can no longer move. */
+function refuseEnded(sandbox: Sandbox): void {
+  if (sandbox.state === 'active' && sandbox.status !== 'terminating') return;
+  throw new ApiError('sandbox_not_running', `Sandbox ${sandbox.id} is ${sandbox.status}; its timeout can no longer be set.`);
+}
+
+/**
+ * The reaper's and the warning's delayed jobs for a moved end, each under an id that carries its
+ * moment (shared/jobs/catalogue.ts).
+ */
+function endJobs(sandbox: Sandbox, now: Date): JobRequest[] {
+  const jobs: JobRequest[] = [{ name: 'expire', payload: { sandboxId: sandbox.id, at: sandbox.expiresAt.getTime() }, delayMs: sandbox.expiresAt.getTime() - now.getTime() }];
+  if (sandbox.expiryWarningAt) {
+    jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id, at: sandbox.expiryWarningAt.getTime() }, delayMs: sandbox.expiryWarningAt.getTime() - now.getTime() });
+  }
+  return jobs;
+}
+
+function jobIdOf(job: JobRequest): string {
+  return job.name === 'expire' || job.name === 'expiring' ? jobCatalogue[job.name].jobId(job.payload) : '';
+}
+
 /** A new sandbox's jobs, queued in one round trip: a claimed pooled one runs already, and its pool is refilled instead of a create. */
-export function sandboxJobs(sandbox: Sandbox, claimed: boolean, now: Date): JobRequest[] {
+export function sandboxJobs(sandbox: Sandbox, claimed: boolean, now: Date, capSeconds: number): JobRequest[] {
   const jobs: JobRequest[] = [
-    claimed ? { name: 'refill', payload: { image: sandbox.image } } : { name: 'create', payload: createPayload(sandbox) },
+    claimed ? { name: 'refill', payload: { image: sandbox.image } } : { name: 'create', payload: createPayload(sandbox, capSeconds) },
     { name: 'expire', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiresAt.getTime() - now.getTime() },
   ];
   if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - now.getTime() });
   return jobs;
 }
 
-function createPayload(sandbox: Sandbox): JobPayload<'create'> {
+function createPayload(sandbox: Sandbox, capSeconds: number): JobPayload<'create'> {
+  const capAt = new Date(sandbox.createdAt.getTime() + capSeconds * 1000);
   return {
+    ...(capAt.getTime() === sandbox.expiresAt.getTime() ? {} : { capAt: capAt.toISOString() }),
     sandboxId: sandbox.id,
     image: sandbox.image,
     expiresAt: sandbox.expiresAt.toISOString(),

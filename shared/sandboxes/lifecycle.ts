@@ -15,7 +15,8 @@ import type { PendingSandbox } from './transitions.ts';
 export interface LifecycleStore {
   find(id: string): Promise<Sandbox | undefined>;
   markRunning(pending: PendingSandbox): Promise<boolean>;
-  markTerminating(id: string, reason: DestroyReason): Promise<boolean>;
+  /** True when the sandbox is now being destroyed; with `dueBy`, only one that expires by then is marked. */
+  markTerminating(id: string, reason: DestroyReason, dueBy?: Date): Promise<boolean>;
   /** The row as destroyed, or undefined where it was not active. */
   markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<SandboxRow | undefined>;
   markExpiring(id: string): Promise<boolean>;
@@ -23,7 +24,7 @@ export interface LifecycleStore {
 
 export interface SandboxLifecycleDeps {
   store: LifecycleStore;
-  runtime: Pick<SandboxRuntime, 'create' | 'destroy'>;
+  runtime: Pick<SandboxRuntime, 'create' | 'destroy' | 'setExpiresAt'>;
   clock: Clock;
   log: Pick<Logger, 'warn'>;
   /** Told of each sandbox a failed start destroyed (the workers count them). */
@@ -49,6 +50,7 @@ export type StartOutcome = 'running' | 'skipped' | 'failed' | 'destroyed-meanwhi
 // markRunning's conditional update still sees it after the create, which is then undone. A later
 // job reads the row first, so that it makes nothing for a sandbox ended meanwhile.
 const FRESH_MS = 1000;
+const EXPIRY_LEEWAY_MS = 1000;
 
 export class SandboxLifecycle {
   readonly #deps: SandboxLifecycleDeps;
@@ -90,7 +92,8 @@ export class SandboxLifecycle {
       await runtime.create(
         // The cap runs from the create, as the API set it: a runtime that ends sandboxes by itself
         // (Kubernetes' activeDeadlineSeconds) gets what is left of it, not a whole cap afresh.
-        { id: sandboxId, accountId: pending.account_id, image, capSeconds: Math.max(1, Math.ceil((Date.parse(expiresAt) - clock.now().getTime()) / 1000)) },
+        // A sandbox with its own timeout gets the cap's (capAt): its end may move later again.
+        { id: sandboxId, accountId: pending.account_id, image, capSeconds: Math.max(1, Math.ceil((Date.parse(payload.capAt ?? expiresAt) - clock.now().getTime()) / 1000)) },
         { timeoutMs },
       );
     } catch (err) {
@@ -100,13 +103,31 @@ export class SandboxLifecycle {
     }
     // The job was queued once its create had committed: the row is there, and a pending one moves
     // to running here, once.
-    if (await store.markRunning(pending)) return 'running';
+    if (await store.markRunning(pending)) {
+      if (payload.capAt) await this.#followOwnEnd(sandboxId);
+      return 'running';
+    }
     const now = await store.find(sandboxId);
     // Running already (the same job, taken for stalled, ran twice at once), or a destroy won the
     // race while the runtime was creating: only the latter is undone.
     if (now?.state === 'active' && now.status === 'running') return 'running';
     await runtime.destroy(sandboxId);
     return 'destroyed-meanwhile';
+  }
+
+  /**
+   * A runtime whose backstop can follow the sandbox's end (the local init's deadline) is told its
+   * own, as the row has it now (it may have moved while pending); a failure leaves the cap's.
+   */
+  async #followOwnEnd(sandboxId: string): Promise<void> {
+    const { runtime, store, log } = this.#deps;
+    if (!runtime.setExpiresAt) return;
+    try {
+      const row = await store.find(sandboxId);
+      if (row?.state === 'active') await runtime.setExpiresAt(sandboxId, row.expiresAt);
+    } catch (err) {
+      log.warn({ err, sandboxId }, "could not move a sandbox's own deadline to its expiresAt; the cap's holds");
+    }
   }
 
   /** The sandbox can never run: its quota is freed at once and whatever the runtime made is cleaned up. True when this failed it. */
@@ -124,17 +145,23 @@ export class SandboxLifecycle {
   /**
    * Kills the runtime sandbox, then records it destroyed: the row as destroyed, undefined when it
    * was destroyed already (it is still removed from the runtime, in case a crash left it there),
-   * 'unknown' for none.
+   * 'unknown' for none, 'not-due' for one that expires later (its end moved: engine.ts, setTimeout).
    */
-  async end(sandboxId: string, reason: DestroyReason): Promise<SandboxRow | 'unknown' | undefined> {
-    const { store, runtime } = this.#deps;
+  async end(sandboxId: string, reason: DestroyReason): Promise<SandboxRow | 'unknown' | 'not-due' | undefined> {
+    const { store, runtime, clock } = this.#deps;
     // Only a user's DELETE queues a destroy for `user`, and it marked the sandbox terminating first
     // (engine.ts, destroy): nothing to read or mark, and the runtime's destroy starts a round trip sooner.
     if (reason !== 'user') {
       const row = await store.find(sandboxId);
       if (!row) return 'unknown';
       // One asked for already keeps its first reason.
-      if (row.state === 'active' && row.status !== 'terminating') await store.markTerminating(sandboxId, reason);
+      if (row.state === 'active' && row.status !== 'terminating') {
+        // An expiry is checked against the row, in the update itself: a move later that commits
+        // first wins. A second's leeway for a delayed job promoted by a clock a little ahead.
+        const dueBy = reason === 'expired' ? new Date(clock.now().getTime() + EXPIRY_LEEWAY_MS) : undefined;
+        if (dueBy && row.expiresAt > dueBy) return 'not-due';
+        if (!(await store.markTerminating(sandboxId, reason, dueBy)) && dueBy) return 'not-due';
+      }
     }
     await runtime.destroy(sandboxId);
     return store.markDestroyed(sandboxId, reason);

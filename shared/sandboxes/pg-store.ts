@@ -8,7 +8,7 @@ import { eventsStatement, recordedFrom } from '../repositories/events.ts';
 import { lockAccountStatement, overridesFrom, usageFrom, usageStatement } from '../repositories/accounts.ts';
 import { completeIdempotencyKey, idempotencyInsertStatement, idempotencyReadStatement, idempotencyRecordFrom } from '../repositories/idempotency.ts';
 import { getAllowlist } from '../repositories/policy.ts';
-import { findSandbox, insertSandboxStatement, markSandboxTerminating, readOwnSandbox } from '../repositories/sandboxes.ts';
+import { findSandbox, insertSandboxStatement, markSandboxTerminating, moveSandboxEnd, readOwnSandbox, type MovedEnd } from '../repositories/sandboxes.ts';
 import { claimedFrom, claimWarmStatement } from '../repositories/warm-pool.ts';
 import { markDestroyed, markExpiring, markRunning, markTerminating, type PendingSandbox } from './transitions.ts';
 import type { LifecycleStore } from './lifecycle.ts';
@@ -81,6 +81,10 @@ export class PgSandboxStore implements SandboxStore {
     return readOwnSandbox(await this.#readPool(), accountId, id);
   }
 
+  async moveEnd(accountId: string, id: string, end: { expiresAt: Date; expiryWarningAt: Date | null; now: Date }): Promise<MovedEnd | undefined> {
+    return moveSandboxEnd(await ormPool(this.#orm.em), accountId, id, end);
+  }
+
   async markTerminatingByItsUser(accountId: string, id: string): Promise<Sandbox | undefined> {
     return markSandboxTerminating(await ormPool(this.#orm.em), id, 'user', accountId);
   }
@@ -108,8 +112,8 @@ export class PgLifecycleStore implements LifecycleStore {
     return markRunning(this.#orm.em.fork(), pending, this.#announcer);
   }
 
-  markTerminating(id: string, reason: DestroyReason): Promise<boolean> {
-    return markTerminating(this.#orm.em.fork(), id, reason, this.#announcer);
+  markTerminating(id: string, reason: DestroyReason, dueBy?: Date): Promise<boolean> {
+    return markTerminating(this.#orm.em.fork(), id, reason, this.#announcer, dueBy);
   }
 
   markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<SandboxRow | undefined> {

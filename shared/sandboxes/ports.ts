@@ -8,6 +8,7 @@ import type { JobRequest } from '../jobs/catalogue.ts';
 import type { Logger } from '../logger.ts';
 import type { LimitOverrides, Usage } from '../repositories/accounts.ts';
 import type { IdempotencyRecord } from '../repositories/idempotency.ts';
+import type { MovedEnd } from '../repositories/sandboxes.ts';
 import type { SandboxRuntime } from '../runtime/types.ts';
 
 // What the sandbox engine (engine.ts) needs of the world, and nothing more: the API and the
@@ -54,6 +55,8 @@ export interface SandboxStore {
   completeIdempotencyKey(accountId: string, key: string): Promise<void>;
   /** The account's sandbox, or undefined (another account's is not told apart from none). */
   findOwn(accountId: string, id: string): Promise<Sandbox | undefined>;
+  /** Moves the account's sandbox's end while it is active and not being destroyed; undefined where it did not apply. */
+  moveEnd(accountId: string, id: string, end: { expiresAt: Date; expiryWarningAt: Date | null; now: Date }): Promise<MovedEnd | undefined>;
   /** → terminating at its user's request, when active and not asked for yet; the sandbox as now, else undefined. */
   markTerminatingByItsUser(accountId: string, id: string): Promise<Sandbox | undefined>;
   /** active → destroyed, its events recorded and announced; false when it was not active. */
@@ -63,6 +66,8 @@ export interface SandboxStore {
 /** Where the sandbox jobs go. */
 export interface SandboxQueue {
   add(jobs: readonly JobRequest[]): Promise<unknown>;
+  /** Drops the jobs of these ids that are still waiting (housekeeping: a job left behind finds nothing to do). */
+  remove?(jobIds: readonly string[]): Promise<unknown>;
 }
 
 /** A wait on one sandbox: what this process hears of its transitions and of its job's end. */

@@ -16,6 +16,7 @@ import {
 } from '../repositories/sandboxes.ts';
 import { presentableRow, type SandboxRow } from './snapshot.ts';
 import { presentSandbox } from './present.ts';
+import { dateOf } from '../db/timestamps.ts';
 
 // Every change of a sandbox's state is a conditional update: it applies only from the state it
 // expects, so two processes racing (a worker finishing a create while a user destroys, two
@@ -43,15 +44,20 @@ export async function markRunning(em: EntityManager, sandbox: PendingSandbox, an
   return true;
 }
 
-/** Asks for destruction: status terminating, the first reason given wins. False if already destroyed. */
-export async function markTerminating(em: EntityManager, id: string, reason: DestroyReason, announcer: Announcer): Promise<boolean> {
+/**
+ * Asks for destruction: status terminating, the first reason given wins. With `dueBy`, only for a
+ * sandbox that expires by then. True when the sandbox is now being destroyed; false when destroyed
+ * already, or, with `dueBy`, not due (its end moved later).
+ */
+export async function markTerminating(em: EntityManager, id: string, reason: DestroyReason, announcer: Announcer, dueBy?: Date): Promise<boolean> {
   const pool = await ormPool(em);
-  const marked = await markSandboxTerminating(pool, id, reason);
+  const marked = await markSandboxTerminating(pool, id, reason, undefined, dueBy);
   if (marked) {
     await announcer.changed([marked.accountId]);
     return true;
   }
-  return (await findSandbox(pool, id))?.state === 'active';
+  const row = await findSandbox(pool, id);
+  return row?.state === 'active' && row.status === 'terminating';
 }
 
 /**
@@ -109,6 +115,7 @@ function sandboxEventOf(row: SandboxRow, type: SandboxEventType): NewEvent {
     sandboxId: row.id,
     type,
     data: { sandbox: presentSandbox(presentableRow(row)) },
-    dedupeKey: `${type}:${row.id}`,
+    // A warning per end: one whose end moved later (its own timeout) is warned again before it.
+    dedupeKey: type === 'sandbox.expiring' ? `${type}:${row.id}:${dateOf(row.expires_at).getTime()}` : `${type}:${row.id}`,
   };
 }

@@ -8,6 +8,7 @@ export type ErrorCode =
   | "missing_credential"
   | "invalid_credential"
   | "wrong_credential_type"
+  | "preview_unauthorized"
   | "invalid_login"
   | "command_not_allowed"
   | "permission_denied"
@@ -19,6 +20,7 @@ export type ErrorCode =
   | "event_not_found"
   | "webhook_not_found"
   | "process_not_found"
+  | "preview_not_found"
   | "method_not_allowed"
   | "not_acceptable"
   | "upgrade_required"
@@ -31,8 +33,10 @@ export type ErrorCode =
   | "not_a_directory"
   | "not_a_regular_file"
   | "file_io_error"
+  | "directory_not_empty"
   | "payload_too_large"
   | "file_too_large"
+  | "range_not_satisfiable"
   | "headers_too_large"
   | "unsupported_media_type"
   | "idempotency_key_reused"
@@ -44,15 +48,19 @@ export type ErrorCode =
   | "edit_no_match"
   | "edit_ambiguous"
   | "invalid_archive"
+  | "timeout_past_cap"
   | "rate_limited"
   | "concurrent_sandbox_limit_reached"
   | "monthly_usage_limit_reached"
   | "process_limit_reached"
   | "insufficient_scope"
   | "too_many_in_flight"
+  | "preview_limit_reached"
   | "internal_error"
   | "service_unavailable"
   | "server_busy"
+  | "preview_busy"
+  | "port_not_listening"
   | "operation_timed_out"
   | "insufficient_storage";
 
@@ -81,8 +89,8 @@ export type Account = {
 export type CreateApiKeyRequest = {
   /** A label to tell keys apart; defaults to "default" */
   name?: string;
-  /** What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write */
-  scopes?: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write")[];
+  /** What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write */
+  scopes?: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write")[];
 };
 
 export type CreateApiKeyResponse = {
@@ -91,7 +99,7 @@ export type CreateApiKeyResponse = {
   /** The raw key (pdk_live_…); shown this once and never again */
   key: string;
   /** What the key may do */
-  scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write")[];
+  scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write")[];
   start: string;
   /** RFC 3339 UTC timestamp */
   createdAt: string;
@@ -111,12 +119,35 @@ export type CreateFileResponse = {
   overwritten: boolean;
 };
 
+export type CreatePreviewRequest = {
+  /** A TCP port a program in the sandbox listens on (on loopback or on every address) */
+  port: number;
+  /** Open to everyone, no token needed. A new preview is private; an existing one keeps its setting unless this is given */
+  public?: boolean;
+  /** The new token's lifetime */
+  expiresInSeconds?: number;
+};
+
+export type CreatePreviewResponse = {
+  port: number;
+  url: string;
+  public: boolean;
+  /** When this token expires */
+  expiresAt: string;
+  /** Sent as X-Paddock-Preview-Token by programs; opens this port of this sandbox only */
+  token: string;
+  /** The URL with the token, for a browser: it is traded for a host-only HttpOnly cookie */
+  signedUrl: string;
+};
+
 export type CreateSandboxRequest = {
   /** Container image; the operator's default when omitted. Ignored by the local runtime. */
   image?: string;
   metadata?: Record<string, string>;
   /** Environment variables every exec in the sandbox starts with. While a command allowlist is in force, variables that decide which code runs (PATH, LD_*, BASH_ENV…) are refused here, as in exec. */
   env?: Record<string, string>;
+  /** Its own end, this many seconds after its create (expiresAt); at most the session cap, which is the default */
+  timeoutSeconds?: number;
 };
 
 export type CreateSecretRequest = {
@@ -145,7 +176,7 @@ export type CreateWebhookRequest = {
   /** Where events are POSTed: https (http only for localhost and 127.0.0.1 when the operator sets PADDOCK_WEBHOOK_ALLOW_LOCAL, for development). A delivery never connects to a loopback, private, link-local or metadata address, checked on the address it connects to. */
   url: string;
   /** Event types to send; every type ("*") when omitted */
-  events?: ("sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "usage.threshold" | "webhook.disabled" | "*")[];
+  events?: ("sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "usage.threshold" | "webhook.disabled" | "*")[];
   description?: string;
 };
 
@@ -290,7 +321,7 @@ export type ListApiKeysResponse = {
     id: string;
     name: string;
     /** What the key may do */
-    scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write")[];
+    scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write")[];
     /** The first characters of the key, to recognise it */
     start: string;
     /** RFC 3339 UTC timestamp */
@@ -316,7 +347,7 @@ export type ListEventsResponse = {
   data: {
     /** evt_… */
     id: string;
-    type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+    type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "usage.threshold" | "webhook.disabled" | "webhook.test";
     /** RFC 3339 UTC timestamp */
     createdAt: string;
     /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */
@@ -325,6 +356,16 @@ export type ListEventsResponse = {
 };
 
 export type ListEventsStream = string;
+
+export type ListPreviewsResponse = {
+  data: {
+    port: number;
+    url: string;
+    public: boolean;
+    /** When the last token made for the port expires */
+    expiresAt: string;
+  }[];
+};
 
 export type ListProcessesResponse = {
   data: {
@@ -410,14 +451,29 @@ export type McpMessageResponse = unknown;
 
 export type McpMessageStream = string;
 
+export type MovePathRequest = {
+  /** What to move (a symlink is moved itself). A path in the sandbox; relative paths are relative to /workspace. `..` and symlinks resolve inside the sandbox. */
+  from: string;
+  /** Its new name (not a directory to move it into); its parent directories are made. A path in the sandbox; relative paths are relative to /workspace. `..` and symlinks resolve inside the sandbox. */
+  to: string;
+  /** true: replace what is at `to` (a file, or an empty directory); else 409 file_exists */
+  overwrite?: boolean;
+};
+
+export type MovePathResponse = {
+  path: string;
+};
+
 export type Problem = {
   type: string;
   title: string;
   status: number;
   detail: string;
-  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "payload_too_large" | "file_too_large" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "internal_error" | "service_unavailable" | "server_busy" | "operation_timed_out" | "insufficient_storage";
+  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "preview_unauthorized" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "preview_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "directory_not_empty" | "payload_too_large" | "file_too_large" | "range_not_satisfiable" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "timeout_past_cap" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "preview_limit_reached" | "internal_error" | "service_unavailable" | "server_busy" | "preview_busy" | "port_not_listening" | "operation_timed_out" | "insufficient_storage";
   requestId: string;
 };
+
+export type ReadRawResponse = string;
 
 export type RotateWebhookSecretResponse = {
   id: string;
@@ -435,10 +491,10 @@ export type Sandbox = {
   /** RFC 3339 UTC timestamp */
   createdAt: string;
   readyAt: string | null;
-  /** createdAt + the session cap; the reaper destroys the sandbox then */
+  /** createdAt + the session cap, or its own timeout; the reaper destroys the sandbox then */
   expiresAt: string;
   destroyedAt: string | null;
-  /** user: destroyed on request; expired: the session cap; failed: never became ready */
+  /** user: destroyed on request; expired: its expiresAt (the session cap or its own timeout); failed: never became ready */
   destroyReason: ("user" | "expired" | "failed") | null;
   /** Why a failed sandbox failed */
   failureMessage: string | null;
@@ -454,10 +510,10 @@ export type SandboxList = {
     /** RFC 3339 UTC timestamp */
     createdAt: string;
     readyAt: string | null;
-    /** createdAt + the session cap; the reaper destroys the sandbox then */
+    /** createdAt + the session cap, or its own timeout; the reaper destroys the sandbox then */
     expiresAt: string;
     destroyedAt: string | null;
-    /** user: destroyed on request; expired: the session cap; failed: never became ready */
+    /** user: destroyed on request; expired: its expiresAt (the session cap or its own timeout); failed: never became ready */
     destroyReason: ("user" | "expired" | "failed") | null;
     /** Why a failed sandbox failed */
     failureMessage: string | null;
@@ -470,6 +526,11 @@ export type SandboxList = {
 export type SetAllowlistRequest = {
   /** Program names (compared by basename); duplicates are removed and the list is sorted. */
   commands: string[];
+};
+
+export type SetSandboxTimeoutRequest = {
+  /** The sandbox ends this many seconds from now: earlier or later than before, never past createdAt + the session cap */
+  timeoutSeconds: number;
 };
 
 export type SignupRequest = {
@@ -489,10 +550,24 @@ export type SignupResponse = {
   expiresAt: string;
 };
 
+export type StatPathResponse = {
+  path: string;
+  /** What the path itself is: a final symlink is not followed */
+  type: "file" | "dir" | "symlink" | "other";
+  /** Bytes (of a symlink: its target name) */
+  size: number;
+  /** The permission bits, four octal digits (`0644`) */
+  mode: string;
+  /** RFC 3339 UTC timestamp */
+  modifiedAt: string;
+  /** A symlink's target, as written in it */
+  target?: string;
+};
+
 export type TestWebhookResponse = {
   /** evt_… */
   id: string;
-  type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+  type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "usage.threshold" | "webhook.disabled" | "webhook.test";
   /** RFC 3339 UTC timestamp */
   createdAt: string;
   /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */
@@ -535,10 +610,12 @@ export interface Operations {
   clearAllowlist: 'DELETE /v1/allowlist';
   createApiKey: 'POST /v1/api-keys';
   createFile: 'PUT /v1/sandboxes/{id}/files';
+  createPreview: 'POST /v1/sandboxes/{id}/previews';
   createSandbox: 'POST /v1/sandboxes';
   createSecret: 'POST /v1/secrets';
   createTerminalTicket: 'POST /v1/sandboxes/{id}/terminal/tickets';
   createWebhook: 'POST /v1/webhooks';
+  deletePreview: 'DELETE /v1/sandboxes/{id}/previews/{port}';
   deleteSecret: 'DELETE /v1/secrets/{name}';
   deleteWebhook: 'DELETE /v1/webhooks/{webhookId}';
   destroySandbox: 'DELETE /v1/sandboxes/{id}';
@@ -555,21 +632,29 @@ export interface Operations {
   listApiKeys: 'GET /v1/api-keys';
   listDirectory: 'GET /v1/sandboxes/{id}/files/ls';
   listEvents: 'GET /v1/events';
+  listPreviews: 'GET /v1/sandboxes/{id}/previews';
   listProcesses: 'GET /v1/sandboxes/{id}/processes';
   listSandboxes: 'GET /v1/sandboxes';
   listSecrets: 'GET /v1/secrets';
   listWebhookDeliveries: 'GET /v1/webhooks/{webhookId}/deliveries';
   listWebhooks: 'GET /v1/webhooks';
   login: 'POST /v1/auth/login';
+  makeDir: 'POST /v1/sandboxes/{id}/files/mkdir';
   mcpMessage: 'POST /v1/mcp';
+  movePath: 'POST /v1/sandboxes/{id}/files/move';
   openTerminal: 'GET /v1/sandboxes/{id}/terminal';
+  readRaw: 'GET /v1/sandboxes/{id}/files/raw';
+  removePath: 'DELETE /v1/sandboxes/{id}/files';
   revokeApiKey: 'DELETE /v1/api-keys/{keyId}';
   rotateWebhookSecret: 'POST /v1/webhooks/{webhookId}/secret';
   setAllowlist: 'PUT /v1/allowlist';
+  setSandboxTimeout: 'POST /v1/sandboxes/{id}/timeout';
   signup: 'POST /v1/auth/signup';
+  statPath: 'GET /v1/sandboxes/{id}/files/stat';
   stopProcess: 'DELETE /v1/sandboxes/{id}/processes/{procId}';
   testWebhook: 'POST /v1/webhooks/{webhookId}/test';
   uploadArchive: 'PUT /v1/sandboxes/{id}/files/archive';
   viewFile: 'GET /v1/sandboxes/{id}/files';
   writeProcessStdin: 'POST /v1/sandboxes/{id}/processes/{procId}/stdin';
+  writeRaw: 'PUT /v1/sandboxes/{id}/files/raw';
 }

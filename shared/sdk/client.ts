@@ -6,6 +6,8 @@ import type {
   Allowlist,
   ApiKeySummary,
   CreateFileInput,
+  CreatePreviewInput,
+  CreatedPreview,
   CreateSandboxInput,
   CreateSecretInput,
   CreateWebhookInput,
@@ -19,6 +21,7 @@ import type {
   ExecInput,
   ExecResult,
   ExecStreamEvent,
+  FileStat,
   FileView,
   GlobInput,
   GlobResult,
@@ -27,11 +30,14 @@ import type {
   Listing,
   ListResponse,
   McpConfig,
+  MovePathInput,
   PaddockEvent,
+  PreviewSummary,
   ProblemDocument,
   ProcessInfo,
   ProcessOutputEvent,
   ProcessSignal,
+  RawFileBody,
   StartedProcess,
   Sandbox,
   SandboxListState,
@@ -210,6 +216,15 @@ export class PaddockClient {
     return this.#json({ method: 'DELETE', path: `/v1/sandboxes/${seg(id)}`, auth: 'apiKey', query: { wait: opts.wait }, signal: opts.signal });
   }
 
+  /**
+   * Ends the sandbox `timeoutSeconds` from now, earlier or later than before, never past its
+   * createdAt + the session cap (a PaddockApiError `timeout_past_cap` says the latest expiresAt).
+   * Answers the sandbox with its new expiresAt.
+   */
+  setSandboxTimeout(id: string, timeoutSeconds: number, opts: CallOptions = {}): Promise<Sandbox> {
+    return this.#json({ method: 'POST', path: `/v1/sandboxes/${seg(id)}/timeout`, auth: 'apiKey', body: { timeoutSeconds }, signal: opts.signal });
+  }
+
   // ---- exec ----
 
   /** Runs a command and answers when it ends, with its whole output. */
@@ -358,6 +373,101 @@ export class PaddockClient {
       raw: { bytes: input.archive, contentType: input.gzip ? 'application/gzip' : 'application/x-tar' },
       signal: opts.signal,
     });
+  }
+
+  /** Removes a file, a symlink (never what it points at), or a directory: an empty one, or with everything in it when `recursive`. */
+  async removePath(id: string, path: string, opts: CallOptions & { recursive?: boolean } = {}): Promise<void> {
+    const query = { path, recursive: opts.recursive };
+    await this.#json({ method: 'DELETE', path: `/v1/sandboxes/${seg(id)}/files`, auth: 'apiKey', query, signal: opts.signal });
+  }
+
+  /** Renames `from` to `to` (the new name itself), making its parent directories. */
+  movePath(id: string, input: MovePathInput, opts: CallOptions = {}): Promise<{ path: string }> {
+    return this.#json({ method: 'POST', path: `/v1/sandboxes/${seg(id)}/files/move`, auth: 'apiKey', body: input, signal: opts.signal });
+  }
+
+  /** Makes a directory and its parents; one that exists already is success. */
+  makeDir(id: string, path: string, opts: CallOptions = {}): Promise<{ path: string }> {
+    return this.#json({ method: 'POST', path: `/v1/sandboxes/${seg(id)}/files/mkdir`, auth: 'apiKey', query: { path }, signal: opts.signal });
+  }
+
+  /** What is at `path`; a final symlink is described (with its target), not followed. */
+  statPath(id: string, path: string, opts: CallOptions = {}): Promise<FileStat> {
+    return this.#json({ method: 'GET', path: `/v1/sandboxes/${seg(id)}/files/stat`, auth: 'apiKey', query: { path }, signal: opts.signal });
+  }
+
+  /**
+   * A file's bytes as they come, or those from `start` to `end` (inclusive; either may be left
+   * out). Cancelling the stream, or aborting, closes the connection and stops the server's read.
+   * A read the server could not finish errors the stream, never ends it as if whole.
+   */
+  async readRaw(id: string, path: string, opts: CallOptions & { start?: number; end?: number } = {}): Promise<ReadableStream<Uint8Array>> {
+    const ranged = opts.start !== undefined || opts.end !== undefined;
+    // No start: the last `end + 1` bytes would be a suffix range; from 0 is what is meant.
+    const range = ranged ? `bytes=${opts.start ?? 0}-${opts.end ?? ''}` : undefined;
+    const res = await this.#send({
+      method: 'GET',
+      path: `/v1/sandboxes/${seg(id)}/files/raw`,
+      auth: 'apiKey',
+      query: { path },
+      accept: 'application/octet-stream',
+      ...(range ? { headers: { Range: range } } : {}),
+      signal: opts.signal,
+    });
+    if (!res.body) throw new PaddockConnectionError(this.baseUrl, 'The file download answered no body.');
+    const chunks = chunksOf(res.body, opts.signal)[Symbol.asyncIterator]();
+    const baseUrl = this.baseUrl;
+    return new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const next = await chunks.next();
+          if (next.done) controller.close();
+          else controller.enqueue(next.value);
+        } catch (err) {
+          controller.error(opts.signal?.aborted ? err : new PaddockConnectionError(baseUrl, `The file download broke off: ${describeCause(err)}.`, { cause: err }));
+        }
+      },
+      async cancel() {
+        await chunks.return?.(undefined);
+      },
+    });
+  }
+
+  /**
+   * Writes `body` to `path` as it is read (a stream is never held whole), creating its parent
+   * directories; the file is replaced only once the body is whole.
+   */
+  writeRaw(id: string, path: string, body: RawFileBody, opts: CallOptions & { overwrite?: boolean } = {}): Promise<WrittenFile> {
+    const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body instanceof ReadableStream ? iterate(body) : body;
+    return this.#json({
+      method: 'PUT',
+      path: `/v1/sandboxes/${seg(id)}/files/raw`,
+      auth: 'apiKey',
+      query: { path, overwrite: opts.overwrite },
+      raw: { bytes, contentType: 'application/octet-stream' },
+      signal: opts.signal,
+    });
+  }
+
+  // ---- previews ----
+
+  /**
+   * Makes a port of the sandbox reachable at a URL of its own and answers a new token for it; a
+   * port already previewed keeps its preview (`public` may be changed) and gets a new token.
+   */
+  createPreview(id: string, input: CreatePreviewInput, opts: CallOptions = {}): Promise<CreatedPreview> {
+    return this.#json({ method: 'POST', path: `/v1/sandboxes/${seg(id)}/previews`, auth: 'apiKey', body: input, signal: opts.signal });
+  }
+
+  /** The sandbox's previewed ports (never a token). */
+  async listPreviews(id: string, opts: CallOptions = {}): Promise<PreviewSummary[]> {
+    const spec = { method: 'GET', path: `/v1/sandboxes/${seg(id)}/previews`, auth: 'apiKey', signal: opts.signal } as const;
+    return (await this.#json<ListResponse<PreviewSummary>>(spec)).data;
+  }
+
+  /** Removes the port's preview: every token of it stops at once, and connections open through it are closed. */
+  async deletePreview(id: string, port: number, opts: CallOptions = {}): Promise<void> {
+    await this.#json({ method: 'DELETE', path: `/v1/sandboxes/${seg(id)}/previews/${seg(String(port))}`, auth: 'apiKey', signal: opts.signal });
   }
 
   // ---- allowlist ----
@@ -573,6 +683,20 @@ function streamOf(chunks: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array>
       await iterator.return?.();
     },
   });
+}
+
+/** A ReadableStream's chunks (Node 20's streams are async-iterable, a browser's may not be). */
+async function* iterate(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
 }
 
 /** A path segment, escaped. */

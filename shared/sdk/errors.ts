@@ -71,3 +71,23 @@ export class MalformedCredentialError extends PaddockError {
     this.credential = credential;
   }
 }
+
+/**
+ * A directory transfer refused on this side, before or without the API: `not_a_directory` (what
+ * uploadDir was given is no directory), `unsafe_member` (a downloaded archive names a path that
+ * would land outside the target directory), `malformed_archive` (a downloaded archive is not tar,
+ * or ends before its end).
+ */
+export class LocalArchiveError extends PaddockError {
+  override name = 'LocalArchiveError';
+  readonly code: 'not_a_directory' | 'unsafe_member' | 'malformed_archive';
+  /** Never answered by the API: always undefined. */
+  readonly status: undefined = undefined;
+  /** The archive member refused, as the archive names it. */
+  readonly member: string | undefined;
+  constructor(code: 'not_a_directory' | 'unsafe_member' | 'malformed_archive', message: string, member?: string) {
+    super(message);
+    this.code = code;
+    this.member = member;
+  }
+}

@@ -41,6 +41,8 @@ export interface CreateSandboxInput {
   image?: string;
   metadata?: Record<string, string>;
   env?: Record<string, string>;
+  /** Its own end, this many seconds after the create (at most the session cap, the default). */
+  timeoutSeconds?: number;
   /** Answer once running or failed (default true), or at once with status pending. */
   wait?: boolean;
   /** Makes a retried create return the first sandbox instead of a second one. */
@@ -170,6 +172,20 @@ export interface UploadArchiveInput {
   gzip?: boolean;
 }
 
+/** What is at a path: a final symlink is described (with its target), not followed. */
+export type FileStat = Api.StatPathResponse;
+
+export interface MovePathInput {
+  from: string;
+  /** The new name itself (not a directory to move into); its parent directories are made. */
+  to: string;
+  /** Replace what is at `to` (a file, or an empty directory); default false: 409 file_exists. */
+  overwrite?: boolean;
+}
+
+/** A file's bytes to write: sent as they are read, never held whole when they are a stream. */
+export type RawFileBody = string | Uint8Array | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+
 export interface EditFileInput {
   path: string;
   oldText: string;
@@ -224,6 +240,24 @@ export interface GrepResult {
   matches: GrepMatch[];
   truncated: boolean;
 }
+
+/** A previewed port of a sandbox, as listed: never a token; `expiresAt` is the last token's made for it. */
+export type PreviewSummary = Api.ListPreviewsResponse['data'][number];
+
+export interface CreatePreviewInput {
+  /** The port a program in the sandbox listens on (loopback or every address). */
+  port: number;
+  /** Open to everyone, no token needed; a new preview is private, an existing one keeps its setting unless this is given. */
+  public?: boolean;
+  /** The new token's lifetime (default an hour, at most a week). */
+  expiresInSeconds?: number;
+}
+
+/**
+ * A preview with a new token: `token` is sent as X-Paddock-Preview-Token by programs, `signedUrl`
+ * (the URL with the token) is for a browser, which trades it for a cookie; `expiresAt` is the token's.
+ */
+export type CreatedPreview = Api.CreatePreviewResponse;
 
 export type Allowlist = Api.GetAllowlistResponse;
 
@@ -307,6 +341,8 @@ export type ContractChecks = [
   Holds<Same<ProcessOutputEvent, Api.GetProcessOutputResponse>>,
   Holds<Same<FileView, Api.ViewFileResponse>>,
   Holds<Same<WrittenFile, Api.CreateFileResponse>>,
+  Holds<Same<{ path: string }, Api.MovePathResponse>>,
+  Holds<Same<MovePathInput, Api.MovePathRequest>>,
   Holds<Same<ExtractedArchive, Api.UploadArchiveResponse>>,
   Holds<Same<EditResult, Api.EditFileResponse>>,
   Holds<Same<Listing, Api.ListDirectoryResponse>>,
@@ -316,4 +352,5 @@ export type ContractChecks = [
   Holds<Same<Secret, Api.ListSecretsResponse['data'][number]>>,
   Holds<Same<Scope[], NonNullable<Api.CreateApiKeyRequest['scopes']>>>,
   Holds<Same<SandboxPage, Api.SandboxList>>,
+  Holds<Same<CreatePreviewInput, Api.CreatePreviewRequest>>,
 ];

@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
-import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { startTestApi } from '../helpers/stack.ts';
 import { uniqueEmail } from '../helpers/config.ts';
 import { call } from '../helpers/http.ts';
 import { PASSWORD, failsWith, json, ok, runCli, signedUpUser, tempHome } from './cli-helpers.ts';
 
-const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' } });
+// The account commands never reach a sandbox: an API alone, so the file runs once.
+const stack = await startTestApi({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' } });
 
 test('signup creates the account, logs in, creates a key, and saves the base URL and the key (0600)', async () => {
   const home = tempHome();

@@ -4,6 +4,9 @@ import { spawn } from 'node:child_process';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { cliEnv, failsWith, json, newSession, ok, repoRoot, signedUpUser, cliCommand } from './cli-helpers.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const stack = await startSandboxStack();
 
 test('allowlist get, set and clear, as text and as JSON', async () => {

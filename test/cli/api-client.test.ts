@@ -4,6 +4,9 @@ import { InsecureBaseUrlError, MalformedCredentialError, PaddockApiError, Paddoc
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { uniqueEmail } from '../helpers/config.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const stack = await startSandboxStack();
 const PASSWORD = 'correct horse battery staple';
 

@@ -157,7 +157,7 @@ test('paddock with no arguments and no terminal prints the help and exits 0', as
   const home = tempHome();
   const out = ok(await runCli(home, []));
   assert.match(out, /^Usage: paddock/);
-  for (const group of ['signup', 'whoami', 'keys', 'config', 'session', 'exec', 'files', 'allowlist', 'secrets']) {
+  for (const group of ['signup', 'whoami', 'keys', 'config', 'session', 'exec', 'files', 'preview', 'allowlist', 'secrets']) {
     assert.match(out, new RegExp(`^  ${group}\\b`, 'm'), `help lists ${group}`);
   }
 });
@@ -169,6 +169,7 @@ test('every command has --help', async () => {
     ['session', 'create'], ['session', 'get'], ['session', 'ls'], ['session', 'rm'], ['exec'],
     ['files', 'view'], ['files', 'create'], ['files', 'edit'], ['files', 'ls'], ['files', 'glob'], ['files', 'grep'],
     ['allowlist', 'get'], ['allowlist', 'set'], ['allowlist', 'clear'], ['secrets', 'create'], ['secrets', 'ls'], ['secrets', 'rm'],
+    ['preview'], ['preview', 'ls'], ['preview', 'rm'],
   ];
   await Promise.all(
     commands.map(async (c) => {

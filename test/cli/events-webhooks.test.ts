@@ -9,6 +9,9 @@ import { h } from '../../cli/ui/h.ts';
 import { SessionTable } from '../../cli/ui/session-table.ts';
 import type { Sandbox } from '../../cli/api/types.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 // `paddock events [-f]` and `paddock webhooks add|ls|rm|test|deliveries` against a real stack,
 // webhooks delivered to a real HTTPS receiver on the test network; and the picker's warning
 // before a session's cap.

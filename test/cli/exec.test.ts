@@ -4,6 +4,9 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { exited } from '../helpers/processes.ts';
 import { failsWith, json, newSession, ok, signedUpUser, spawnCli, type CliUser } from './cli-helpers.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const stack = await startSandboxStack();
 let shared: { user: CliUser; id: string } | undefined;
 
@@ -19,7 +22,7 @@ async function session() {
 test('exec keeps stdout and stderr apart and exits with the command\'s own exit code', async () => {
   const { user } = await session();
   const r = await user.run(['exec', '--', 'echo out; echo err >&2; exit 7']);
-  assert.equal(r.code, 7);
+  assert.equal(r.code, 7, `stderr: ${r.stderr}`);
   assert.equal(r.stdout, 'out\n');
   assert.equal(r.stderr, 'err\n');
   assert.equal((await user.run(['exec', '--', 'true'])).code, 0);

@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { failsWith, json, newSession, ok, signedUpUser, tempHome, type CliUser } from './cli-helpers.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const stack = await startSandboxStack();
 let shared: CliUser | undefined;
 
@@ -178,4 +181,21 @@ test('files upload sends a local tree, leaving out what git ignores unless --no-
   assert.match(piped.stdout, /ustar/);
   failsWith(await u.run(['files', 'download', 'up/none', '-o', join(tempHome(), 'none.tar')]), 'file_not_found', 1);
   assert.match(ok(await u.run(['files', 'upload', '--help'])), /\.gitignore is honoured[^]*--no-gitignore/);
+});
+
+test('files put streams a local file or standard input; cat, stat, mkdir, mv and rm', async () => {
+  const u = await user();
+  const local = join(tempHome(), 'put.txt');
+  writeFileSync(local, 'from a local file\n');
+  assert.equal(ok(await u.run(['files', 'put', 'raw/a.txt', local])), 'Created /workspace/raw/a.txt (18 B)\n');
+  assert.equal(json(await u.run(['files', 'put', 'raw/b.txt', '--json'], { input: '0123456789' })).size, 10);
+  assert.equal(ok(await u.run(['files', 'cat', 'raw/b.txt', '--start', '2', '--end', '4'])), '234');
+  assert.equal(ok(await u.run(['files', 'mkdir', 'raw/dir/deep'])), '/workspace/raw/dir/deep\n');
+  assert.equal(ok(await u.run(['files', 'mv', 'raw/a.txt', 'raw/dir/deep/a.txt'])), 'Moved raw/a.txt to /workspace/raw/dir/deep/a.txt\n');
+  const st = json(await u.run(['files', 'stat', 'raw/dir/deep/a.txt', '--json']));
+  assert.deepEqual([st.type, st.size], ['file', 18]);
+  failsWith(await u.run(['files', 'rm', 'raw/dir']), 'directory_not_empty', 1);
+  const rm = await u.run(['files', 'rm', '-r', 'raw/dir']);
+  assert.equal(rm.code, 0, rm.stderr);
+  assert.equal(rm.stdout, '');
 });

@@ -50,6 +50,7 @@ function fakeApi(initial: Sandbox[]) {
   let sessions = [...initial];
   let createError: Error | undefined;
   let fileContent = 'print("hi")\n';
+  let previewsError: Error | undefined;
   const api: PickerApi = {
     listSandboxes: async () => {
       calls.push('list');
@@ -99,6 +100,16 @@ function fakeApi(initial: Sandbox[]) {
       truncated: false,
       size: Buffer.byteLength(fileContent),
     }),
+    listPreviews: async (id: string) => {
+      calls.push(`previews ${id}`);
+      if (previewsError) throw previewsError;
+      return id === 'sbx_one'
+        ? [
+            { port: 3000, url: 'http://3000-one.localhost:8787/', public: true, expiresAt: '2026-01-01T13:00:00Z' },
+            { port: 8000, url: 'http://8000-one.localhost:8787/', public: false, expiresAt: '2026-01-01T13:00:00Z' },
+          ]
+        : [];
+    },
   } as PickerApi;
   return {
     api,
@@ -108,6 +119,9 @@ function fakeApi(initial: Sandbox[]) {
     },
     setFileContent: (content: string) => {
       fileContent = content;
+    },
+    failPreviewsWith: (e: Error) => {
+      previewsError = e;
     },
   };
 }
@@ -346,6 +360,29 @@ test('Picker: destroy asks for confirmation; n keeps it, y destroys', async () =
   await frameWhere(lastFrame, (x) => x.includes('Destroying sbx_one.'), 'destroyed');
   assert.ok(fake.calls.includes('destroy sbx_one'));
   await frameWhere(lastFrame, (x) => x.includes('No active sessions'), 'the list without it');
+});
+
+test("Picker: a session's actions show its previews' ports and URLs, none, or why they could not be loaded", async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10), sandbox('sbx_two', 20)]);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  stdin.write(ENTER);
+  const f = await frameWhere(lastFrame, (x) => x.includes('> Open a shell') && x.includes('Previews'), 'the previews');
+  assert.match(f, /^ {2}3000 +public +http:\/\/3000-one\.localhost:8787\/$/m);
+  assert.match(f, /^ {2}8000 +private +http:\/\/8000-one\.localhost:8787\/$/m);
+  assert.ok(fake.calls.includes('previews sbx_one'));
+  stdin.write(ESC);
+  await frameWhere(lastFrame, (x) => x.includes('n new'), 'back on the list');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => x.includes('> sbx_two'), 'the second session');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => /No previews \(`paddock preview <port>` makes one\)\./.test(x), 'no previews');
+  stdin.write(ESC);
+  await frameWhere(lastFrame, (x) => x.includes('n new'), 'back on the list again');
+  fake.failPreviewsWith(new PaddockConnectionError('http://127.0.0.1:1', 'Could not reach http://127.0.0.1:1: ECONNREFUSED.'));
+  stdin.write(ENTER);
+  const failed = await frameWhere(lastFrame, (x) => x.includes('Previews could not be loaded'), 'the error');
+  assert.match(failed, /> Open a shell/, 'the actions still work');
 });
 
 test('Picker: q quits', async () => {

@@ -5,6 +5,9 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { exited } from '../helpers/processes.ts';
 import { cliEnv, json, newSession, repoRoot, signedUpUser, cliCommand } from './cli-helpers.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 // A smoke run of the real picker in a pseudo-terminal: util-linux `script` gives `paddock` a TTY,
 // and the keys written to script's standard input reach it as typed.
 

@@ -8,6 +8,9 @@ import { uniqueEmail } from '../helpers/config.ts';
 import { PASSWORD, json, newSession, ok, signedUpUser, tempHome } from './cli-helpers.ts';
 import { Terminal } from './tmux.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 // The prompts as a person meets them: in a real terminal (tmux), reading what the screen shows.
 
 const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' } });

@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { failsWith, json, newSession, ok, signedUpUser } from './cli-helpers.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' } });
 
 test('session create waits until running and prints only the id; --json prints the sandbox', async () => {
@@ -24,6 +27,24 @@ test('session create --no-wait answers at once with a pending session', async ()
   const user = await signedUpUser(stack.url);
   const s = json(await user.run(['session', 'create', '--no-wait', '--json']));
   assert.equal(s.status, 'pending');
+});
+
+test('session create --timeout gives the session its own end; session timeout moves it, refusing one past the cap', async () => {
+  const user = await signedUpUser(stack.url);
+  const s = json(await user.run(['session', 'create', '--timeout', '5m', '--no-wait', '--json']));
+  assert.equal(Date.parse(s.expiresAt) - Date.parse(s.createdAt), 300_000);
+  const moved = await user.run(['session', 'timeout', s.id, '600']);
+  const end = ok(moved).trim();
+  assert.ok(Date.parse(end) - Date.now() > 590_000, end);
+  assert.match(moved.stderr, new RegExp(`${s.id} ends at ${end}`));
+  assert.equal(json(await user.run(['session', 'timeout', s.id, '90s', '--json'])).id, s.id);
+  failsWith(await user.run(['session', 'timeout', s.id, '24h']), 'timeout_past_cap');
+  const bad = await user.run(['session', 'timeout', s.id, '5x']);
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.stderr, /duration such as 90s/);
+  failsWith(await user.run(['session', 'create', '--timeout', '999999']), 'invalid_request');
+  ok(await user.run(['session', 'rm', s.id]));
+  failsWith(await user.run(['session', 'timeout', s.id, '60']), 'sandbox_not_running');
 });
 
 test('session ls prints a table of id, status, age and time left; --json the list; --all the destroyed too', async () => {

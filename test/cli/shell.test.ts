@@ -4,6 +4,9 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { newSession, signedUpUser } from './cli-helpers.ts';
 import { Terminal } from './tmux.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 // `paddock shell` in a real terminal (tmux): what a person types reaches the session's shell,
 // what it prints shows here, the window's size follows, and the local terminal is sane afterwards.
 

@@ -484,7 +484,7 @@ describe('access to the cluster', () => {
     for (const o of objects.filter((x) => x.kind === 'Role' || x.kind === 'RoleBinding')) assert.equal(o.metadata.namespace, SANDBOX_NS, o.metadata.name);
   });
 
-  test('workers may do exactly what the runtime does with pods; the API may only read them and exec', () => {
+  test('workers may do exactly what the runtime does with pods; the API may only read them, exec and port-forward', () => {
     const rules = (name: string) =>
       Object.fromEntries(
         (find<V1Role>(renders().example, 'Role', name, SANDBOX_NS).rules ?? []).flatMap((r) => {
@@ -497,7 +497,7 @@ describe('access to the cluster', () => {
       pods: ['create', 'delete', 'get', 'list', 'watch'],
       'pods/exec': ['create', 'get'],
     });
-    assert.deepEqual(rules('paddock-api'), { pods: ['get'], 'pods/exec': ['create', 'get'] });
+    assert.deepEqual(rules('paddock-api'), { pods: ['get'], 'pods/exec': ['create', 'get'], 'pods/portforward': ['create', 'get'] });
   });
 
   test("each Role is bound to the service account of the Deployment that needs it, and to nothing else", () => {

@@ -10,6 +10,9 @@ import { assertConsistent, sandboxRows } from './probes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 
+// test-plan: once (the control plane's processes and stores fail here; what they ask of the
+// runtime meanwhile is what the lifecycle suites drive on both runtimes)
+
 // A web process killed with SIGKILL while creates and destroys are in flight on it: some were not
 // yet begun, some committed their row but never enqueued its jobs, some were waiting for a worker.
 // The client sees an answer or a broken connection; whatever it saw, every sandbox ends running or

@@ -9,6 +9,9 @@ import { uniqueEmail } from '../helpers/config.ts';
 import { assertConsistent, assertEachWorkerRuns, assertUnavailable, sandboxRows, strayOutput, timedCall, type TimedResponse } from './probes.ts';
 import { eventually } from '../helpers/eventually.ts';
 
+// test-plan: once (the control plane's processes and stores fail here; what they ask of the
+// runtime meanwhile is what the lifecycle suites drive on both runtimes)
+
 // PostgreSQL stopped (fast shutdown: every open session is cut) under two webs and two workers,
 // then started again.
 //

@@ -10,6 +10,9 @@ import { newId } from '../../shared/ids.ts';
 import { assertConsistent, assertEachWorkerRuns, assertUnavailable, sandboxRows, strayOutput, timedCall, type TimedResponse } from './probes.ts';
 import { eventually } from '../helpers/eventually.ts';
 
+// test-plan: once (the control plane's processes and stores fail here; what they ask of the
+// runtime meanwhile is what the lifecycle suites drive on both runtimes)
+
 // Redis stopped under two webs and two workers, then started again empty (no persistence: the
 // queues, delayed expiry jobs, rate-limit buckets and key cache are all gone).
 //

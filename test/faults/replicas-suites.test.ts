@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { startReplicas } from '../helpers/replicas.ts';
 import { authBucketRaceScenario, concurrentCapScenario, lifecycleCountdownScenario, rateLimitRaceScenario } from './scenarios.ts';
 
+// test-plan: once (the control plane's processes and stores fail here; what they ask of the
+// runtime meanwhile is what the lifecycle suites drive on both runtimes)
+
 // Quota and rate-limit scenarios through two real `web` and two real `worker` processes, on one
 // PostgreSQL and one Redis: every limit holds across the replicas, not per process. (`npm test`
 // also runs the lifecycle and quota suites through such replicas: PADDOCK_TEST_DEPLOYMENT.)

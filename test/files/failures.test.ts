@@ -13,7 +13,7 @@ import { tarOf } from './tar-writer.ts';
 const stack = await startSandboxStack({ overrides: { PADDOCK_LOCAL_DISK_MB: '16', PADDOCK_LOCAL_DISK_INODES: '4096' } });
 const account = await newAccount(stack.url, 'file-failures');
 
-test('a full disk answers 507 insufficient_storage to create, edit and archive upload, and writes work again once there is room', async () => {
+test('a full disk answers 507 insufficient_storage to create, edit, archive and raw uploads, and writes work again once there is room', async () => {
   const box = await sandboxFor(stack, account.key);
   assert.equal((await box.put('/workspace/notes.txt', { content: 'a a a\n' })).status, 201);
   // The last blocks go to small writes: a big one stops short of them.
@@ -34,6 +34,15 @@ test('a full disk answers 507 insufficient_storage to create, edit and archive u
   await box.sh('rm -rf /workspace/fill* /workspace/many');
   const after = await box.put('/workspace/new.txt', { content: 'x'.repeat(100_000) });
   assert.equal(after.status, 201, JSON.stringify(after.body));
+  // A raw write larger than the room left streams until the disk is full, then answers 507: the
+  // file it replaces is as it was, and its temporary file is gone.
+  await box.sh('echo raw-before > /workspace/raw.bin');
+  const raw = await rawRequest(stack.url, 'PUT', `/v1/sandboxes/${box.id}/files/raw?${new URLSearchParams({ path: '/workspace/raw.bin' })}`, {
+    headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/octet-stream' },
+    body: Buffer.alloc(20 * 1024 * 1024, 3),
+  });
+  assertProblem(raw, 507, 'insufficient_storage');
+  assert.equal((await box.sh('cat /workspace/raw.bin; ls -A /workspace | grep -c paddock-write')).stdout, 'raw-before\n0\n');
 });
 
 test('a file the kernel will not read answers 409 file_io_error to view and edit, not 500', async () => {

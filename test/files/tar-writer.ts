@@ -38,15 +38,12 @@ function header(member: TarMember, size: number): Buffer {
   return block;
 }
 
+/** One member: its header, then its data padded to a block (a file's only). */
+export function tarMember(member: TarMember): Buffer {
+  const data = (member.type ?? 'file') === 'file' ? Buffer.from(member.data ?? '') : Buffer.alloc(0);
+  return Buffer.concat([header(member, data.length), data, Buffer.alloc((512 - (data.length % 512)) % 512)]);
+}
+
 export function tarOf(members: TarMember[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const member of members) {
-    const data = Buffer.from(member.data ?? '');
-    parts.push(header(member, (member.type ?? 'file') === 'file' ? data.length : 0));
-    if ((member.type ?? 'file') === 'file' && data.length) {
-      parts.push(data, Buffer.alloc((512 - (data.length % 512)) % 512));
-    }
-  }
-  parts.push(Buffer.alloc(1024));
-  return Buffer.concat(parts);
+  return Buffer.concat([...members.map(tarMember), Buffer.alloc(1024)]);
 }

@@ -316,6 +316,12 @@ export const SANDBOX_PATHS = [
   'ünïcödé/файл',
 ];
 
+/** The file only edits touch, planted as `hello\n` in each sandbox of the world. */
+export const EDITED_PATH = 'edited.txt';
+
+/** The sandbox paths but notes.txt itself. */
+const SCRATCH_PATHS = SANDBOX_PATHS.filter((p) => !/^(\/workspace\/)?notes\.txt$/.test(p));
+
 export const COMMANDS: (string | string[])[] = [
   'echo hello',
   'true',
@@ -374,13 +380,24 @@ function semanticFor(route: Route): Semantic {
       case 'cwd':
         return fc.constantFrom('/workspace', '/tmp', '/', 'dir', '/no/such/dir', '/workspace/notes.txt', 'relative');
       case 'timeoutSeconds':
+        // A sandbox's own timeout (its create's, or moved): long ones, so the world's sandboxes
+        // outlive the run (the cap is 1800 s: the last ones are past it); and refused ones.
+        if (!key.endsWith('/exec')) return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(900, 1200, 1700, 1799, 1800) }, { weight: 1, arbitrary: fc.constantFrom(0, -1, 1.5, 1e12, 1e308, 99_999) });
         return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(0.5, 1, 2, 3, 5) }, { weight: 1, arbitrary: fc.constantFrom(6, 1e-9, 1e308, 0, -1) });
       case 'stdin':
         return smallText;
       case 'sandboxId':
         return sandboxRef;
       case 'path':
+        // notes.txt is what the other file routes succeed on: a removal never takes it away.
+        if (key === 'DELETE /v1/sandboxes/:id/files') return fc.constantFrom(...SCRATCH_PATHS);
+        // Edits have a file of their own, which no other route writes: each keeps its one hello.
+        if (key === 'PATCH /v1/sandboxes/:id/files') return fc.oneof({ weight: 3, arbitrary: fc.constant(EDITED_PATH) }, { weight: 1, arbitrary: fc.constantFrom(...SANDBOX_PATHS) });
         return fc.oneof({ weight: 2, arbitrary: fc.constant('notes.txt') }, { weight: 3, arbitrary: fc.constantFrom(...SANDBOX_PATHS) });
+      case 'from':
+      case 'to':
+        // Nor does a move (onto it, or from it): what mkdir and writes made is moved about instead.
+        return fc.oneof({ weight: 3, arbitrary: fc.constantFrom('dir/nested/file.txt', '/tmp/x') }, { weight: 1, arbitrary: fc.constantFrom(...SCRATCH_PATHS) });
       case 'pattern':
         return key.endsWith('/grep')
           ? fc.constantFrom('hello', '^h', 'x+', '(a|b)*c', '[', '\\', '.*', '(((((((((((a)))))))))))', 'é', 'a{1,99999}')
@@ -392,9 +409,15 @@ function semanticFor(route: Route): Semantic {
       case 'contentBase64':
         return fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString('base64'));
       case 'oldText':
-      case 'newText':
-        // Mostly hello for hello, which leaves notes.txt as it was and so succeeds again and again.
+        // Mostly hello, which the edited file holds once whatever edits came before.
         return fc.oneof({ weight: 3, arbitrary: fc.constant('hello') }, { weight: 2, arbitrary: fc.constantFrom('world', 'x', '', 'hello\n', 'ü') });
+      case 'newText':
+        // Each holds hello once, and no other old text: an edit that succeeds leaves one hello to
+        // replace, so edits succeed again and again.
+        return fc.constantFrom('hello', 'hello\n', '¡hello!');
+      case 'port':
+        // Ports a preview is made for, so that a revocation finds one now and then; and refused ones.
+        return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(3000, 8000, 8080) }, { weight: 1, arbitrary: fc.constantFrom(0, -1, 65_536, 1.5, 1e308) });
       case 'name':
         return key.includes('/secrets') ? envName : undefined;
       case 'value':
@@ -456,7 +479,9 @@ function segmentArb(name: string, mode: Mode): fc.Arbitrary<Segment> {
             ? webhookRef
             : name === 'procId'
               ? fc.constantFrom('@proc.same', '@proc.same', '@proc.same', '@proc.missing')
-              : fc.string({ minLength: 1, maxLength: 20 });
+              : name === 'port'
+                ? fc.constantFrom('3000', '8000', '8080', '0', '65536', '08000')
+                : fc.string({ minLength: 1, maxLength: 20 });
   return mostly(
     valid.map((value): Segment => ({ value })),
     fc.oneof(
@@ -536,7 +561,13 @@ function bodyArb(route: Route, semantic: Semantic, mode: Mode): fc.Arbitrary<Bod
     );
   }
   const schema = jsonSchemaOf(spec.body);
-  const valid = fromSchema(schema, 'body', semantic) as fc.Arbitrary<Record<string, unknown>>;
+  // A JSON-RPC message must also be a request, notification, result or error as a whole, which a
+  // body drawn field by field seldom is: well-formed MCP requests are drawn besides.
+  const drawn = fromSchema(schema, 'body', semantic) as fc.Arbitrary<Record<string, unknown>>;
+  const valid =
+    spec.path === '/v1/mcp'
+      ? fc.oneof(drawn, fc.record({ jsonrpc: fc.constant('2.0'), id: fc.integer({ min: 1, max: 1000 }), method: fc.constantFrom('ping', 'tools/list', 'initialize', 'no/such/method') }))
+      : drawn;
   const asJson = (value: unknown): BodyPlan => ({ kind: 'json', value });
   const fieldNames = Object.keys(schema.properties ?? {});
   const someField = fc.constantFrom(...(fieldNames.length ? fieldNames : ['x']));

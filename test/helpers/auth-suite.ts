@@ -129,6 +129,11 @@ export interface AuthSuiteOptions {
   makeTarget?: (api: RunningApi, account: TestAccount) => Promise<Partial<AuthTarget>>;
   /** What a valid credential answers; any 2xx when omitted. */
   okStatus?: number;
+  /**
+   * Which tests to register: those where the credential is accepted (they reach what the route
+   * does, a runtime included), those where it is refused (they stop at the credential), or both.
+   */
+  cases?: 'all' | 'accepted' | 'refused';
 }
 
 /**
@@ -138,6 +143,9 @@ export interface AuthSuiteOptions {
  */
 export function runAuthSuite(options: AuthSuiteOptions): void {
   const { method, credential } = options;
+  const cases = options.cases ?? 'all';
+  const accepted = cases !== 'refused';
+  const refused = cases !== 'accepted';
   const name = options.name ?? `${method} ${options.path}`;
   const getApi = () => (typeof options.api === 'function' ? options.api() : options.api);
 
@@ -174,14 +182,23 @@ export function runAuthSuite(options: AuthSuiteOptions): void {
       }
     }
 
-    test('a valid credential is accepted', async () => {
-      assertAccepted(await send(`Bearer ${valid()}`), 'valid credential');
-    });
+    if (accepted) {
+      test('a valid credential is accepted', async () => {
+        assertAccepted(await send(`Bearer ${valid()}`), 'valid credential');
+      });
 
-    test('the scheme is case-insensitive and may be followed by several spaces', async () => {
-      assertAccepted(await send(`bearer ${valid()}`), 'lower-case scheme');
-      assertAccepted(await send(`BEARER   ${valid()}`), 'upper-case scheme, three spaces');
-    });
+      test('the scheme is case-insensitive and may be followed by several spaces', async () => {
+        assertAccepted(await send(`bearer ${valid()}`), 'lower-case scheme');
+        assertAccepted(await send(`BEARER   ${valid()}`), 'upper-case scheme, three spaces');
+      });
+
+      test('control: a token crafted with the valid claims and secret is taken for a real one', async () => {
+        const res = await send(`Bearer ${craftJwt(api, owner.id)}`);
+        if (credential === 'dashboard') assertAccepted(res, 'crafted valid token');
+        else assertProblem(res, 401, 'wrong_credential_type');
+      });
+    }
+    if (!refused) return;
 
     test('no Authorization header answers 401 missing_credential', async () => {
       const res = await send(undefined);
@@ -249,11 +266,6 @@ export function runAuthSuite(options: AuthSuiteOptions): void {
     }
 
     // Forged and stale dashboard tokens: refused as invalid on every route, whatever kind it takes.
-    test('control: a token crafted with the valid claims and secret is taken for a real one', async () => {
-      const res = await send(`Bearer ${craftJwt(api, owner.id)}`);
-      if (credential === 'dashboard') assertAccepted(res, 'crafted valid token');
-      else assertProblem(res, 401, 'wrong_credential_type');
-    });
 
     const now = () => Math.floor(Date.now() / 1000);
     const forged: [string, () => string][] = [

@@ -16,6 +16,7 @@ interface Row {
   ready_at: Date | null;
   destroy_reason: string | null;
   expiry_warned_at: Date | null;
+  expires_at: Date;
 }
 
 const ORDER = ['sandbox.created', 'sandbox.running', 'sandbox.expiring', 'sandbox.failed', 'sandbox.destroyed'];
@@ -25,7 +26,7 @@ export async function assertEventsMatchTransitions(
   where: { accountId?: string; accountIds?: string[]; sandboxIds?: string[]; /** Rows a test inserted as they are: no create, no start. */ inserted?: string[] },
 ): Promise<number> {
   const sql = typeof db === 'function' ? db : sqlOf(db);
-  const columns = 'id, state, status, ready_at, destroy_reason, expiry_warned_at';
+  const columns = 'id, state, status, ready_at, destroy_reason, expiry_warned_at, expires_at';
   const rows = (
     where.sandboxIds
       ? await sql(`select ${columns} from sandboxes where id = any($1)`, [where.sandboxIds])
@@ -33,10 +34,16 @@ export async function assertEventsMatchTransitions(
   ) as Row[];
   assert.ok(rows.length > 0, 'no sandboxes to check');
   for (const s of rows) {
-    const events = (await sql('select type, data from events where sandbox_id = $1 order by seq', [s.id])) as {
+    const all = (await sql('select type, data from events where sandbox_id = $1 order by seq', [s.id])) as {
       type: string;
-      data: { sandbox: { status: string; destroyReason: string | null } };
+      data: { sandbox: { status: string; destroyReason: string | null; expiresAt: string } };
     }[];
+    // A sandbox whose end moved (its own timeout) is warned once per end: those of ends it no
+    // longer has stand apart, each for another end; the row's own end is warned of as for any.
+    const end = new Date(s.expires_at).toISOString();
+    const earlierEnds = all.filter((e) => e.type === 'sandbox.expiring' && e.data.sandbox.expiresAt !== end).map((e) => e.data.sandbox.expiresAt);
+    assert.equal(new Set(earlierEnds).size, earlierEnds.length, `${s.id}: warned twice of one end`);
+    const events = all.filter((e) => e.type !== 'sandbox.expiring' || e.data.sandbox.expiresAt === end);
     const inserted = where.inserted?.includes(s.id) ?? false;
     const expected = inserted ? [] : ['sandbox.created'];
     if (s.ready_at && !inserted) expected.push('sandbox.running');

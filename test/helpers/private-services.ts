@@ -9,6 +9,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { asPostgres, freePort, postgresBinDir, postgresIds, redisAnswers } from '../../scripts/services.ts';
 import { migrateDatabase } from '../../migrations/migrate.ts';
 
+/**
+ * A shell that runs `cleanup` once this process is gone, however it went: the test runner ends a
+ * file whose start-up threw with SIGKILL, before any after() hook or exit handler runs, and a
+ * PostgreSQL or Redis it had started would run on for the rest of the suite. Killed by the
+ * file's own cleanup when that runs.
+ */
+function cleanupWhenGone(cleanup: string[]): ChildProcess {
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; exec "$@"`;
+  const watchdog = spawn('sh', ['-c', script, 'cleanup-when-gone', ...cleanup], { stdio: 'ignore', detached: true });
+  watchdog.unref();
+  return watchdog;
+}
+
 // PostgreSQL and Redis of one test file's own, for fault tests that stop and start them: the
 // shared services the test runner started stay untouched for the files running in parallel.
 // Each keeps its port across stop() and start(), as a restarted server would.
@@ -43,8 +56,10 @@ export async function startPrivateRedis(): Promise<PrivateService> {
       { stdio: 'ignore' },
     );
     const exitedP = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    const watchdog = cleanupWhenGone(['kill', '-9', String(proc.pid)]);
     child = Object.assign(proc, { exitedP });
     void exitedP.then(() => {
+      watchdog.kill();
       if (child === proc) child = undefined;
     });
     await waitForPort(port, true, 20_000, `Redis on ${port} (log in ${dir})`);
@@ -109,9 +124,12 @@ export async function startPrivatePostgres(): Promise<PrivateService> {
     await waitForPort(port, false, 10_000, `PostgreSQL on ${port} to stop`);
   };
 
+  const [ctl, ctlArgs] = asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+  const watchdog = cleanupWhenGone(['sh', '-c', '"$@"; rm -rf "$0"', base, ctl, ...ctlArgs]);
   await start();
   after(async () => {
-    await run(...asPostgres(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'immediate', '-w', 'stop'])).catch(() => undefined);
+    watchdog.kill();
+    await run(ctl, ctlArgs).catch(() => undefined);
     rmSync(base, { recursive: true, force: true });
   });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;

@@ -23,12 +23,13 @@ export function envOf(config: Config, kubeConfig?: KubeConfig): NodeJS.ProcessEn
 
 /** Starts a Procfile role (`api/main.ts`, `workers/main.ts`) as a real process. */
 export function startRole(script: string, env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', join(root, 'test/helpers/die-with-parent.ts'), script], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  child.channel?.unref(); // nor does it keep the test process alive
   // Whole lines only, each stream's own (as scripts/dev-stack.ts relays them): a pipe read can end
   // mid-line, and the other stream's chunk landing there split a JSON log line into a "stray" one
   // (a loaded CI run).
   let output = '';
-  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => (output += `${line}\n`));
+  for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', (line) => (output += `${line}\n`));
   return Object.assign(child, { output: () => output });
 }
 

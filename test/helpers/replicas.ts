@@ -79,7 +79,7 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
 
   const cluster = await startStandinCluster(dir);
   const kubeConfig = cluster?.kubeConfig;
-  const runtime = createRuntime(config, log, { kubeConfig });
+  const runtime = await createRuntime(config, log, { kubeConfig });
   const db = new pg.Pool({ connectionString: config.DATABASE_URL, max: 4, connectionTimeoutMillis: 3000 });
   db.on('error', () => undefined); // idle clients cut by a PostgreSQL restart: the next query reconnects
 
@@ -113,19 +113,26 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
 
   const waitReady = async (proc: RoleProcess): Promise<void> => {
     const deadline = Date.now() + readyTimeoutMs;
+    let lastAnswer = 'none';
     while (Date.now() < deadline) {
       if (!proc.alive()) throw new Error(`${proc.role} ${proc.index} exited (${proc.child.exitCode}) while starting: ${proc.output().slice(-4000)}`);
       // A web is ready when /readyz says so; a worker when its health server answers (it starts
       // once the job processors run).
       const probe = `${proc.url}/${proc.role === 'web' ? 'readyz' : 'healthz'}`;
       const ok = await fetch(probe, { signal: AbortSignal.timeout(5000) }).then(
-        (r) => r.status === 200,
-        () => false,
+        async (r) => {
+          lastAnswer = `${r.status} ${await r.text()}`;
+          return r.status === 200;
+        },
+        (err: Error) => {
+          lastAnswer = String(err);
+          return false;
+        },
       );
       if (ok) return;
       await sleep(50);
     }
-    throw new Error(`${proc.role} ${proc.index} not ready within ${readyTimeoutMs} ms: ${proc.output().slice(-4000)}`);
+    throw new Error(`${proc.role} ${proc.index} not ready within ${readyTimeoutMs} ms (its last answer: ${lastAnswer}): ${proc.output().slice(-4000)}`);
   };
 
   // The load balancer: round robin over the webs that are up, bodies streamed both ways.

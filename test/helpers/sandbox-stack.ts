@@ -9,7 +9,7 @@ import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import { startWorkers, type RunningWorkers } from '../../workers/workers.ts';
 import { startApi, type RunningApi } from '../../api/server.ts';
 import type { SandboxRuntime } from '../../shared/runtime/types.ts';
-import { startKubeStandin, type KubeStandin } from '../k8s-standin/index.ts';
+import type { KubeStandin } from '../k8s-standin/index.ts';
 import { TEST_SANDBOXES_CPU_WEIGHT, testConfig } from './config.ts';
 import type { WebhookTransport } from '../../shared/webhooks/transport.ts';
 import { offlineTransport } from './webhooks.ts';
@@ -53,6 +53,8 @@ export interface StandinCluster {
  */
 export async function startStandinCluster(dir: string, diskMb = 2048, pidsMax = 128): Promise<StandinCluster | undefined> {
   if (testRuntime() !== 'kubernetes') return undefined;
+  // Loaded here: the Kubernetes client costs every local test process most of a second of CPU.
+  const { startKubeStandin } = await import('../k8s-standin/index.ts');
   const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax, diskMb, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
   const standin = await startKubeStandin({ backend }).catch(async (err: unknown) => {
     await backend.close();

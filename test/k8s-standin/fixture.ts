@@ -63,6 +63,7 @@ function observe(runtime: SandboxRuntime): ObservedBackend {
     list: () => runtime.list(),
     exec: (id, request) => runtime.exec(id, request),
     terminal: (id, request) => runtime.terminal(id, request),
+    openPort: (id: string, port: number, options?: { signal?: AbortSignal }) => runtime.openPort(id, port, options),
     close: () => runtime.close(),
   };
   return observed;

@@ -5,11 +5,13 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { WebSocketServer } from 'ws';
 import type { SandboxRuntime } from '../../shared/runtime/types.ts';
 import { chooseSubprotocol, handleExecUpgrade } from './exec.ts';
-import { handleRest } from './rest.ts';
+import { choosePortForwardSubprotocol, handlePortForwardUpgrade } from './port-forward.ts';
+import { handleRest, POD_PORTFORWARD } from './rest.ts';
 import { PodStore } from './store.ts';
 
 export { UNPULLABLE } from './store.ts';
 export { SUBPROTOCOLS } from './exec.ts';
+export { PORT_FORWARD_SUBPROTOCOLS } from './port-forward.ts';
 
 export interface KubeStandin {
   url: string;
@@ -21,7 +23,7 @@ export interface KubeStandin {
 
 /**
  * A Kubernetes API server for the part of the API the kubernetes runtime uses (pods, their watch,
- * and exec over WebSocket), speaking the real wire protocol so that @kubernetes/client-node runs
+ * and exec and port-forward over WebSocket), speaking the real wire protocol so that @kubernetes/client-node runs
  * unchanged against it. Behind each pod is a real sandbox of `backend`. Plain HTTP on 127.0.0.1
  * with a bearer token, as there is no cluster (and no TLS) to test against here.
  */
@@ -38,10 +40,16 @@ export async function startKubeStandin(options: {
   });
   const openWatches = new Set<ServerResponse>();
   const wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol });
+  // Port-forward speaks other subprotocols than exec (no v5), so it has a server of its own.
+  const portForwardWss = new WebSocketServer({ noServer: true, handleProtocols: choosePortForwardSubprotocol });
   // Go's default header limit rather than Node's 16 KiB: an exec's argv and environment all
   // travel in its URL.
   const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => void handleRest({ store, token, openWatches }, req, res));
-  server.on('upgrade', (req, socket, head: Buffer) => handleExecUpgrade({ store, backend: options.backend, token, wss }, req, socket, head));
+  server.on('upgrade', (req, socket, head: Buffer) => {
+    if (POD_PORTFORWARD.test(new URL(req.url ?? '/', 'http://standin').pathname)) {
+      handlePortForwardUpgrade({ store, backend: options.backend, token, wss: portForwardWss }, req, socket, head);
+    } else handleExecUpgrade({ store, backend: options.backend, token, wss }, req, socket, head);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -63,13 +71,14 @@ export async function startKubeStandin(options: {
     token,
     async close() {
       for (const res of openWatches) res.end();
-      for (const ws of wss.clients) ws.terminate();
+      for (const ws of [...wss.clients, ...portForwardWss.clients]) ws.terminate();
       await store.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
       wss.close();
+      portForwardWss.close();
     },
   };
 }

@@ -10,6 +10,7 @@ const MAX_BODY_BYTES = 3 * 1024 * 1024; // the API server's own request size lim
 export const POD_COLLECTION = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/;
 export const POD = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/;
 export const POD_EXEC = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/;
+export const POD_PORTFORWARD = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/portforward$/;
 
 export interface RestContext {
   store: PodStore;
@@ -62,7 +63,7 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
       }
       throw methodNotAllowed(req.method);
     }
-    if (POD_EXEC.exec(path)) throw badRequest('Upgrade request required');
+    if (POD_EXEC.exec(path) || POD_PORTFORWARD.exec(path)) throw badRequest('Upgrade request required');
     throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
   } catch (err) {
     if (err instanceof StatusError) return sendStatus(res, err);

@@ -127,6 +127,19 @@ export class PodStore {
     return { backendId: entry.backendId, deadlineMs: Math.max(1, deadlineMs) };
   }
 
+  /**
+   * What a port-forward into this pod reaches: its backend sandbox, the stand-in's pod sandbox.
+   * As containerd does, a pod whose sandbox is not running (yet, or any more) is refused.
+   */
+  portForwardTarget(namespace: string, name: string): { backendId: string } {
+    const entry = this.entries.get(key(namespace, name));
+    if (!entry) throw notFound(name);
+    if (entry.pod.status.phase !== 'Running' || !entry.backendId || entry.removing) {
+      throw new StatusError(500, 'InternalError', 'sandbox container is not running');
+    }
+    return { backendId: entry.backendId };
+  }
+
   /** Events after `since`, or undefined when they have left the window (the watcher relists). */
   eventsSince(since: number): StoreEvent[] | undefined {
     const oldest = this.events[0]?.resourceVersion ?? this.resourceVersion + 1;

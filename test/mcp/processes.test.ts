@@ -1,7 +1,8 @@
 // The MCP tools for background processes (process_start, process_list, process_output,
-// process_stop) over the remote transport at /v1/mcp, against a real stack on both runtimes:
-// start a server-like process, read its logs, wait for one to end, stop one; another account's
-// process is unknown.
+// process_stop) and for exposing their ports (preview_create, preview_list, preview_delete) over
+// the remote transport at /v1/mcp, against a real stack: start a server-like process, read its
+// logs, wait for one to end, stop one; another account's process is unknown; a server's port
+// exposed answers at the URL the tool gives.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,6 +12,10 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { fetchPreviewUrl } from '../helpers/preview-fetch.ts';
+
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
 
 const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' } });
 
@@ -73,4 +78,39 @@ test('start a server, read its logs, wait for a job to end, stop the server', as
   assert.match(textOf(foreign), /\[process_not_found\]/);
   const foreignSandbox = (await otherClient.callTool({ name: 'process_list', arguments: { sandboxId } })) as CallToolResult;
   assert.match(textOf(foreignSandbox), /\[sandbox_not_found\]/);
+});
+
+test("expose a server's port: the URL answers with the token or the signed URL, public without; listed; removed", async (t) => {
+  const account = await newAccount(stack.url, 'mcppreview');
+  const client = await connect(account.key);
+  t.after(() => client.close());
+  const sandboxId = (await createSandbox(stack.url, account.key)).body.id as string;
+  await ok(client, 'process_start', { command: 'python3 -m http.server 8000 --bind 127.0.0.1' });
+  await eventually('the server', 20_000, async () => {
+    const r = await client.callTool({ name: 'exec', arguments: { command: "python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=2)\"" } });
+    return (r as CallToolResult).isError ? undefined : true;
+  });
+
+  const made = await ok(client, 'preview_create', { port: 8000 });
+  const p = made.structuredContent as { port: number; url: string; public: boolean; signedUrl: string; token: string; expiresAt: string };
+  // The API's own port, though the tool's call was answered inside the service.
+  assert.equal(p.url, `http://8000-${sandboxId.slice(4)}.localhost:${new URL(stack.url).port}/`);
+  assert.equal(p.public, false);
+  assert.equal(p.signedUrl, `${p.url}?paddock_preview_token=${p.token}`);
+  assert.ok(textOf(made).includes(p.signedUrl) && textOf(made).includes(`X-Paddock-Preview-Token: ${p.token}`), textOf(made));
+  assert.equal((await fetchPreviewUrl(p.url, { 'x-paddock-preview-token': p.token })).status, 200);
+  assert.equal((await fetchPreviewUrl(p.signedUrl)).status, 303);
+  assert.equal((await fetchPreviewUrl(p.url)).status, 401);
+
+  const pub = await ok(client, 'preview_create', { port: 8000, sandboxId, public: true });
+  assert.deepEqual(Object.keys(pub.structuredContent!).sort(), ['expiresAt', 'port', 'public', 'url']);
+  assert.equal((await fetchPreviewUrl(p.url)).status, 200);
+  assert.match(textOf(await ok(client, 'preview_list', {})), new RegExp(`^port 8000: ${p.url.replaceAll('.', '\\.')} \\(public\\)$`));
+
+  assert.match(textOf(await ok(client, 'preview_delete', { port: 8000 })), /Removed the preview of port 8000/);
+  assert.equal((await fetchPreviewUrl(p.url)).status, 401);
+  assert.equal(textOf(await ok(client, 'preview_list', { sandboxId })), 'No previews.');
+  const again = (await client.callTool({ name: 'preview_delete', arguments: { port: 8000 } })) as CallToolResult;
+  assert.equal(again.isError, true);
+  assert.match(textOf(again), /\[preview_not_found\]/);
 });

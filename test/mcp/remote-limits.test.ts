@@ -15,6 +15,9 @@ import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { eventually } from '../helpers/eventually.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const MCP_PER_ACCOUNT = 3;
 const stack = await startSandboxStack({
   overrides: {

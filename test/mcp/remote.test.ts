@@ -10,6 +10,9 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' } });
 
 async function connect(key: string): Promise<Client> {
@@ -56,6 +59,11 @@ test('the tools a peer offers: structured results, binary files both ways, move 
   assert.notEqual(up.isError, true, textOf(up));
   const moved = await client.callTool({ name: 'file_move', arguments: { sandboxId: id, from: 'bin/all.bytes', to: 'moved.bytes' } });
   assert.notEqual(moved.isError, true, textOf(moved));
+  // The name given, exactly: what is there already stays unless overwrite says otherwise.
+  await client.callTool({ name: 'file_upload', arguments: { sandboxId: id, path: 'other.bytes', contentBase64: 'AA==' } });
+  const onto = await client.callTool({ name: 'file_move', arguments: { sandboxId: id, from: 'other.bytes', to: 'moved.bytes' } });
+  assert.equal(onto.isError, true);
+  assert.match(textOf(onto), /file_exists/);
   const down = await client.callTool({ name: 'file_download', arguments: { sandboxId: id, path: 'moved.bytes' } });
   assert.notEqual(down.isError, true, textOf(down));
   assert.deepEqual(Buffer.from((down.structuredContent as { contentBase64: string }).contentBase64, 'base64'), bytes);
@@ -63,6 +71,10 @@ test('the tools a peer offers: structured results, binary files both ways, move 
   assert.notEqual(deleted.isError, true, textOf(deleted));
   const gone = await client.callTool({ name: 'file_download', arguments: { sandboxId: id, path: 'moved.bytes' } });
   assert.equal(gone.isError, true);
+  const twice = await client.callTool({ name: 'file_delete', arguments: { sandboxId: id, path: 'moved.bytes' } });
+  assert.notEqual(twice.isError, true, 'deleting what does not exist is not an error');
+  const folder = await client.callTool({ name: 'file_delete', arguments: { sandboxId: id, path: 'bin' } });
+  assert.notEqual(folder.isError, true, textOf(folder));
 
   const ran = await client.callTool({ name: 'exec', arguments: { sandboxId: id, command: 'echo out; echo err >&2; exit 3' } });
   assert.notEqual(ran.isError, true, 'a non-zero exit is a result, not a tool error');

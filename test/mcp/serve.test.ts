@@ -11,11 +11,14 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { newAccount } from '../helpers/accounts.ts';
 
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
+
 const root = resolve(import.meta.dirname, '../..');
 /** `paddock mcp serve` through the CLI, and the server's own entry point. */
 const CLI_SERVE = [join(root, 'cli/main.ts'), 'mcp', 'serve'];
 const SERVE_MAIN = [join(root, 'cli/mcp/serve-main.ts')];
-const TOOLS = ['exec', 'file_create', 'file_delete', 'file_download', 'file_edit', 'file_glob', 'file_grep', 'file_list', 'file_move', 'file_upload', 'file_view', 'process_list', 'process_output', 'process_start', 'process_stop', 'sandbox_create', 'sandbox_destroy', 'sandbox_get', 'sandbox_list'];
+const TOOLS = ['exec', 'file_create', 'file_delete', 'file_download', 'file_edit', 'file_glob', 'file_grep', 'file_list', 'file_move', 'file_upload', 'file_view', 'preview_create', 'preview_delete', 'preview_list', 'process_list', 'process_output', 'process_start', 'process_stop', 'sandbox_create', 'sandbox_destroy', 'sandbox_get', 'sandbox_list'];
 
 const stack = await startSandboxStack();
 const scratch = mkdtempSync(join(tmpdir(), 'paddock-mcp-serve-'));
@@ -96,10 +99,13 @@ describe('paddock mcp serve, configured', () => {
   });
 
   test('creates a sandbox, runs commands and works with files in it, then destroys it', async () => {
-    const created = await ok(client, 'sandbox_create', { metadata: { from: 'mcp-test' } });
+    const created = await ok(client, 'sandbox_create', { metadata: { from: 'mcp-test' }, timeoutSeconds: 600 });
     const id = /sbx_[0-9a-z]{24}/.exec(created)?.[0];
     assert.ok(id, created);
     assert.match(created, /running/);
+    // Its own timeout: it expires ten minutes after its creation, not at the cap.
+    const [, createdAt, expiresAt] = /created (\S+), expires (\S+?)(,|$)/m.exec(created) ?? [];
+    assert.equal(Date.parse(expiresAt!) - Date.parse(createdAt!), 600_000, created);
     assert.ok((await ok(client, 'sandbox_list')).includes(id));
 
     // The only active sandbox is used when sandboxId is left out.

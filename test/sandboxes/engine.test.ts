@@ -8,6 +8,7 @@ import type { JobRequest } from '../../shared/jobs/catalogue.ts';
 import type { IdempotencyRecord } from '../../shared/repositories/idempotency.ts';
 import { SandboxGoneError } from '../../shared/runtime/types.ts';
 import { SandboxEngine } from '../../shared/sandboxes/engine.ts';
+import type { MovedEnd } from '../../shared/repositories/sandboxes.ts';
 import type { CreateDecision, CreateFacts, CreateRequest, CreateResult, SandboxEngineOptions, SandboxStore } from '../../shared/sandboxes/ports.ts';
 import { presentSandbox } from '../../shared/sandboxes/present.ts';
 import { inSandboxError, requireRunning } from '../../shared/sandboxes/running.ts';
@@ -76,6 +77,14 @@ class MemoryStore implements SandboxStore {
     return structuredClone(s);
   }
 
+  async moveEnd(accountId: string, id: string, end: { expiresAt: Date; expiryWarningAt: Date | null }): Promise<MovedEnd | undefined> {
+    const s = this.sandboxes.get(id);
+    if (s?.accountId !== accountId || s.state !== 'active' || s.status === 'terminating') return undefined;
+    const previous = { expiresAt: s.expiresAt, expiryWarningAt: s.expiryWarningAt ?? null };
+    Object.assign(s, end);
+    return { sandbox: structuredClone(s), previous };
+  }
+
   async markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<boolean> {
     const s = this.sandboxes.get(id);
     if (s?.state !== 'active') return false;
@@ -133,6 +142,34 @@ test('a create records a pending sandbox, then queues its create, expiry and war
   assert.equal(sandbox.expiryWarningAt?.getTime(), sandbox.expiresAt.getTime() - 300_000);
   assert.deepEqual(store.log, ['commit sandbox.created', 'queued create,expire,expiring']);
   assert.deepEqual(jobs.map((j) => [j.name, j.delayMs]), [['create', undefined], ['expire', 3600_000], ['expiring', 3300_000]]);
+});
+
+test("a timeout of its own: the create's end and its create job's cap; a move queues jobs named for the new moments", async () => {
+  const { engine, jobs } = engineWith();
+  const { sandbox } = await engine.create('acc_1', { timeoutSeconds: 600 }, { wait: false });
+  assert.equal(sandbox.expiresAt.getTime() - NOW.getTime(), 600_000);
+  const create = jobs.find((j) => j.name === 'create')!;
+  assert.equal((create.payload as { capAt?: string }).capAt, new Date(NOW.getTime() + 3600_000).toISOString());
+  assert.deepEqual(jobs.slice(1).map((j) => [j.name, j.delayMs]), [['expire', 600_000], ['expiring', 300_000]]);
+  const past = await refusal(engine.create('acc_1', { timeoutSeconds: 3601 }, { wait: false }));
+  assert.equal(past.code, 'invalid_request');
+
+  jobs.length = 0;
+  const moved = await engine.setTimeout('acc_1', sandbox.id, 1200);
+  assert.equal(moved.expiresAt.getTime() - NOW.getTime(), 1200_000);
+  assert.deepEqual(
+    jobs.map((j) => [j.name, j.payload, j.delayMs]),
+    [
+      ['expire', { sandboxId: sandbox.id, at: NOW.getTime() + 1200_000 }, 1200_000],
+      ['expiring', { sandboxId: sandbox.id, at: NOW.getTime() + 900_000 }, 900_000],
+    ],
+  );
+  const refused = await refusal(engine.setTimeout('acc_1', sandbox.id, 3601));
+  assert.equal(refused.code, 'timeout_past_cap');
+  assert.deepEqual(refused.extra, { expiresAt: new Date(NOW.getTime() + 3600_000).toISOString() });
+  assert.equal((await refusal(engine.setTimeout('acc_2', sandbox.id, 60))).code, 'sandbox_not_found');
+  await engine.destroy('acc_1', sandbox.id, { wait: false });
+  assert.equal((await refusal(engine.setTimeout('acc_1', sandbox.id, 60))).code, 'sandbox_not_running');
 });
 
 test('the concurrent cap refuses first, then the month\'s hours; a refusal queues nothing', async () => {

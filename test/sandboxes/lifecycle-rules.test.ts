@@ -22,7 +22,7 @@ function sandbox(over: Partial<Sandbox> = {}): Sandbox {
   } as Sandbox;
 }
 
-function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; now?: Date } = {}) {
+function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; now?: Date; movedTo?: Date } = {}) {
   const calls: string[] = [];
   let current = row;
   const store: LifecycleStore = {
@@ -36,9 +36,10 @@ function world(row: Sandbox | undefined, options: { create?: () => Promise<void>
       current = { ...current, status: 'running', readyAt: NOW };
       return true;
     },
-    markTerminating: async (_id, reason: DestroyReason) => {
+    markTerminating: async (_id, reason: DestroyReason, dueBy?: Date) => {
       calls.push(`terminating ${reason}`);
-      return true;
+      // As the conditional update: an expiry applies only to a sandbox due by then (its end may have moved meanwhile).
+      return !dueBy || (options.movedTo ?? current!.expiresAt) <= dueBy;
     },
     markDestroyed: async (_id, reason: DestroyReason, message?: string) => {
       calls.push(`destroyed ${reason}${message ? `: ${message}` : ''}`);
@@ -114,11 +115,26 @@ test("an end asked for by its user reads nothing first; any other marks it termi
   const user = world(sandbox({ status: 'terminating', destroyReason: 'user' }));
   assert.ok(await user.lifecycle.end(ID, 'user'));
   assert.deepEqual(user.calls, ['runtime destroy', 'destroyed user']);
-  const expired = world(sandbox({ status: 'running' }));
+  const expired = world(sandbox({ status: 'running', expiresAt: NOW }));
   await expired.lifecycle.end(ID, 'expired');
   assert.deepEqual(expired.calls, ['find', 'terminating expired', 'runtime destroy', 'destroyed expired']);
   const asked = world(sandbox({ status: 'terminating', destroyReason: 'user' }));
   await asked.lifecycle.end(ID, 'expired');
   assert.deepEqual(asked.calls, ['find', 'runtime destroy', 'destroyed expired']);
   assert.equal(await world(undefined).lifecycle.end(ID, 'expired'), 'unknown');
+});
+
+test('an expiry ends only a sandbox whose end is due: one moved later (before the read, or between it and the mark) is left running', async () => {
+  const later = world(sandbox({ status: 'running', expiresAt: new Date(NOW.getTime() + 5000) }));
+  assert.equal(await later.lifecycle.end(ID, 'expired'), 'not-due');
+  assert.deepEqual(later.calls, ['find']);
+  // Within the second's leeway for a clock a little ahead, it is due.
+  const almost = world(sandbox({ status: 'running', expiresAt: new Date(NOW.getTime() + 500) }));
+  assert.ok(await almost.lifecycle.end(ID, 'expired'));
+  const racing = world(sandbox({ status: 'running', expiresAt: NOW }), { movedTo: new Date(NOW.getTime() + 60_000) });
+  assert.equal(await racing.lifecycle.end(ID, 'expired'), 'not-due');
+  assert.deepEqual(racing.calls, ['find', 'terminating expired']);
+  // A failed start is no expiry: it is not checked against the end.
+  const failed = world(sandbox({ status: 'running' }));
+  assert.ok(await failed.lifecycle.end(ID, 'failed'));
 });

@@ -10,7 +10,10 @@ import { createSandbox, waitForSandbox } from '../helpers/sandboxes.ts';
 // The views here live an hour: whatever a test sees change, a writer marked stale, on whichever
 // replica or worker it ran; and a hand edit in the database (which no writer announces) shows
 // that the answer did come from a view.
-const CAP_SECONDS = 8;
+// The cap leaves a create on a loaded host time to answer `running`; the expiry test ends its
+// sandbox sooner with a timeout of its own.
+const CAP_SECONDS = 120;
+const EXPIRY_SECONDS = 15;
 const stack = await startDeployment({
   apis: 2,
   overrides: {
@@ -110,12 +113,12 @@ test("another account's sandbox answers 404 on every replica, though its owner's
 
 test("the reaper's end of a sandbox at its cap reaches its views and its account's", async () => {
   const a = await newAccount(webA, 'views-expiry');
-  const created = await createSandbox(webA, a.key);
+  const created = await createSandbox(webA, a.key, '', { timeoutSeconds: EXPIRY_SECONDS });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const id = created.body.id as string;
   assert.equal((await sandbox(webB, a.key, id)).body.state, 'active');
   assert.equal((await account(webB, a.key)).body.usage.concurrentSandboxes.active, 1);
-  const ended = await waitForSandbox(webB, a.key, id, (s) => s.state === 'destroyed', (CAP_SECONDS + 20) * 1000);
+  const ended = await waitForSandbox(webB, a.key, id, (s) => s.state === 'destroyed', (EXPIRY_SECONDS + 20) * 1000);
   assert.equal(ended.destroyReason, 'expired');
   assert.equal((await account(webB, a.key)).body.usage.concurrentSandboxes.active, 0);
 });

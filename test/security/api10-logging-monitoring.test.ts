@@ -9,6 +9,8 @@ import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
 import { metricValue, parseMetrics, type MetricSample } from '../../scripts/prometheus-text.ts';
 
+// test-plan: once (the figures are read from PostgreSQL and Redis, whatever runtime made them)
+
 // Insufficient Logging & Monitoring (API10 of the 2019 OWASP API Security Top 10): an operator
 // sees, in Prometheus, the very figures the other suites check, and can trace each refusal in the
 // logs by its request id. Driven here: a create (create and expire jobs), a concurrent-quota and a

@@ -6,6 +6,8 @@ import { rawRequest } from '../helpers/raw-http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { routeKey, routesWhere, validRequestFor, Workspace } from './fixtures.ts';
 
+// test-plan: once (each test stops at the credential or the route)
+
 // OWASP API5:2023 Broken Function Level Authorization. Paddock has two credentials and no admin
 // functions over HTTP. The contract's table (which credential each route takes, and that the
 // other is refused with wrong_credential_type) is checked route by route in

@@ -10,6 +10,8 @@ import { connect } from 'node:net';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { credentialFor, routeKey, securityHeaderProblems, validRequestFor, Workspace } from './fixtures.ts';
 
+// test-plan: once (the API sets the headers, whatever runtime answered)
+
 // OWASP API8:2023 Security Misconfiguration: every answer, whatever produced it (a route, the
 // router's 404 and 405, the body reader's 413 and 415, the rate limiter's 429, an unexpected
 // error's 500, Node's own 400 and 431 for requests it cannot parse, a streamed exec), carries the

@@ -4,6 +4,8 @@ import type { Route } from '../../api/routes/route.ts';
 import { call, RawBody, type JsonResponse } from '../helpers/http.ts';
 import { tarOf } from '../files/tar-writer.ts';
 import type { TestAccount } from '../helpers/accounts.ts';
+import type { RunningApi } from '../../api/server.ts';
+import { runAuthSuite, type AuthSuiteOptions } from '../helpers/auth-suite.ts';
 import { uniqueEmail } from '../helpers/config.ts';
 
 // Shared by the OWASP API Security Top 10 suites: one valid request for every route in
@@ -74,6 +76,14 @@ export class Workspace {
     assert.equal(res.status, 201, JSON.stringify(res.body));
   }
 
+  /**
+   * A file of the owner's sandbox for a route that takes it away (removed, moved): written again
+   * before each use. Not checked: with the sandbox_ops bucket used up, the route meets the same 429.
+   */
+  async scratchFile(name: string): Promise<void> {
+    await call(this.url, 'PUT', `/v1/sandboxes/${await this.sandboxId()}/files?${new URLSearchParams({ path: name })}`, { token: this.owner.key, body: { content: NOTES } });
+  }
+
   /** A background process (`cat`) in the owner's sandbox, which runs on: its output is read, its stdin written. */
   processId(): Promise<string> {
     this.process ??= this.newProcess(['cat']);
@@ -105,6 +115,16 @@ export class Workspace {
     assert.equal(res.body.status, 'running', JSON.stringify(res.body));
     this.victimSandbox = res.body.id as string;
     return this.victimSandbox;
+  }
+
+  /** A previewed port of the sandbox that may be revoked: previewed again on every call. */
+  async victimPreviewPort(): Promise<number> {
+    const port = 8999;
+    const res = await call(this.url, 'POST', `/v1/sandboxes/${await this.sandboxId()}/previews`, { token: this.owner.key, body: { port } });
+    // The sandbox_ops bucket is used up: the revocation meets the same 429 first.
+    if (res.status === 429) return port;
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return port;
   }
 
   /** An API key that may be revoked: the same one until it is. */
@@ -183,7 +203,12 @@ const VALID: Record<string, Maker> = {
   'GET /v1/sandboxes': async () => ({ path: '/v1/sandboxes?state=all', ok: [200] }),
   'GET /v1/sandboxes/:id': async (w) => ({ path: await sbx(w), ok: [200] }),
   'DELETE /v1/sandboxes/:id': async (w) => ({ path: `/v1/sandboxes/${await w.victimSandboxId()}?wait=false`, ok: [200] }),
+  // Well within the default cap (1800 s) of a sandbox the suite made minutes ago: it outlives the suite.
+  'POST /v1/sandboxes/:id/timeout': async (w) => ({ path: await sbx(w, '/timeout'), body: { timeoutSeconds: 1500 }, ok: [200] }),
   'POST /v1/sandboxes/:id/exec': async (w) => ({ path: await sbx(w, '/exec'), body: { command: ['true'] }, ok: [200] }),
+  'POST /v1/sandboxes/:id/previews': async (w) => ({ path: await sbx(w, '/previews'), body: { port: 8000 }, ok: [201] }),
+  'GET /v1/sandboxes/:id/previews': async (w) => ({ path: await sbx(w, '/previews'), ok: [200] }),
+  'DELETE /v1/sandboxes/:id/previews/:port': async (w) => ({ path: await sbx(w, `/previews/${await w.victimPreviewPort()}`), ok: [204] }),
   'GET /v1/sandboxes/:id/processes': async (w) => ({ path: await sbx(w, '/processes'), ok: [200] }),
   'GET /v1/sandboxes/:id/processes/:procId/output': async (w) => ({ path: await sbx(w, `/processes/${await w.processId()}/output`), ok: [200] }),
   'POST /v1/sandboxes/:id/processes/:procId/stdin': async (w) => ({ path: await sbx(w, `/processes/${await w.processId()}/stdin`), body: { data: 'x\n' }, ok: [204] }),
@@ -201,6 +226,22 @@ const VALID: Record<string, Maker> = {
   'PUT /v1/sandboxes/:id/files/archive': async (w) => ({
     path: await sbx(w, '/files/archive?path=unpacked'),
     body: new RawBody(tarOf([{ name: 'notes.txt', data: NOTES }]), 'application/x-tar'),
+    ok: [201],
+  }),
+  'DELETE /v1/sandboxes/:id/files': async (w) => {
+    await w.scratchFile('scratch.txt');
+    return { path: await sbx(w, '/files?path=scratch.txt'), ok: [204] };
+  },
+  'POST /v1/sandboxes/:id/files/move': async (w) => {
+    await w.scratchFile('moving.txt');
+    return { path: await sbx(w, '/files/move'), body: { from: 'moving.txt', to: 'moved.txt', overwrite: true }, ok: [200] };
+  },
+  'POST /v1/sandboxes/:id/files/mkdir': async (w) => ({ path: await sbx(w, '/files/mkdir?path=made'), ok: [201] }),
+  'GET /v1/sandboxes/:id/files/stat': async (w) => ({ path: await sbx(w, '/files/stat?path=notes.txt'), ok: [200] }),
+  'GET /v1/sandboxes/:id/files/raw': async (w) => ({ path: await sbx(w, '/files/raw?path=notes.txt'), ok: [200] }),
+  'PUT /v1/sandboxes/:id/files/raw': async (w) => ({
+    path: await sbx(w, '/files/raw?path=raw.txt'),
+    body: new RawBody(Buffer.from(NOTES), 'application/octet-stream'),
     ok: [201],
   }),
   'GET /v1/allowlist': async () => ({ path: '/v1/allowlist', ok: [200] }),
@@ -249,3 +290,30 @@ export const routesWithPathIds = () => routesWhere((r) => /:\w+/.test(r.spec.pat
 
 /** The OpenAPI-style path parameters of a route. */
 export const pathParams = (route: Route) => [...route.spec.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+
+/** Each owner's Workspace on `url`, made on first use and kept for the file. */
+export function workspacesOn(url: string): (owner: TestAccount) => Workspace {
+  const workspaces = new Map<string, Workspace>();
+  return (owner) => {
+    let w = workspaces.get(owner.id);
+    if (!w) workspaces.set(owner.id, (w = new Workspace(url, owner)));
+    return w;
+  };
+}
+
+/** The shared credential suite's `cases` on every authenticated route, each with a real target of the suite's account. */
+export function sweepAuthSuite(api: RunningApi, workspaceOf: (owner: TestAccount) => Workspace, cases: AuthSuiteOptions['cases']): void {
+  for (const route of routesWhere((r) => r.spec.auth !== 'none')) {
+    runAuthSuite({
+      api,
+      method: route.spec.method.toUpperCase(),
+      path: route.spec.path,
+      credential: route.spec.auth === 'apiKey' ? 'apiKey' : 'dashboard',
+      cases,
+      makeTarget: async (_api, owner) => {
+        const req = await validRequestFor(route, workspaceOf(owner));
+        return { path: req.path, body: req.body, upgrade: req.upgrade };
+      },
+    });
+  }
+}

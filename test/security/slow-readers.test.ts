@@ -7,6 +7,8 @@ import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 
+// test-plan: once (the API's buffers and write timeouts, after the runtime has answered)
+
 // A client that asks for a large buffered answer and never reads it: the answer is
 // dropped after the write timeout, and what the request held (its in-flight lease) is freed.
 

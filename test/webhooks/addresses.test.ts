@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { refusedAddressReason } from '../../shared/webhooks/addresses.ts';
 import { checkWebhookUrl } from '../../shared/webhooks/url-policy.ts';
-import { retryDelayMs } from '../../shared/webhooks/backoff.ts';
+import { ORDER_RECHECK_MAX_MS, orderWaitMs, retryDelayMs } from '../../shared/webhooks/backoff.ts';
 
 // The address policy on its own (no network): what a delivery may connect to.
 
@@ -41,4 +41,20 @@ test('backoff: exponential, capped, jittered between half and all of the step, t
   }
   const spread = new Set(Array.from({ length: 20 }, (_, i) => retryDelayMs(`wh_${i}:evt`, 3, 5000, 3_600_000)));
   assert.ok(spread.size > 10, 'deliveries that failed together retry apart');
+});
+
+test('waiting behind an earlier delivery: until it is due; past due, longer the later it is, never a busy loop', () => {
+  const now = Date.parse('2026-11-28T10:00:00Z');
+  assert.equal(orderWaitMs(new Date(now + 3000), now), 3050, 'a retry due later: until then');
+  assert.equal(orderWaitMs(new Date(now - 20), now), 50, 'being sent right now: look again soon');
+  assert.equal(orderWaitMs(new Date(now - 2000), now), 500);
+  // A lost job, which the sweep queues again only after minutes: a few seconds between looks.
+  for (const late of [30_000, 120_000, 3_600_000]) assert.equal(orderWaitMs(new Date(now - late), now), ORDER_RECHECK_MAX_MS);
+  let waited = 0;
+  let looks = 0;
+  while (waited < 120_000) {
+    waited += orderWaitMs(new Date(now - 1000), now + waited);
+    looks++;
+  }
+  assert.ok(looks < 60, `${looks} looks in the two minutes a lost job waits for the sweep`);
 });

@@ -8,6 +8,8 @@ import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { makeCertificate, startReceiver, testNetwork, verifyStandardWebhook, type Receiver } from '../helpers/webhooks.ts';
 
+// test-plan: once (deliveries never reach the sandbox runtime the stack starts)
+
 // Webhook delivery (docs/api.md, "Events and webhooks"), to real HTTPS receivers on loopback reached
 // through the injected test network (test/helpers/webhooks.ts): signed as Standard Webhooks say,
 // in order per sandbox, retried on 500 and on timeouts, bounded per endpoint, disabled after

@@ -6,6 +6,7 @@ import { newAccount, type TestAccount } from '../helpers/accounts.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { makeCertificate, startReceiver, testNetwork, type Receiver } from '../helpers/webhooks.ts';
 
+// test-plan: once (deliveries never reach the sandbox runtime the stack starts)
 // Deliveries are fair per account: one account's receivers that never answer hold at most
 // PADDOCK_WEBHOOK_CONCURRENCY_PER_ACCOUNT deliveries at once, on all workers together, so the
 // worker's slots stay free for other accounts; the account's other deliveries wait in the delayed

@@ -8,6 +8,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { envOf, exited, startRole } from '../helpers/processes.ts';
 import { makeCertificate, startReceiver, testNetwork, verifyStandardWebhook } from '../helpers/webhooks.ts';
 
+// test-plan: once (deliveries never reach the sandbox runtime the stack starts)
 // At least once: a worker process killed (SIGKILL) while a receiver holds its delivery. The job's
 // lock lapses, another worker takes it over and sends the event again, with the same webhook-id
 // (the receiver's key to deduplicate) and a valid signature; the delivery ends delivered.

@@ -22,7 +22,7 @@ export async function destroySandboxJob(job: Job, deps: DestroyJobDeps): Promise
   return destroySandbox(deps, sandboxId, reason, 'destroy-job');
 }
 
-/** The delayed job scheduled at creation for the sandbox's expiresAt. */
+/** The delayed job scheduled for the sandbox's expiresAt (at its create, and at each move of its end). */
 export async function expireSandboxJob(job: Job, deps: DestroyJobDeps): Promise<string> {
   const { sandboxId } = parsePayload('expire', job.data);
   return destroySandbox(deps, sandboxId, 'expired', 'expire-job');
@@ -41,7 +41,7 @@ export async function expiringSandboxJob(job: Job, deps: Pick<DestroyJobDeps, 's
  */
 export async function destroySandbox(deps: DestroyJobDeps, sandboxId: string, reason: DestroyReason, source: string): Promise<string> {
   const destroyed = await deps.sandboxes.end(sandboxId, reason);
-  if (destroyed === 'unknown') return 'unknown';
+  if (destroyed === 'unknown' || destroyed === 'not-due') return destroyed;
   if (destroyed) {
     const finalReason = destroyed.destroy_reason ?? reason;
     deps.metrics.sandboxesDestroyed.inc({ reason: finalReason });
@@ -49,7 +49,9 @@ export async function destroySandbox(deps: DestroyJobDeps, sandboxId: string, re
     // The expiry job has nothing left to do; drop it so Redis does not keep it until the cap.
     // Housekeeping, bounded: a Redis that is down (or never reached since this process started,
     // when BullMQ waits for it without limit) must not hold up the destroy, nor the sweep.
-    const jobIds = [jobCatalogue.expiring.jobId({ sandboxId }), ...(source === 'expire-job' ? [] : [jobCatalogue.expire.jobId({ sandboxId })])];
+    // A moved end's job carries its moment (shared/jobs/catalogue.ts); one of an earlier end finds nothing to do.
+    const moved = jobCatalogue.expire.jobId({ sandboxId, at: dateOf(destroyed.expires_at).getTime() });
+    const jobIds = [jobCatalogue.expiring.jobId({ sandboxId }), ...(source === 'expire-job' ? [] : [jobCatalogue.expire.jobId({ sandboxId }), moved])];
     await settleWithin(deps.redis, () => Promise.all(jobIds.map((jobId) => deps.queue.remove(jobId))), HOUSEKEEPING_TIMEOUT_MS);
   }
   return destroyed ? 'destroyed' : 'already-destroyed';

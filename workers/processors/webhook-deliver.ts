@@ -8,7 +8,7 @@ import type { InFlightLeases } from '../../shared/leases.ts';
 import { presentEvent } from '../../shared/events/types.ts';
 import { earlierPending, finishDelivery, findDelivery, recordAttempt, type DeliveryRow } from '../../shared/repositories/webhooks.ts';
 import type { SecretCipher } from '../../shared/secrets/cipher.ts';
-import { retryDelayMs } from '../../shared/webhooks/backoff.ts';
+import { orderWaitMs, retryDelayMs } from '../../shared/webhooks/backoff.ts';
 import { signedHeaders } from '../../shared/webhooks/signing.ts';
 import { webhookSecretContext } from '../../shared/webhooks/secrets.ts';
 import { checkWebhookUrl } from '../../shared/webhooks/url-policy.ts';
@@ -95,9 +95,7 @@ export async function deliverWebhookJob(job: Job, deps: DeliveryDeps, token?: st
 async function earlierPendingWait(em: EntityManager, endpointId: string, row: DeliveryRow): Promise<number | undefined> {
   if (!row.sandbox_id) return undefined;
   const earlier = await earlierPending(em, endpointId, row.sandbox_id, row.event_seq);
-  if (!earlier) return undefined;
-  const until = earlier.next_attempt_at ? new Date(earlier.next_attempt_at).getTime() - Date.now() : 0;
-  return Math.max(50, until + 50);
+  return earlier ? orderWaitMs(new Date(earlier.due_at), Date.now()) : undefined;
 }
 
 interface Bound {

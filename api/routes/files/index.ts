@@ -1,7 +1,7 @@
 import { ApiError, type ErrorCode } from '../../../shared/errors.ts';
 import { abortOnDisconnect, confirmedStream } from '../../services/streaming.ts';
 import type { Config } from '../../../shared/config.ts';
-import { presentEdit, presentExtractedArchive, presentFileView, presentGlob, presentGrep, presentListing, presentWrittenFile } from '../../presenters/file.ts';
+import { presentEdit, presentExtractedArchive, presentFileStat, presentFileView, presentGlob, presentGrep, presentListing, presentWrittenFile } from '../../presenters/file.ts';
 import { ARCHIVE_MEDIA_TYPES, extractArchive, GZIP, openArchive, TAR } from '../../services/files/archive.ts';
 import { editFile } from '../../services/files/edit.ts';
 import { globFiles } from '../../services/files/glob.ts';
@@ -9,6 +9,10 @@ import { grepFiles } from '../../services/files/grep.ts';
 import { listDirectory } from '../../services/files/list.ts';
 import { viewFile } from '../../services/files/view.ts';
 import { writeFileBytes } from '../../services/files/write.ts';
+import { makeDir, movePath, removePath } from '../../services/files/manage.ts';
+import { openRaw, parseRange, writeRaw } from '../../services/files/raw.ts';
+import { statPath } from '../../services/files/stat.ts';
+import { ANY_MEDIA_TYPE } from '../../middleware/body.ts';
 import { accountIdOf, route, type Route } from '../route.ts';
 import {
   ArchiveDownload,
@@ -20,7 +24,15 @@ import {
   EditResponse,
   ExtractedArchiveResponse,
   FileParams,
+  FileStatResponse,
   FileViewResponse,
+  MakeDirQuery,
+  MovePathBody,
+  PathQuery,
+  PathResponse,
+  RawFileDownload,
+  RawWriteQuery,
+  RemovePathQuery,
   GlobQuery,
   GlobResponse,
   GrepQuery,
@@ -259,6 +271,193 @@ export const uploadArchiveRoute = route(
   },
 );
 
+export const removePathRoute = route(
+  {
+    method: 'delete',
+    path: '/v1/sandboxes/:id/files',
+    operationId: 'removePath',
+    summary: 'Remove a file, a symlink (never what it points at), or a directory: an empty one, or with everything in it when recursive',
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:write',
+    bucket: 'sandbox_ops',
+    inFlight: 'files',
+    params: FileParams,
+    query: RemovePathQuery,
+    responses: { 204: { description: 'Removed' } },
+    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory', 'directory_not_empty'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
+    await removePath(deps, sandboxId, query.path, query.recursive);
+    ctx.status = 204;
+  },
+);
+
+export const movePathRoute = route(
+  {
+    method: 'post',
+    path: '/v1/sandboxes/:id/files/move',
+    operationId: 'movePath',
+    summary: 'Move (rename) a file, symlink or directory to a new name, making its parent directories',
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:write',
+    bucket: 'sandbox_ops',
+    inFlight: 'files',
+    params: FileParams,
+    body: MovePathBody,
+    responses: { 200: { description: 'Moved: the new name', schema: PathResponse } },
+    errors: [...COMMON_ERRORS, 'insufficient_storage', 'file_not_found', 'file_exists', 'is_a_directory', 'not_a_directory', 'directory_not_empty'],
+  },
+  async (ctx, { params, body }, deps) => {
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
+    ctx.body = await movePath(deps, sandboxId, body.from, body.to, body.overwrite);
+  },
+);
+
+export const makeDirRoute = route(
+  {
+    method: 'post',
+    path: '/v1/sandboxes/:id/files/mkdir',
+    operationId: 'makeDir',
+    summary: 'Make a directory and its parents; one that exists already is success',
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:write',
+    bucket: 'sandbox_ops',
+    inFlight: 'files',
+    params: FileParams,
+    query: MakeDirQuery,
+    responses: { 201: { description: 'The directory is there', schema: PathResponse } },
+    errors: [...COMMON_ERRORS, 'insufficient_storage', 'file_exists', 'not_a_directory'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
+    ctx.status = 201;
+    ctx.body = await makeDir(deps, sandboxId, query.path);
+  },
+);
+
+export const statPathRoute = route(
+  {
+    method: 'get',
+    path: '/v1/sandboxes/:id/files/stat',
+    operationId: 'statPath',
+    summary: 'Describe a path: its type, size, mode and modification time (a final symlink is described, not followed)',
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:read',
+    bucket: 'sandbox_ops',
+    inFlight: 'files',
+    params: FileParams,
+    query: PathQuery,
+    responses: { 200: { description: 'What is at the path', schema: FileStatResponse } },
+    errors: [...COMMON_ERRORS, 'file_not_found', 'not_a_directory'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
+    ctx.body = presentFileStat(await statPath(deps, sandboxId, query.path));
+  },
+);
+
+const OCTETS = 'application/octet-stream';
+
+export const readRawRoute = route(
+  {
+    method: 'get',
+    path: '/v1/sandboxes/:id/files/raw',
+    operationId: 'readRaw',
+    summary: "Download a file's bytes as they are, or one range of them (Range: bytes=…), streamed as they are read",
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:read',
+    bucket: 'sandbox_ops',
+    inFlight: 'archives',
+    params: FileParams,
+    query: PathQuery,
+    requestHeaders: [
+      { name: 'Range', description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-100`): answered 206; several ranges, or a malformed one, are answered with the whole file' },
+    ],
+    responses: {
+      200: {
+        description:
+          'The whole file. Should the sandbox fail to read it to the end, the response is cut off, never ended as if whole. ' +
+          "It is sent at the account's fair share of the server's transfers, as archives are",
+        schema: RawFileDownload,
+        contentType: OCTETS,
+        headers: { 'Accept-Ranges': 'bytes' },
+      },
+      206: {
+        description: 'The range asked for',
+        schema: RawFileDownload,
+        contentType: OCTETS,
+        headers: { 'Content-Range': 'bytes FIRST-LAST/SIZE', 'Accept-Ranges': 'bytes' },
+      },
+    },
+    errors: [...COMMON_ERRORS, 'file_not_found', 'is_a_directory', 'not_a_directory', 'range_not_satisfiable'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
+    const range = parseRange(ctx.get('range') || undefined);
+    const gone = abortOnDisconnect(ctx);
+    const read = await openRaw(deps, accountIdOf(ctx), sandboxId, query.path, range, gone.signal);
+    if (range && !read.range) {
+      read.stream.destroy();
+      throw new ApiError('range_not_satisfiable', `The range asked for is not within ${JSON.stringify(query.path)}, which is ${read.size} bytes.`, {
+        headers: { 'Content-Range': `bytes */${read.size}` },
+        extra: { size: read.size },
+      });
+    }
+    void read.complete.then((whole) => {
+      if (!whole) ctx.res.destroy();
+    });
+    ctx.set('Accept-Ranges', 'bytes');
+    ctx.type = OCTETS;
+    if (range && read.range) {
+      ctx.status = 206;
+      ctx.set('Content-Range', `bytes ${read.range.start}-${read.range.end}/${read.size}`);
+    } else {
+      ctx.status = 200;
+    }
+    // Sent only while the request's key is confirmed; a revocation cuts it off (auth/key-sessions.ts).
+    ctx.body = ctx.state.session ? read.stream.pipe(confirmedStream(ctx.state.session)) : read.stream;
+    ctx.length = read.range ? read.range.end - read.range.start + 1 : 0;
+  },
+);
+
+export const writeRawRoute = route(
+  {
+    method: 'put',
+    path: '/v1/sandboxes/:id/files/raw',
+    operationId: 'writeRaw',
+    summary: 'Write a file from the request body as it is (any bytes), streamed as it arrives, creating its parent directories',
+    tag: 'files',
+    auth: 'apiKey',
+    scope: 'files:write',
+    bucket: 'sandbox_ops',
+    inFlight: 'archives',
+    params: FileParams,
+    query: RawWriteQuery,
+    streamedBody: {
+      mediaTypes: [ANY_MEDIA_TYPE],
+      limitBytes: (config) => config.PADDOCK_ARCHIVE_MAX_BYTES,
+      description:
+        "The file's bytes, of any media type, at most PADDOCK_ARCHIVE_MAX_BYTES, and as many as the sandbox's disk has room for (past it 507 insufficient_storage). " +
+        'The file is replaced only once the body is whole: a body cut short, too large, or too large for the disk leaves the path as it was and nothing else behind. ' +
+        "The body is read at the account's fair share of the server's transfers, as archives are.",
+    },
+    responses: { 201: { description: 'Written', schema: WrittenFileResponse } },
+    errors: [...COMMON_ERRORS, ...WRITE_ERRORS, 'file_exists', 'is_a_directory', 'not_a_directory'],
+  },
+  async (ctx, { params, query }, deps) => {
+    const { id: sandboxId } = await deps.sandboxes.running(accountIdOf(ctx), params.id, 'files');
+    const written = await writeRaw(deps, accountIdOf(ctx), sandboxId, query.path, ctx.state.streamedBody!, query.overwrite);
+    ctx.status = 201;
+    ctx.body = presentWrittenFile(written);
+  },
+);
+
 export const fileRoutes: Route[] = [
   viewFileRoute,
   createFileRoute,
@@ -268,4 +467,10 @@ export const fileRoutes: Route[] = [
   grepRoute,
   downloadArchiveRoute,
   uploadArchiveRoute,
+  removePathRoute,
+  movePathRoute,
+  makeDirRoute,
+  statPathRoute,
+  readRawRoute,
+  writeRawRoute,
 ];

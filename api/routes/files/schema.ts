@@ -136,6 +136,36 @@ export const GrepResponse = z.object({
   truncated: z.boolean(),
 });
 
+export const RemovePathQuery = z.strictObject({
+  path: writtenPath,
+  recursive: booleanFlag.default(false).meta({ description: 'true: remove a directory with everything in it (else only an empty one)' }),
+});
+
+export const MovePathBody = z.strictObject({
+  from: writtenPath.meta({ description: `What to move (a symlink is moved itself). ${PATH_DESCRIPTION}` }),
+  to: writtenPath.meta({ description: `Its new name (not a directory to move it into); its parent directories are made. ${PATH_DESCRIPTION}` }),
+  overwrite: z.boolean().default(false).meta({ description: 'true: replace what is at `to` (a file, or an empty directory); else 409 file_exists' }),
+});
+
+export const PathQuery = z.strictObject({ path: filePath });
+
+export const MakeDirQuery = z.strictObject({ path: writtenPath });
+
+export const RawWriteQuery = CreateFileQuery;
+
+export const PathResponse = z.object({ path: z.string() });
+
+export const FileStatResponse = z.object({
+  path: z.string(),
+  type: z.enum(['file', 'dir', 'symlink', 'other']).meta({ description: 'What the path itself is: a final symlink is not followed' }),
+  size: z.int().meta({ description: 'Bytes (of a symlink: its target name)' }),
+  mode: z.string().meta({ description: 'The permission bits, four octal digits (`0644`)' }),
+  modifiedAt: timestamp,
+  target: z.string().optional().meta({ description: "A symlink's target, as written in it" }),
+});
+
+export const RawFileDownload = z.string().meta({ description: "The file's bytes, or the range of them asked for" });
+
 export const ArchiveQuery = z.strictObject({ path: directoryPath });
 
 export const ArchiveDownload = z.string().meta({

@@ -44,13 +44,21 @@ function setHeader(ctx: AppContext, name: string, value: string): void {
   raw.push(name, value);
 }
 
-// The client's nominal address: its requests never leave this process (api/in-process-fetch.ts).
-const IN_PROCESS_BASE_URL = 'http://localhost';
+/**
+ * The client's nominal address: its requests never leave this process (api/in-process-fetch.ts).
+ * It keeps the port the caller reached the API on, as a preview's `*.localhost` URL is served there
+ * (api/routes/previews/).
+ */
+function inProcessBaseUrl(ctx: AppContext): string {
+  const port = /:([0-9]{1,5})$/.exec(ctx.host)?.[1];
+  return port ? `http://localhost:${port}` : 'http://localhost';
+}
 
 /** A client of this API for the caller's key, whose requests this app answers in this process. */
 function inProcessClient(ctx: AppContext, apiKey: string): () => PaddockClient {
   const fetch = inProcessFetch(ctx.app, ctx.ip);
-  return () => new PaddockClient({ baseUrl: IN_PROCESS_BASE_URL, apiKey, retries: 0, userAgent: 'paddock-remote-mcp', fetch: fetch as typeof globalThis.fetch });
+  const baseUrl = inProcessBaseUrl(ctx);
+  return () => new PaddockClient({ baseUrl, apiKey, retries: 0, userAgent: 'paddock-remote-mcp', fetch: fetch as typeof globalThis.fetch });
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   SandboxList,
   SandboxObject,
   SandboxParams,
+  SetTimeoutBody,
 } from './schema.ts';
 
 
@@ -115,5 +116,26 @@ export const destroySandboxRoute = route(
   },
 );
 
-export const sandboxRoutes = [createSandboxRoute, listSandboxes, getSandbox, destroySandboxRoute];
+export const setSandboxTimeoutRoute = route(
+  {
+    method: 'post',
+    path: '/v1/sandboxes/:id/timeout',
+    operationId: 'setSandboxTimeout',
+    summary: 'Set when the sandbox ends: timeoutSeconds from now, earlier or later than before, never past createdAt + the session cap',
+    tag: 'sandboxes',
+    auth: 'apiKey',
+    scope: 'sandboxes:write',
+    bucket: 'sandbox_lifecycle',
+    params: SandboxParams,
+    body: SetTimeoutBody,
+    responses: { 200: { description: 'The sandbox with its new expiresAt', schema: SandboxObject } },
+    errors: ['sandbox_not_found', 'sandbox_not_running', 'timeout_past_cap'],
+  },
+  async (ctx, { params, body }, deps) => {
+    const sandbox = await deps.sandboxes.setTimeout(accountIdOf(ctx), params.id, body.timeoutSeconds);
+    ctx.body = presentSandbox(sandbox);
+  },
+);
+
+export const sandboxRoutes = [createSandboxRoute, listSandboxes, getSandbox, destroySandboxRoute, setSandboxTimeoutRoute];
 

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { ENV_NAME, isReservedKey } from '../../../shared/exec/env-names.ts';
 import { listOf, timestamp } from '../common-schemas.ts';
 
+// The schema's own bound (a year); the session cap, which is configured, is checked by the engine.
+const MAX_TIMEOUT_SECONDS = 366 * 24 * 3600;
+
 // Stored as jsonb and handed to processes: PostgreSQL refuses NUL and unpaired surrogates in
 // jsonb, and no environment variable can hold a NUL.
 const storableText = (max: number) =>
@@ -34,6 +37,20 @@ export const CreateSandboxBody = z.strictObject({
       description:
         'Environment variables every exec in the sandbox starts with. While a command allowlist is in force, variables that decide which code runs (PATH, LD_*, BASH_ENV…) are refused here, as in exec.',
     }),
+  timeoutSeconds: z
+    .int()
+    .min(1)
+    .max(MAX_TIMEOUT_SECONDS)
+    .optional()
+    .meta({ description: 'Its own end, this many seconds after its create (expiresAt); at most the session cap, which is the default' }),
+});
+
+export const SetTimeoutBody = z.strictObject({
+  timeoutSeconds: z
+    .int()
+    .min(1)
+    .max(MAX_TIMEOUT_SECONDS)
+    .meta({ description: 'The sandbox ends this many seconds from now: earlier or later than before, never past createdAt + the session cap' }),
 });
 
 const booleanFlag = z.enum(['true', 'false']).transform((v) => v === 'true');
@@ -71,12 +88,12 @@ export const SandboxObject = z.object({
   image: z.string(),
   createdAt: timestamp,
   readyAt: timestamp.nullable(),
-  expiresAt: timestamp.meta({ description: 'createdAt + the session cap; the reaper destroys the sandbox then' }),
+  expiresAt: timestamp.meta({ description: 'createdAt + the session cap, or its own timeout; the reaper destroys the sandbox then' }),
   destroyedAt: timestamp.nullable(),
   destroyReason: z
     .enum(['user', 'expired', 'failed'])
     .nullable()
-    .meta({ description: 'user: destroyed on request; expired: the session cap; failed: never became ready' }),
+    .meta({ description: 'user: destroyed on request; expired: its expiresAt (the session cap or its own timeout); failed: never became ready' }),
   failureMessage: z.string().nullable().meta({ description: 'Why a failed sandbox failed' }),
   metadata: z.record(z.string(), z.string()),
 });

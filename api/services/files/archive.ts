@@ -1,14 +1,12 @@
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { ApiError } from '../../../shared/errors.ts';
+import { download } from './download.ts';
 import type { AppDeps, StreamedBody } from '../../context.ts';
 import { ARCHIVE_SCRIPT, EXTRACT_SCRIPT, REMOVE_TREE_SCRIPT } from './archive-scripts.ts';
 import { DISK_FULL, failureError, markerOf, timeoutError } from './errors.ts';
-import { MAX_STDERR_BYTES } from './limits.ts';
 import { runScript } from './run.ts';
-import { drained } from '../streaming.ts';
 import { pacedChunks } from '../bulk-transfers.ts';
 import { MARKER_EXIT } from './scripts.ts';
-import { inSandboxError } from '../../../shared/sandboxes/running.ts';
 
 export const TAR = 'application/x-tar';
 export const GZIP = 'application/gzip';
@@ -82,59 +80,22 @@ export interface ArchiveStream {
  * account's share of the process's bulk transfers (bulk-transfers.ts), and stops when `signal`
  * aborts.
  */
-export function openArchive(deps: AppDeps, accountId: string, sandboxId: string, path: string, gzip: boolean, signal: AbortSignal): Promise<ArchiveStream> {
-  const stream = new PassThrough();
-  const abort = new AbortController();
-  const writeTimeoutMs = deps.config.PADDOCK_STREAM_WRITE_TIMEOUT_SECONDS * 1000;
-  const transfer = deps.bulkTransfers.open(accountId);
-  const write = (chunk: Uint8Array): void | Promise<void> => {
-    if (stream.destroyed || stream.write(chunk)) return;
-    return drained(stream, writeTimeoutMs, () => abort.abort());
-  };
-  let stderr = '';
-  return new Promise<ArchiveStream>((resolve, reject) => {
-    let started: ((complete: boolean) => void) | undefined;
-    const run = deps.runtime.exec(sandboxId, {
+export async function openArchive(deps: AppDeps, accountId: string, sandboxId: string, path: string, gzip: boolean, signal: AbortSignal): Promise<ArchiveStream> {
+  const { stream, complete } = await download(
+    deps,
+    accountId,
+    sandboxId,
+    {
       argv: ['/bin/sh', '-c', ARCHIVE_SCRIPT, 'sh', path, gzip ? 'gzip' : 'tar'],
+      path,
+      name: 'archive',
       timeoutMs: archiveTimeoutMs(deps),
-      signal: AbortSignal.any([signal, abort.signal]),
-      onStdout: (chunk) => {
-        if (!started) {
-          const complete = new Promise<boolean>((done) => (started = done));
-          resolve({ stream, complete });
-        }
-        const turn = transfer.pass(chunk.byteLength);
-        return turn ? turn.then(() => write(chunk)) : write(chunk);
-      },
-      onStderr: (chunk) => {
-        if (stderr.length < MAX_STDERR_BYTES) stderr += Buffer.from(chunk).toString('utf8');
-      },
-    });
-    run.then(
-      () => transfer.close(),
-      () => transfer.close(),
-    );
-    run.then(
-      (result) => {
-        // GNU tar's 1 is "a file changed as it was read": the archive is whole all the same.
-        const whole = !result.timedOut && (result.exitCode === 0 || result.exitCode === 1) && !abort.signal.aborted;
-        if (started) {
-          if (whole) stream.end();
-          else deps.log.warn({ sandboxId, exitCode: result.exitCode, signal: result.signal, stderr: stderr.slice(0, 500) }, 'archive download broken off');
-          return started(whole);
-        }
-        const reason = result.exitCode === MARKER_EXIT ? markerOf(stderr) : undefined;
-        if (reason) reject(failureError(reason, path, stderr));
-        else if (signal.aborted) reject(new ApiError('invalid_request', 'The client went away before the archive began.'));
-        else if (result.timedOut) reject(timeoutError(archiveTimeoutMs(deps)));
-        else reject(new Error(`archive script failed: exit ${String(result.exitCode)}: ${stderr.slice(0, 500)}`));
-      },
-      (err: unknown) => {
-        if (started) return started(false);
-        reject(inSandboxError(err, sandboxId, 'files'));
-      },
-    );
-  });
+      // GNU tar's 1 is "a file changed as it was read": the archive is whole all the same.
+      wholeExit: (code) => code === 0 || code === 1,
+    },
+    signal,
+  );
+  return { stream, complete };
 }
 
 /** Counts the lines tar lists (one a member) after the script's first, which says whether it made the directory. */

@@ -15,7 +15,9 @@ export type ScriptFailure =
   | 'permission_denied'
   | 'not_a_regular_file'
   | 'disk_full'
-  | 'io_error';
+  | 'io_error'
+  | 'directory_not_empty'
+  | 'into_itself';
 
 export const MARKER_EXIT_REASONS: ReadonlySet<string> = new Set<ScriptFailure>([
   'file_not_found',
@@ -26,6 +28,8 @@ export const MARKER_EXIT_REASONS: ReadonlySet<string> = new Set<ScriptFailure>([
   'not_a_regular_file',
   'disk_full',
   'io_error',
+  'directory_not_empty',
+  'into_itself',
 ]);
 
 /**
@@ -75,6 +79,10 @@ export function failureError(reason: ScriptFailure, path: string, stderr = ''): 
       return new ApiError('not_a_regular_file', `${p} is not a regular file (a device, FIFO or socket).`);
     case 'disk_full':
       return diskFullError(path);
+    case 'directory_not_empty':
+      return new ApiError('directory_not_empty', `${p} is a directory with entries; send recursive=true to remove it with them.`);
+    case 'into_itself':
+      return new ApiError('invalid_request', `A directory cannot be moved into itself (${p}).`);
     case 'io_error':
       return unmarkedFailureError(stderr, path) ?? new ApiError('file_io_error', `The sandbox's file system could not complete the operation on ${p}.`);
   }

@@ -87,7 +87,9 @@ tail -n "+$start" -- "$p" | head -n "$count"
 `;
 
 /**
- * create and edit: $1 path, $2 "create" (fail when it exists) or "replace"; the content on stdin.
+ * create and edit: $1 path, $2 "create" (fail when it exists) or "replace"; the content on stdin;
+ * $3 "announce" to print the temporary file's name, NUL-terminated, before the content is read
+ * (a streamed write: should the script be killed mid-body, the API removes it).
  * Creates the parent directories, writes a temporary file beside the target, then renames it over
  * the target (or, for "create", hard-links it, which fails when the name exists), so a reader sees
  * the old file or the new one, never half of one. A symlink is written through, as a shell's \`>\`
@@ -95,7 +97,7 @@ tail -n "+$start" -- "$p" | head -n "$count"
  * existed before, else 0. Few processes (cat, mv, and chmod for a replaced file): each costs.
  */
 export const WRITE_SCRIPT = `${PRELUDE}
-p=$1 mode=$2 t=
+p=$1 mode=$2 announce=$3 t=
 trap '[ -z "$t" ] || rm -f -- "$t"' EXIT
 [ -d "$p" ] && fail is_a_directory
 if [ "$mode" = create ] && { [ -e "$p" ] || [ -L "$p" ]; }; then fail file_exists; fi
@@ -118,6 +120,7 @@ if ! { true; } 2>/dev/null >"$t"; then
   chmod -- =rw "$t"
 fi
 set +C
+[ "$announce" = announce ] && printf '%s\\0' "$t"
 cat >"$t" || fail io_error
 if [ -e "$r" ]; then
   existed=1

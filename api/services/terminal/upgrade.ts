@@ -1,9 +1,10 @@
-import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { ApiError } from '../../../shared/errors.ts';
 import type { AppContext } from '../../context.ts';
+import { responseOnSocket } from '../../upgrade-response.ts';
 
 // WebSocket routes go through the same Koa chain as every other route (request id, security
 // headers, access log, authentication, scope, rate limit, admission, validation), so a refused
@@ -48,13 +49,7 @@ export function isWebSocketUpgrade(req: IncomingMessage): boolean {
 export function serveUpgrades(callback: (req: IncomingMessage, res: ServerResponse) => unknown) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     (req as UpgradeRequest).paddockUpgrade = { socket, head };
-    socket.on('error', () => socket.destroy());
-    const res = new ServerResponse(req);
-    res.assignSocket(socket as Socket);
-    // Node parses nothing more on an upgrade's socket: whatever the answer, it is the last.
-    res.shouldKeepAlive = false;
-    res.once('finish', () => socket.end());
-    void callback(req, res);
+    void callback(req, responseOnSocket(req, socket));
   };
 }
 

@@ -195,7 +195,7 @@ export function outcomeOf(status: V1Status): { exitCode: number | null; signal: 
 
 // A failed exec is either the sandbox being gone, which callers handle, or an infrastructure
 // error worth retrying; only a fresh look at the pod tells which.
-async function classifyFailure(pods: PodClient, podName: string, why: string): Promise<Error> {
+export async function classifyFailure(pods: PodClient, podName: string, why: string): Promise<Error> {
   try {
     const pod = await pods.read(podName);
     if (!pod) return new SandboxGoneError(`the sandbox does not exist (${why})`);

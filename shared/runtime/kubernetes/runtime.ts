@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { V1Pod } from '@kubernetes/client-node';
 import {
   PermanentRuntimeError,
@@ -11,6 +12,7 @@ import {
   type SandboxSpec,
 } from '../types.ts';
 import { execInPod } from './exec.ts';
+import { openPortInPod } from './port-forward.ts';
 import { terminalInPod } from './terminal.ts';
 import { sandboxPodManifest } from './manifest.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, podNameFor } from './names.ts';
@@ -96,11 +98,18 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     }
   }
 
+  async function openPort(id: string, port: number, portOptions?: { signal?: AbortSignal }): Promise<Duplex> {
+    const name = podNameFor(id);
+    if (name === undefined) throw new SandboxGoneError(`no sandbox ${id}`);
+    return openPortInPod({ kubeConfig: options.kubeConfig, pods, log }, name, port, portOptions?.signal);
+  }
+
   return {
     name: 'kubernetes',
     defaultImage: options.defaultImage,
     resolveImage: (requested) => chooseImage(requested, options),
     terminal,
+    openPort,
     create,
     destroy,
     get,

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import querystring from 'node:querystring';
-import type { KubeConfig, V1Status } from '@kubernetes/client-node';
-import WebSocket from 'ws';
+import type { V1Status } from '@kubernetes/client-node';
+import type WebSocket from 'ws';
 import { SandboxGoneError, type TerminalRequest, type TerminalSession } from '../types.ts';
+import { openChannelSocket } from './channel-socket.ts';
 import { outcomeOf, runKill, type ExecDeps } from './exec.ts';
 import { terminalWrapperArgv } from './exec-script.ts';
 import { WORKSPACE } from './manifest.ts';
@@ -104,7 +105,7 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
     void kill.then(() => finish({ result: { exitCode: null, signal: 'SIGKILL' } }));
   };
 
-  socket = await connect(deps.kubeConfig, path);
+  socket = await openChannelSocket(deps.kubeConfig, path, { protocols: ['v5.channel.k8s.io', 'v4.channel.k8s.io'], purpose: 'terminal' });
   socket.on('message', (raw: WebSocket.RawData, isBinary: boolean) => {
     const frame = Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw as Buffer);
     bytesMoved(frame.length);
@@ -119,6 +120,7 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
   socket.on('close', () => {
     if (!ended) void gone(deps, podName, 'the terminal connection closed before its command ended').then((error) => finish({ error }));
   });
+  socket.resume();
   void resize(request.cols, request.rows);
   request.signal?.addEventListener('abort', onAbort, { once: true });
   if (request.signal?.aborted) onAbort();
@@ -140,22 +142,6 @@ export async function terminalInPod(deps: ExecDeps, podName: string, request: Te
       });
     },
   };
-}
-
-/** The exec subresource's WebSocket, authenticated as the client library's own calls are. */
-async function connect(kubeConfig: KubeConfig, path: string): Promise<WebSocket> {
-  const server = kubeConfig.getCurrentCluster()?.server;
-  if (!server) throw new Error('no Kubernetes cluster is configured');
-  const options: WebSocket.ClientOptions = {};
-  await kubeConfig.applyToHTTPSOptions(options as Parameters<KubeConfig['applyToHTTPSOptions']>[0]);
-  const socket = new WebSocket(`${server.replace(/^http/, 'ws')}${path}`, ['v5.channel.k8s.io', 'v4.channel.k8s.io'], options);
-  await new Promise<void>((resolve, reject) => {
-    socket.once('open', resolve);
-    socket.once('error', reject);
-    socket.once('unexpected-response', (req, res) => (req.destroy(), reject(new Error(`the terminal was refused (HTTP ${res.statusCode})`))));
-  });
-  socket.on('error', () => undefined);
-  return socket;
 }
 
 async function gone(deps: ExecDeps, podName: string, why: string): Promise<Error> {

@@ -1,4 +1,5 @@
 import { chmod, chown, mkdir, readdir, stat } from 'node:fs/promises';
+import type { Duplex } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   PermanentRuntimeError,
@@ -17,6 +18,7 @@ import { execCommand, execCommandLine, execFrame } from './exec.ts';
 import { agentBinary } from './agent/binary.ts';
 import { AgentGoneError, runThroughAgent } from './agent/client.ts';
 import { moveAgentDeadline } from './agent/deadline.ts';
+import { openThroughAgent } from './agent/port.ts';
 import { mountPts, terminalCommand } from './terminal.ts';
 import { hostUidFor, runningAsRoot } from './identity.ts';
 import { sandboxMarker } from './launch.ts';
@@ -47,6 +49,9 @@ const CLOSE_WAITS_FOR_REMOVALS_MS = 10_000;
 const NETWORK_NEEDS =
   'sandboxes with network (PADDOCK_LOCAL_NETWORK) need Paddock to run as root, with slirp4netns and nft installed';
 const ENDED = 'its processes have ended (its session cap and grace passed, its init exited, or the host restarted)';
+const PORTS_NEED_AGENT =
+  'this sandbox runs without the sandbox agent (the host had no C compiler when it was made), and only the agent reaches its ports: ' +
+  'install a C compiler (cc) and create a new sandbox to use its previews';
 /** PADDOCK_LOCAL_DEADLINE_GRACE_SECONDS's default, as Kubernetes' activeDeadlineSeconds grace. */
 const DEFAULT_DEADLINE_GRACE_SECONDS = 120;
 
@@ -419,6 +424,24 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       if (!state.agent) return false;
       await moveAgentDeadline(agentSocket(h.layout, id), expiresAt.getTime() + graceMs);
       return true;
+    },
+
+    async openPort(id: string, port: number, options: { signal?: AbortSignal } = {}): Promise<Duplex> {
+      if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new RangeError(`not a port: ${port}`);
+      const h = await host();
+      const state = await runningState(h, id);
+      options.signal?.throwIfAborted();
+      // The relay is the agent's (a fork of it inside the sandbox, one per connection): a sandbox
+      // without it (made on a host with no C compiler, see agent/binary.ts) would need a host
+      // process per connection (an nsenter, and a relay of its own), which is not offered.
+      if (!state.agent) throw new Error(PORTS_NEED_AGENT);
+      return openThroughAgent(agentSocket(h.layout, id), port, options.signal).catch(async (err: unknown) => {
+        if (err instanceof AgentGoneError && !(await stillRuns(h, state))) {
+          known.delete(id);
+          throw new SandboxGoneError(`sandbox ${id} ended before its port ${port} could be reached`);
+        }
+        throw err;
+      });
     },
 
     // A worker's first create would otherwise wait for the spawner's start (a Node process: about

@@ -15,10 +15,12 @@
 // (the session's expiresAt plus a grace, wall-clock milliseconds), and then it kills every process
 // of the sandbox and exits, which ends the pid namespace, whatever became of Paddock's processes.
 //
-// Each connection is one command, or one move of that deadline. Frames both ways are
-// [type: 1 byte][length: u32 LE][payload].
+// Each connection is one command, one move of that deadline, or one connection to a port. Frames
+// both ways are [type: 1 byte][length: u32 LE][payload].
 //   runtime -> agent: 'T' (first and only frame) the sandbox's new deadline (i64 LE, wall-clock
 //                     ms); the agent answers 'T' with the deadline now in force.
+//                     'N' (first and only frame) a port (u16 LE): a connection to it on the
+//                     sandbox's loopback address, 127.0.0.1, else ::1 (see "Ports" below).
 //                     'R' the request (items [kind][u32 len][bytes]: 'a' an argv element, 'e' an
 //                     environment entry NAME=value, 'c' the working directory, 'g' the name of
 //                     the command's own cgroup), 'G' go (the runtime has put the command's pid
@@ -37,6 +39,20 @@
 // stops reading holds the command on its own write, hop by hop, and nothing here grows.
 // A connection that closes before its command has exited takes the command's session with it.
 // After the exit the runtime closes the connection, not the agent: it may still be writing.
+//
+// Ports: for 'N' the agent forks a relay and forgets the connection; the relay is the agent's
+// fork, not exec'd, so it is as undumpable as the agent, holds nothing of the agent's but this
+// one connection, and stays in the agent's groups (the sandbox's limits, never a group of its
+// own: it counts against the sandbox's processes, memory and CPU, and ends with it). It connects
+// as the sandbox user from inside the sandbox's network namespace, which any program of the
+// sandbox can do too: to 127.0.0.1, and to ::1 where that is refused, within CONNECT_MS. It
+// answers one frame: 'K', connected; or 'F' [errno: u32 LE][text], ECONNREFUSED when nothing
+// accepts on the port. After 'K' the connection carries the TCP connection's bytes as they are,
+// both ways, with no frames: an end each way is passed on as a half-close (shutdown), a failure
+// or a reset on either side ends both (the program gets a reset). Each way holds one chunk at
+// most, and the next is read only once it is written, so a side that stops reading holds the
+// other's writes, hop by hop. One process per connection, none on the host. A program of the
+// sandbox may kill a relay (its user's process, as its own are): that ends that connection only.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -46,8 +62,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <linux/sched.h>
 #include <linux/sched/types.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -399,12 +418,193 @@ static void retime(int slot) {
   send_now(slot, 'T', t, sizeof t);
 }
 
+// ---- Ports: a connection to a port on the sandbox's loopback address ('N') ----
+
+/** How long the relay's connect may take, both addresses together. */
+#define CONNECT_MS 5000
+
+/** The relay's answer to a port request that failed: 'F' [errno: u32 LE][text]. Best effort. */
+static void port_answer_failure(int sock, int code, const char *what) {
+  unsigned char out[HEADER + 4 + 200];
+  char text[200];
+  snprintf(text, sizeof text, "%s: %s", what, strerror(code));
+  size_t len = strlen(text);
+  out[0] = 'F';
+  put_u32(out + 1, (uint32_t)(4 + len));
+  put_u32(out + HEADER, (uint32_t)code);
+  memcpy(out + HEADER + 4, text, len);
+  ssize_t n;
+  do n = send(sock, out, HEADER + 4 + len, MSG_NOSIGNAL | MSG_DONTWAIT); while (n < 0 && errno == EINTR);
+}
+
+static void port_fail(int slot, int code, const char *what) {
+  port_answer_failure(conns[slot]->sock, code, what);
+  drop(slot);
+}
+
+/** A connected TCP socket to the loopback address of `family`, or -errno. */
+static int dial(int family, uint16_t port, long long until) {
+  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  int r;
+  if (family == AF_INET) {
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    r = connect(fd, (struct sockaddr *)&a, sizeof a);
+  } else {
+    struct sockaddr_in6 a;
+    memset(&a, 0, sizeof a);
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(port);
+    a.sin6_addr = in6addr_loopback;
+    r = connect(fd, (struct sockaddr *)&a, sizeof a);
+  }
+  if (r < 0 && errno != EINPROGRESS && errno != EINTR) { int code = errno; close(fd); return -code; }
+  if (r < 0) {
+    // Loopback answers at once unless the listener's backlog is full: then the SYN is retried
+    // until the timeout.
+    for (;;) {
+      long long left = until - now_ms();
+      if (left <= 0) { close(fd); return -ETIMEDOUT; }
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      int n = poll(&p, 1, (int)left);
+      if (n > 0) break;
+      if (n < 0 && errno != EINTR) { int code = errno; close(fd); return -code; }
+    }
+    int code = 0;
+    socklen_t len = sizeof code;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &len) < 0) code = errno;
+    if (code) { close(fd); return -code; }
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+/** One direction of a relay: bytes read from `from` wait in `buf` until `to` has taken them all. */
+struct half {
+  int from, to;
+  unsigned char buf[CHUNK];
+  size_t len, off;
+  int eof;   // `from` has ended and its end was passed on (shutdown of `to`'s writing side)
+  int hup;   // `from` hung up while its bytes could not be read yet
+};
+
+/** Moves what can move now; -1 when the connection is broken. */
+static int move(struct half *h) {
+  for (int turn = 0; turn < 16; turn++) {
+    if (h->len > h->off) {
+      ssize_t n = send(h->to, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) { h->off += (size_t)n; continue; }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+      return -1;
+    }
+    h->len = h->off = 0;
+    if (h->eof) return 0;
+    ssize_t n = recv(h->from, h->buf, sizeof h->buf, MSG_DONTWAIT);
+    if (n > 0) { h->len = (size_t)n; continue; }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (n < 0) return -1;
+    // The end, once everything before it is passed on: a half-close, and the other way goes on.
+    h->eof = 1;
+    shutdown(h->to, SHUT_WR);
+    return 0;
+  }
+  return 0;
+}
+
+/**
+ * In the relay's process: connects to the port, answers 'K' or 'F', then copies bytes both ways
+ * until both have ended or either side fails. Each way holds one chunk at most, and reads the
+ * next only once the last is written: a side that stops reading holds the other's writes.
+ */
+static void relay(int sock, uint16_t port) {
+  ask_slice(0);
+  // Nothing of the agent's (its listener, other connections, the cgroup directory, the timer)
+  // stays in this process: a connection the agent drops must close, whatever this one does.
+  if (sock != 3 && dup2(sock, 3) < 0) _exit(1);
+  sock = 3;
+  if (syscall(SYS_close_range, 4, ~0U, 0) < 0) for (int fd = 4; fd < 65536; fd++) close(fd);
+  long long until = now_ms() + CONNECT_MS;
+  int tcp = dial(AF_INET, port, until);
+  // Nothing on 127.0.0.1: the program may listen on ::1 alone. A sandbox without IPv6 answers
+  // that it has no such address, which is the same news: nothing listens.
+  if (tcp == -ECONNREFUSED) {
+    int v6 = dial(AF_INET6, port, until);
+    if (v6 >= 0 || (v6 != -EADDRNOTAVAIL && v6 != -EAFNOSUPPORT && v6 != -ENETUNREACH)) tcp = v6;
+  }
+  if (tcp < 0) {
+    port_answer_failure(sock, -tcp, "connect");
+    _exit(0);
+  }
+  unsigned char ok[HEADER] = {'K', 0, 0, 0, 0};
+  if (send(sock, ok, sizeof ok, MSG_NOSIGNAL) != (ssize_t)sizeof ok) _exit(0);
+  static struct half up, down;
+  up.from = sock; up.to = tcp;
+  down.from = tcp; down.to = sock;
+  struct half *halves[2] = {&up, &down};
+  for (;;) {
+    int broken = 0;
+    for (int i = 0; i < 2; i++) if (move(halves[i]) < 0) broken = 1;
+    if (broken) break;
+    if (up.eof && up.len == 0 && down.eof && down.len == 0) { close(tcp); _exit(0); }
+    struct pollfd p[2];
+    // p[0] is the runtime's socket, p[1] the program's.
+    for (int i = 0; i < 2; i++) {
+      struct half *reading = halves[i], *writing = halves[1 - i];
+      short events = 0;
+      if (!reading->eof && reading->len == 0) events |= POLLIN;
+      if (writing->len > 0) events |= POLLOUT;
+      // Without anything to wait for on it, a socket is still watched for its peer's end (the
+      // runtime destroying the stream, a reset), unless it hung up already with bytes still unread.
+      p[i] = (struct pollfd){.fd = events == 0 && reading->hup ? -1 : reading->from, .events = events};
+    }
+    int n = poll(p, 2, -1);
+    if (n < 0) { if (errno == EINTR) continue; break; }
+    for (int i = 0; i < 2; i++) {
+      if (p[i].revents & POLLERR) broken = 1;
+      else if ((p[i].revents & POLLHUP) && p[i].events == 0) {
+        // The peer is gone both ways. What it sent before is still read (once there is room),
+        // but nothing can reach it any more.
+        if (halves[i]->eof) broken = 1;
+        else halves[i]->hup = 1;
+      }
+    }
+    if (broken) break;
+  }
+  // A failure is passed on as one: the program gets a reset, not an orderly end.
+  struct linger reset = {.l_onoff = 1, .l_linger = 0};
+  setsockopt(tcp, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  close(tcp);
+  _exit(0);
+}
+
+/** 'N': a connection to a port; its own process relays it, and the agent forgets it. */
+static void open_port(int slot) {
+  struct conn *c = conns[slot];
+  if (c->body_len != 2) return port_fail(slot, EINVAL, "a malformed port request");
+  uint16_t port = (uint16_t)(c->body[0] | (c->body[1] << 8));
+  if (port == 0) return port_fail(slot, EINVAL, "port 0");
+  // A plain fork: the relay stays in the agent's groups, the sandbox's own, so it counts against
+  // the sandbox's processes, memory and CPU, and ends with the sandbox.
+  pid_t pid = fork();
+  if (pid < 0) return port_fail(slot, errno, "fork");
+  if (pid == 0) relay(c->sock, port);
+  drop(slot);
+}
+
 /** A whole frame from the runtime. */
 static void frame(int slot) {
   struct conn *c = conns[slot];
   char type = (char)c->head[0];
   if (c->phase == READING_REQUEST) {
     if (type == 'T') return retime(slot);
+    if (type == 'N') return open_port(slot);
     if (type != 'R') { errno = EPROTO; return fail_start(slot, "a request was expected"); }
     return start(slot);
   }

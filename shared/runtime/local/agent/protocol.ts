@@ -8,15 +8,18 @@ export const HEADER_BYTES = 5;
 /** The largest stdin frame the agent takes; output frames are at most this too. */
 export const CHUNK_BYTES = 64 * 1024;
 
-export type AgentFrameType = 'P' | 'O' | 'E' | 'C' | 'X' | 'F' | 'T';
+export type AgentFrameType = 'P' | 'O' | 'E' | 'C' | 'X' | 'F' | 'T' | 'K';
 
 export interface AgentFrame {
   type: string;
   payload: Buffer;
 }
 
-/** What the runtime sends: a command's request, go, stdin and its end; or a move of the sandbox's deadline. */
-export type RuntimeFrameType = 'R' | 'G' | 'I' | 'D' | 'T';
+/**
+ * What the runtime sends: a command's request, go, stdin and its end; a move of the sandbox's
+ * deadline; or a port to connect to.
+ */
+export type RuntimeFrameType = 'R' | 'G' | 'I' | 'D' | 'T' | 'N';
 
 export function frameHeader(type: RuntimeFrameType, length: number): Buffer {
   const head = Buffer.allocUnsafe(HEADER_BYTES);
@@ -57,6 +60,14 @@ export function requestFrame(request: Frame, group?: string): Buffer {
   if (group !== undefined) item('g', group);
   for (const arg of request.argv) item('a', arg);
   return frame('R', Buffer.concat(items));
+}
+
+/** A port request: the connection carries that port's bytes once the agent answers 'K'. */
+export function portFrame(port: number): Buffer {
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new RangeError(`not a port: ${port}`);
+  const payload = Buffer.allocUnsafe(2);
+  payload.writeUInt16LE(port, 0);
+  return frame('N', payload);
 }
 
 /**

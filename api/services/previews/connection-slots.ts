@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+// The connections through one sandbox's previews, counted over every API process: a sorted set
+// per sandbox in Redis, a member per open connection scored by when it lapses. A holder renews
+// its members while they are open and removes them when they close; a process that dies leaves
+// members that lapse within LEASE_MS. Nothing of it lives in one process's memory only.
+
+const LEASE_MS = 60_000;
+const RENEW_MS = 20_000;
+
+const TAKE_SCRIPT = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`;
+
+type SlotRedis = Redis & {
+  paddockTakePreviewSlot(key: string, now: number, lapses: number, member: string, max: number, ttlMs: number): Promise<number>;
+};
+
+export class ConnectionSlots {
+  readonly #redis: SlotRedis;
+  readonly #prefix: string;
+  readonly #max: number;
+  /** The members this process holds, by key. */
+  readonly #held = new Map<string, Set<string>>();
+  #renewer: NodeJS.Timeout | undefined;
+
+  constructor(redis: Redis, prefix: string, max: number) {
+    if (!('paddockTakePreviewSlot' in redis)) redis.defineCommand('paddockTakePreviewSlot', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    this.#redis = redis as SlotRedis;
+    this.#prefix = prefix;
+    this.#max = max;
+  }
+
+  /** A slot for one more connection to the sandbox's previews: its release, or undefined when all are taken. */
+  async take(sandboxId: string): Promise<(() => void) | undefined> {
+    const key = `${this.#prefix}:preview-connections:${sandboxId}`;
+    const member = randomUUID();
+    const now = Date.now();
+    const taken = await this.#redis.paddockTakePreviewSlot(key, now, now + LEASE_MS, member, this.#max, LEASE_MS * 2);
+    if (taken !== 1) return undefined;
+    const members = this.#held.get(key) ?? new Set<string>();
+    members.add(member);
+    this.#held.set(key, members);
+    this.#renewer ??= setInterval(() => void this.#renew(), RENEW_MS).unref();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      members.delete(member);
+      if (!members.size) this.#held.delete(key);
+      this.#redis.zrem(key, member).catch(() => undefined);
+    };
+  }
+
+  async #renew(): Promise<void> {
+    const lapses = Date.now() + LEASE_MS;
+    const batch = this.#redis.pipeline();
+    for (const [key, members] of this.#held) {
+      for (const member of members) batch.zadd(key, 'XX', lapses, member);
+      batch.pexpire(key, LEASE_MS * 2);
+    }
+    await batch.exec().catch(() => undefined);
+  }
+
+  close(): void {
+    clearInterval(this.#renewer);
+  }
+}

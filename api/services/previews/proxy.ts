@@ -1,0 +1,298 @@
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { pipeline } from 'node:stream';
+import type { Pool } from 'pg';
+import { ApiError, problemDocument } from '../../../shared/errors.ts';
+import type { Logger } from '../../../shared/logger.ts';
+import { PortNotListeningError, SandboxGoneError, type SandboxRuntime } from '../../../shared/runtime/types.ts';
+import { LOCAL_PREVIEW_DOMAIN, NOT_A_PREVIEW, parsePreviewHost } from '../../../shared/previews/hosts.ts';
+import { SIGNED_URL_PARAMETER } from '../../../shared/previews/previews.ts';
+import { previewTokenDigest } from '../../../shared/previews/tokens.ts';
+import { readPreviewAccess } from '../../../shared/repositories/previews.ts';
+import { responseOnSocket } from '../../upgrade-response.ts';
+import type { ConnectionSlots } from './connection-slots.ts';
+import { OpenPreviewConnections } from './open-connections.ts';
+import { IdleConnections } from './idle-connections.ts';
+import { requestHeadersForProgram, responseHeadersForClient, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
+
+// The preview proxy (docs/api.md, "Preview URLs"): a request whose Host is a preview's goes to
+// that port of that sandbox and nowhere else, never into the API's routes. Each request, and
+// each WebSocket, is one connection to the program (runtime.openPort), streamed both ways with
+// backpressure (pipes), and counted against the sandbox's cap over every replica.
+
+export interface PreviewTarget {
+  sandboxId: string;
+  port: number;
+}
+
+export interface PreviewProxyDeps {
+  pg: Pool;
+  runtime: Pick<SandboxRuntime, 'openPort'>;
+  slots: ConnectionSlots;
+  log: Logger;
+  /** PADDOCK_PREVIEW_DOMAIN: previews are served over https under it; unset, over http on *.localhost. */
+  domain: string | undefined;
+  /** PADDOCK_PREVIEW_IDLE_TIMEOUT_SECONDS, in ms. */
+  idleMs: number;
+}
+
+interface Admitted {
+  /** The request's path and query as the program gets them: less the signed URL's token. */
+  path: string;
+  /** A browser's signed URL: its token made a cookie, sent on to `path`. */
+  cookie?: string;
+}
+
+export class PreviewProxy {
+  readonly #deps: PreviewProxyDeps;
+  readonly #open: OpenPreviewConnections;
+  readonly #idle: IdleConnections;
+
+  constructor(deps: PreviewProxyDeps) {
+    this.#deps = deps;
+    this.#open = new OpenPreviewConnections(deps.pg, deps.log);
+    this.#idle = new IdleConnections(deps.idleMs);
+  }
+
+  /**
+   * The sandbox and port the request is for, when its Host is a preview's; NOT_A_PREVIEW for
+   * another host under the preview domain, answered 404 here; undefined: the API's own.
+   */
+  target(req: IncomingMessage): PreviewTarget | typeof NOT_A_PREVIEW | undefined {
+    return parsePreviewHost(req.headers.host, this.#deps.domain ?? LOCAL_PREVIEW_DOMAIN);
+  }
+
+  /** A plain request to a preview. */
+  serve(req: IncomingMessage, res: ServerResponse, target: PreviewTarget | typeof NOT_A_PREVIEW): void {
+    void (async () => this.#serve(req, res, previewOrRefuse(target)))().catch((err: unknown) => this.#fail(req, res, err));
+  }
+
+  /** A WebSocket handshake to a preview; refusals are answered over HTTP before any 101. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: PreviewTarget | typeof NOT_A_PREVIEW): void {
+    const res = responseOnSocket(req, socket);
+    void (async () => this.#upgrade(req, socket, head, res, previewOrRefuse(target)))().catch((err: unknown) => this.#fail(req, res, err));
+  }
+
+  close(): void {
+    this.#open.closeAll();
+  }
+
+  async #serve(req: IncomingMessage, res: ServerResponse, target: PreviewTarget): Promise<void> {
+    const admitted = await this.#admit(req, target);
+    if (admitted.cookie) return redirect(res, admitted.path, admitted.cookie);
+    const { upstream, release } = await this.#connect(req, target);
+    let over = false;
+    const done = () => {
+      over = true;
+      release();
+      upstream.destroy();
+    };
+    // The client may have gone while the connection was being made: nothing is held for it.
+    if (res.destroyed || req.socket.destroyed) return done();
+    /** The program gave no answer: a refusal if the client has none yet, else the answer cut. */
+    const refuse = (err: ApiError) => {
+      if (over) return;
+      over = true;
+      if (res.headersSent) return cut(req.socket);
+      this.#answer(req, res, err);
+    };
+    const untrack = this.#open.track(target, () => {
+      res.destroy();
+      done();
+    });
+    const unwatch = this.#idle.watch(req.socket, () => {
+      refuse(new ApiError('operation_timed_out', `Nothing moved to or from the program on port ${target.port} for ${this.#deps.idleMs / 1000} s.`));
+      upstream.destroy();
+    });
+    res.once('close', () => {
+      untrack();
+      unwatch();
+      done();
+    });
+    const out = request({ createConnection: () => upstream as Socket, method: req.method, path: admitted.path, headers: requestHeadersForProgram(req, this.#proto(), false), setHost: false });
+    out.on('response', (answer) => {
+      if (over) return void answer.destroy();
+      const invalid = writeAnswerHead(res, answer);
+      if (invalid) {
+        refuse(notValidHttp(target.port));
+        this.#deps.log.debug({ err: invalid.message, sandboxId: target.sandboxId }, 'preview answer refused');
+        return;
+      }
+      pipeline(answer, res, () => done());
+    });
+    out.on('error', (err) => {
+      refuse(closedEarly(target.port));
+      this.#deps.log.debug({ err: err.message, sandboxId: target.sandboxId }, 'preview request ended early');
+    });
+    pipeline(req, out, () => undefined);
+  }
+
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse, target: PreviewTarget): Promise<void> {
+    const admitted = await this.#admit(req, target);
+    if (admitted.cookie) return redirect(res, admitted.path, admitted.cookie);
+    const { upstream, release } = await this.#connect(req, target);
+    let answered = false;
+    const done = () => {
+      answered = true;
+      release();
+      upstream.destroy();
+      socket.destroy();
+    };
+    if (socket.destroyed) return done();
+    const refuse = (err: ApiError) => {
+      if (answered) return;
+      answered = true;
+      upstream.destroy();
+      if (res.headersSent) return cut(socket as Socket);
+      this.#answer(req, res, err);
+    };
+    const untrack = this.#open.track(target, done);
+    const unwatch = this.#idle.watch(socket as Socket, () => refuse(new ApiError('operation_timed_out', `Nothing moved to or from the program on port ${target.port} for ${this.#deps.idleMs / 1000} s.`)));
+    socket.once('close', () => {
+      untrack();
+      unwatch();
+      done();
+    });
+    const out = request({ createConnection: () => upstream as Socket, method: 'GET', path: admitted.path, headers: requestHeadersForProgram(req, this.#proto(), true), setHost: false });
+    out.on('upgrade', (answer: IncomingMessage, programSocket: Duplex, programHead: Buffer) => {
+      if (answered) return void programSocket.destroy();
+      answered = true;
+      // The 101 with the program's headers (Sec-WebSocket-Accept and protocol included), then bytes both ways.
+      const lines = ['HTTP/1.1 101 Switching Protocols'];
+      for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) lines.push(`${answer.rawHeaders[i]}: ${answer.rawHeaders[i + 1]}`);
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
+      if (programHead.length) socket.write(programHead);
+      if (head.length) programSocket.write(head);
+      pipeline(programSocket, socket, done);
+      pipeline(socket, programSocket, done);
+    });
+    out.on('response', (answer) => {
+      if (answered) return void answer.destroy();
+      // The program refused the upgrade: its answer, as for any request.
+      if (writeAnswerHead(res, answer)) return refuse(notValidHttp(target.port));
+      answered = true;
+      pipeline(answer, res, done);
+    });
+    out.on('error', () => refuse(closedEarly(target.port)));
+    out.end();
+  }
+
+  /** Whether the request may pass: a public preview, or a valid token for this port of this sandbox. */
+  async #admit(req: IncomingMessage, target: PreviewTarget): Promise<Admitted> {
+    if (!req.url?.startsWith('/')) throw new ApiError('invalid_request', 'A request through a preview names a path, not a whole URL.');
+    // Node keeps the first of several Host headers; a proxy in front may route by another.
+    if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'host').length > 1) throw new ApiError('invalid_request', 'A request names one host.');
+    const url = new URL(req.url, 'http://preview.invalid');
+    const signed = url.searchParams.get(SIGNED_URL_PARAMETER) ?? undefined;
+    const header = req.headers[TOKEN_HEADER];
+    const token = signed ?? (typeof header === 'string' ? header : undefined) ?? tokenCookie(req.headers.cookie);
+    const access = await readPreviewAccess(this.#deps.pg, target.sandboxId, target.port, previewTokenDigest(token));
+    if (!access.running) throw new ApiError('sandbox_not_found', `No running sandbox ${target.sandboxId}.`);
+    const allowed = access.previewed && (access.public || access.tokenValid);
+    if (!allowed || (signed !== undefined && !access.tokenValid)) {
+      throw new ApiError('preview_unauthorized', `Port ${target.port} of sandbox ${target.sandboxId} takes a preview token made for it (X-Paddock-Preview-Token, or the signed URL in a browser).`);
+    }
+    url.searchParams.delete(SIGNED_URL_PARAMETER);
+    const path = `${url.pathname}${url.search}`;
+    if (signed === undefined) return { path };
+    const secure = this.#proto() === 'https';
+    // Host-only (no Domain), so it reaches this preview's host alone; an embedding page needs SameSite=None, which needs Secure.
+    return { path, cookie: `${TOKEN_COOKIE}=${signed}; Path=/; HttpOnly; ${secure ? 'Secure; SameSite=None' : 'SameSite=Lax'}` };
+  }
+
+  /** A slot of the sandbox's cap, then a connection to the program. */
+  async #connect(req: IncomingMessage, target: PreviewTarget): Promise<{ upstream: Duplex; release: () => void }> {
+    const release = await this.#deps.slots.take(target.sandboxId);
+    if (!release) throw new ApiError('preview_busy', 'The sandbox has as many connections through its previews as it may; retry shortly.', { headers: { 'Retry-After': '1' } });
+    const abort = new AbortController();
+    const gone = () => abort.abort();
+    req.socket.once('close', gone);
+    try {
+      const upstream = await this.#deps.runtime.openPort(target.sandboxId, target.port, { signal: abort.signal });
+      upstream.on('error', () => undefined);
+      return { upstream, release };
+    } catch (err) {
+      release();
+      if (err instanceof PortNotListeningError) throw new ApiError('port_not_listening', `Nothing listens on port ${target.port} in sandbox ${target.sandboxId}.`);
+      if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_found', `No running sandbox ${target.sandboxId}.`);
+      throw err;
+    } finally {
+      req.socket.off('close', gone);
+    }
+  }
+
+  #proto(): 'http' | 'https' {
+    return this.#deps.domain ? 'https' : 'http';
+  }
+
+  #fail(req: IncomingMessage, res: ServerResponse, err: unknown): void {
+    if (!(err instanceof ApiError)) this.#deps.log.error({ err }, 'preview request failed');
+    if (res.headersSent || res.destroyed) return void res.destroy();
+    this.#answer(req, res, err instanceof ApiError ? err : new ApiError('internal_error'));
+  }
+
+  /** A refusal: a problem document, or a page for a browser. */
+  #answer(req: IncomingMessage, res: ServerResponse, err: ApiError): void {
+    const requestId = randomUUID();
+    const headers: Record<string, string> = { ...err.headers, 'x-request-id': requestId, 'cache-control': 'no-store' };
+    if (/\btext\/html\b/.test(req.headers.accept ?? '')) {
+      const page = `<!doctype html><meta charset="utf-8"><title>${err.status}</title><h1>${escapeHtml(problemDocument(err, requestId).title)}</h1><p>${escapeHtml(err.message)}</p>`;
+      res.writeHead(err.status, { ...headers, 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(page), 'content-security-policy': "default-src 'none'" });
+      res.end(page);
+      return;
+    }
+    const body = JSON.stringify(problemDocument(err, requestId));
+    res.writeHead(err.status, { ...headers, 'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  }
+}
+
+/**
+ * Ends a client's connection mid-answer with a reset: closed gracefully, what its send buffer
+ * still held (megabytes, for a client that stopped reading) would wait there for that client.
+ */
+function cut(socket: Socket): void {
+  if (typeof socket.resetAndDestroy === 'function' && !socket.destroyed) socket.resetAndDestroy();
+  else socket.destroy();
+}
+
+/** A browser's signed URL: its token as a cookie, and the same URL without it. */
+function redirect(res: ServerResponse, path: string, cookie: string): void {
+  res.writeHead(303, { location: path, 'set-cookie': cookie, 'cache-control': 'no-store', 'content-length': '0' });
+  res.end();
+}
+
+/**
+ * The program's status and headers, written to the client; the error when they are not valid HTTP
+ * to send on (a status line or header the program forged), the answer then dropped: never the
+ * API's failure.
+ */
+function writeAnswerHead(res: ServerResponse, answer: IncomingMessage): Error | undefined {
+  try {
+    res.writeHead(answer.statusCode ?? 502, reasonOf(answer), responseHeadersForClient(answer.headers));
+    return undefined;
+  } catch (err) {
+    answer.destroy();
+    return err as Error;
+  }
+}
+
+const notValidHttp = (port: number) => new ApiError('port_not_listening', `The program on port ${port} answered with a response that is not valid HTTP.`);
+const closedEarly = (port: number) => new ApiError('port_not_listening', `The program on port ${port} closed the connection without a valid answer.`);
+
+/** The program's reason phrase when it is one HTTP can carry on; else the status's own. */
+function reasonOf(answer: IncomingMessage): string | undefined {
+  const reason = answer.statusMessage;
+  return reason && /^[\t\x20-\x7e]*$/.test(reason) ? reason : undefined;
+}
+
+function previewOrRefuse(target: PreviewTarget | typeof NOT_A_PREVIEW): PreviewTarget {
+  if (target === NOT_A_PREVIEW) throw new ApiError('not_found', 'This host is under the preview domain but names no preview (<port>-<sandbox id without sbx_>).');
+  return target;
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

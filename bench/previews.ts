@@ -1,0 +1,199 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Benchmark, BenchRow } from './types.ts';
+import { mintApiKey } from './targets.ts';
+import { callOk, createRunningSandbox, localRuntimeOn, percentile, round, startStack } from './stack.ts';
+import type { SandboxRuntime } from '../shared/runtime/types.ts';
+
+// Preview URLs (docs/api.md, "Preview URLs") against their floor: the same program in the same
+// sandbox reached through runtime.openPort from this process, the very path the proxy takes into
+// the sandbox (the agent's relay in its network namespace), less the API: the proxy's own cost is
+// what is left. Then the API's own p99 while previews are flooded with downloads.
+
+const PORT = 8000;
+const COUNT = Number(process.env.BENCH_PREVIEWS_COUNT ?? 200);
+const WARMUP = 20;
+const BULK_MIB = Number(process.env.BENCH_PREVIEWS_BULK_MIB ?? 256);
+const BULK_ROUNDS = 3;
+const FLOOD = 16;
+const FLOOD_MIB = 64;
+const API_CALLS = Number(process.env.BENCH_PREVIEWS_API_CALLS ?? 400);
+const LATENCY_GOAL = 1.5;
+const THROUGHPUT_GOAL = 0.7;
+const API_P99_GOAL = 2;
+
+// The sandbox's program: a small answer, and N MiB written as fast as the connection takes them.
+const PROGRAM = `
+import sys
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+CHUNK = b'x' * (1024 * 1024)
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        if self.path.startswith('/big'):
+            mib = int(self.path.split('mib=')[1])
+            self.send_response(200)
+            self.send_header('content-length', str(mib * 1024 * 1024))
+            self.end_headers()
+            for _ in range(mib):
+                self.wfile.write(CHUNK)
+        else:
+            body = b'{"ok":true}'
+            self.send_response(200)
+            self.send_header('content-type', 'application/json')
+            self.send_header('content-length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), Handler).serve_forever()
+`;
+
+/** A GET through the preview: a connection of its own to the API with the preview's Host. Resolves with ms and the bytes of the body. */
+function viaPreview(api: URL, host: string, path: string): Promise<{ ms: number; bytes: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request({ host: api.hostname, port: api.port, path, headers: { host }, setHost: false, agent: false });
+    req.on('response', (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => (res.statusCode === 200 ? resolve({ ms: performance.now() - started, bytes }) : reject(new Error(`preview answered ${res.statusCode}`))));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The same GET straight to the program: runtime.openPort, the request written, the answer read to its end (the program closes after it). */
+async function direct(runtime: SandboxRuntime, id: string, path: string): Promise<{ ms: number; bytes: number }> {
+  const started = performance.now();
+  const socket: Duplex = await runtime.openPort(id, PORT);
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n`);
+  let bytes = 0;
+  let head = '';
+  for await (const chunk of socket) {
+    bytes += (chunk as Buffer).length;
+    if (head.length < 12) head += (chunk as Buffer).subarray(0, 12).toString('latin1');
+  }
+  if (!head.startsWith('HTTP/1.1 200')) throw new Error(`direct answer: ${head}`);
+  return { ms: performance.now() - started, bytes };
+}
+
+/** Sequential GETs of the API with the key, timed one by one. */
+async function apiLatencies(url: string, key: string, path: string, count: number): Promise<number[]> {
+  const ms: number[] = [];
+  for (let i = 0; i < count; i++) ms.push((await callOk(url, key, 'GET', path)).ms);
+  return ms;
+}
+
+export const previewsBenchmark: Benchmark = {
+  name: 'previews',
+  summary:
+    `preview URLs against runtime.openPort to the same program in the same sandbox: p50 of a small GET, ${COUNT} interleaved (goal ≤ ${LATENCY_GOAL}×); ` +
+    `a ${BULK_MIB} MiB download (goal ≥ ${THROUGHPUT_GOAL * 100}% of the direct throughput); the API's p99 while ${FLOOD} connections download through a preview (goal ≤ ${API_P99_GOAL}× quiet)`,
+  async run(ctx) {
+    const stack = await startStack(ctx, 'previews');
+    const runtime = localRuntimeOn(stack.dataDir);
+    const flood: ChildProcess[] = [];
+    try {
+      const key = await mintApiKey(stack.url);
+      const sandbox = await createRunningSandbox(stack.url, key);
+      await callOk(stack.url, key, 'PUT', `/v1/sandboxes/${sandbox.id}/files?path=bench-program.py`, { content: PROGRAM });
+      await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, { command: ['python3', 'bench-program.py', String(PORT)], background: true });
+      for (let tries = 0; ; tries++) {
+        const ok = await direct(runtime, sandbox.id, '/small').then(() => true, () => false);
+        if (ok) break;
+        if (tries > 100) throw new Error('the program never listened');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // Public: no token to send, nothing of the token's check in the comparison but its lookup.
+      const preview = (await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/previews`, { port: PORT, public: true })).body as { url: string };
+      const api = new URL(stack.url);
+      const host = new URL(preview.url).host;
+
+      const proxied: number[] = [];
+      const floor: number[] = [];
+      for (let i = 0; i < WARMUP + COUNT; i++) {
+        const a = await viaPreview(api, host, '/small');
+        const b = await direct(runtime, sandbox.id, '/small');
+        if (i < WARMUP) continue;
+        proxied.push(a.ms);
+        floor.push(b.ms);
+      }
+      const latencyRatio = percentile(proxied, 50) / percentile(floor, 50);
+      ctx.log(`  small GET p50: preview ${percentile(proxied, 50)} ms, direct ${percentile(floor, 50)} ms (×${latencyRatio.toFixed(2)})`);
+
+      const bulkPreview: number[] = [];
+      const bulkDirect: number[] = [];
+      for (let i = 0; i < BULK_ROUNDS; i++) {
+        const a = await viaPreview(api, host, `/big?mib=${BULK_MIB}`);
+        const b = await direct(runtime, sandbox.id, `/big?mib=${BULK_MIB}`);
+        if (a.bytes !== BULK_MIB * 1024 * 1024) throw new Error(`the preview's download was ${a.bytes} bytes`);
+        bulkPreview.push(BULK_MIB / (a.ms / 1000));
+        bulkDirect.push(BULK_MIB / (b.ms / 1000));
+      }
+      const throughputRatio = percentile(bulkPreview, 50) / percentile(bulkDirect, 50);
+      ctx.log(`  ${BULK_MIB} MiB download: preview ${percentile(bulkPreview, 50)} MiB/s, direct ${percentile(bulkDirect, 50)} MiB/s (${Math.round(throughputRatio * 100)}%)`);
+
+      const path = `/v1/sandboxes/${sandbox.id}`;
+      await apiLatencies(stack.url, key, path, WARMUP);
+      const quiet = await apiLatencies(stack.url, key, path, API_CALLS);
+      // The flood from processes of their own (curl resolves *.localhost itself), so that reading
+      // it costs this process, which times the API, nothing.
+      for (let i = 0; i < FLOOD; i++) {
+        const child = spawn('sh', ['-c', `while :; do curl -sf -o /dev/null '${preview.url}big?mib=${FLOOD_MIB}' || sleep 0.1; done`], { stdio: 'ignore', detached: true });
+        flood.push(child);
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+      const flooded = await apiLatencies(stack.url, key, path, API_CALLS);
+      // The flood was really on: a download through the preview in the middle of it.
+      const during = await viaPreview(api, host, `/big?mib=${FLOOD_MIB}`);
+      const apiRatio = percentile(flooded, 99) / percentile(quiet, 99);
+      ctx.log(`  GET ${path.replace(sandbox.id, '{id}')} p99: quiet ${percentile(quiet, 99)} ms, during the flood ${percentile(flooded, 99)} ms (×${apiRatio.toFixed(2)}); a download during it ${round(FLOOD_MIB / (during.ms / 1000))} MiB/s`);
+
+      const rows: BenchRow[] = [
+        {
+          subject: 'floor: GET of 11 bytes, runtime.openPort from the bench process, fresh connection each',
+          figures: { n: floor.length, 'p50 ms': percentile(floor, 50), 'p99 ms': percentile(floor, 99) },
+          detail: { samples: floor.map((v) => round(v)) },
+        },
+        {
+          subject: 'the same GET through the preview (public), fresh connection each',
+          figures: { n: proxied.length, 'p50 ms': percentile(proxied, 50), 'p99 ms': percentile(proxied, 99), 'preview / floor p50': `×${latencyRatio.toFixed(2)}` },
+          goal: { text: `p50 ≤ ${LATENCY_GOAL}× the floor's`, met: latencyRatio <= LATENCY_GOAL },
+          detail: { samples: proxied.map((v) => round(v)) },
+        },
+        {
+          subject: `floor: ${BULK_MIB} MiB download, runtime.openPort`,
+          figures: { n: bulkDirect.length, 'MiB/s p50': round(percentile(bulkDirect, 50)) },
+          detail: { samples: bulkDirect.map((v) => round(v)) },
+        },
+        {
+          subject: `the same download through the preview`,
+          figures: { n: bulkPreview.length, 'MiB/s p50': round(percentile(bulkPreview, 50)), 'of the floor': `${Math.round(throughputRatio * 100)}%` },
+          goal: { text: `≥ ${THROUGHPUT_GOAL * 100}% of the floor's throughput`, met: throughputRatio >= THROUGHPUT_GOAL },
+          detail: { samples: bulkPreview.map((v) => round(v)) },
+        },
+        {
+          subject: `API GET /v1/sandboxes/{id}, sequential, quiet`,
+          figures: { n: quiet.length, 'p50 ms': percentile(quiet, 50), 'p99 ms': percentile(quiet, 99) },
+          detail: { samples: quiet.map((v) => round(v)) },
+        },
+        {
+          subject: `API GET /v1/sandboxes/{id}, sequential, while ${FLOOD} connections download ${FLOOD_MIB} MiB after ${FLOOD_MIB} MiB through a preview`,
+          figures: { n: flooded.length, 'p50 ms': percentile(flooded, 50), 'p99 ms': percentile(flooded, 99), 'flooded / quiet p99': `×${apiRatio.toFixed(2)}` },
+          goal: { text: `p99 ≤ ${API_P99_GOAL}× quiet`, met: apiRatio <= API_P99_GOAL },
+          detail: { samples: flooded.map((v) => round(v)), downloadDuringMiBs: round(FLOOD_MIB / (during.ms / 1000)) },
+        },
+      ];
+      return rows;
+    } finally {
+      for (const child of flood) if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      await runtime.close();
+      await stack.stop();
+    }
+  },
+};

@@ -1,0 +1,81 @@
+# The program the hostile-traffic suite serves from a sandbox: `python3 hostile-program.py PORT`.
+# A naive server: it reads request after request off a connection until the connection ends,
+# whatever the Connection header says, so bytes that arrive unframed after a request are read as
+# another request. What it reads and writes is told in files, which the suite reads through the
+# files API (never through the preview, whose places it may be filling):
+#   seen.log           each request line read, on every connection, a line each
+#   written            how many MiB /big has written so far
+#   GET /silent        read, and never answered
+#   GET /big?mib=N     N MiB, a MiB a write
+#   GET /badstatus     a status line with a control character in its reason
+#   anything else      {method, path, headers, body: the body's length} (Content-Length or chunked)
+import json, socket, sys, threading, time
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+
+SEEN = open('seen.log', 'a', buffering=1)
+LOCK = threading.Lock()
+WRITTEN = [0]
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+
+    def log_message(self, *args):
+        pass
+
+    def handle(self):
+        while True:
+            self.handle_one_request()
+            if not self.raw_requestline:
+                return
+
+    def answer(self, body):
+        self.send_response(200)
+        self.send_header('content-type', 'application/json')
+        self.send_header('content-length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def body_length(self):
+        if 'chunked' in self.headers.get('transfer-encoding', ''):
+            total = 0
+            while True:
+                size = int(self.rfile.readline().split(b';')[0].strip() or b'0', 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b'\r\n', b'\n', b''):
+                        pass
+                    return total
+                total += len(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get('content-length', '0'))
+        return len(self.rfile.read(length)) if length else 0
+
+    def route(self):
+        with LOCK:
+            SEEN.write(self.requestline + '\n')
+        if self.path.startswith('/silent'):
+            time.sleep(3600)
+        elif self.path == '/badstatus':
+            self.wfile.write(b'HTTP/1.1 200 O\x01K\r\ncontent-length: 2\r\n\r\nok')
+            self.wfile.flush()
+        elif self.path.startswith('/big'):
+            mib = int(self.path.split('mib=')[1])
+            self.send_response(200)
+            self.send_header('content-length', str(mib * 1024 * 1024))
+            self.end_headers()
+            chunk = b'x' * (1024 * 1024)
+            for _ in range(mib):
+                self.wfile.write(chunk)
+                WRITTEN[0] += 1
+                with open('written', 'w') as f:
+                    f.write(str(WRITTEN[0]))
+        else:
+            got = self.body_length()
+            self.answer(json.dumps({'method': self.command, 'path': self.path, 'headers': {k.lower(): v for k, v in self.headers.items()}, 'body': got}).encode())
+
+    do_GET = do_POST = do_PUT = do_DELETE = route
+
+Server(('127.0.0.1', int(sys.argv[1])), Handler).serve_forever()
