@@ -63,6 +63,20 @@ export class ReadViews {
     this.seconds = seconds;
   }
 
+  /** Whether views are kept at all (PADDOCK_READ_CACHE_SECONDS above 0). */
+  get enabled(): boolean {
+    return this.seconds > 0;
+  }
+
+  /**
+   * Where a view and its account's generation live, for a script that checks a view and acts on
+   * it in one round trip: the view holds while the stored text begins with the generation and a
+   * newline (the rest is the view's JSON).
+   */
+  keysOf(accountId: string, view: string): { generation: string; view: string } {
+    return { generation: this.generationKey(accountId), view: this.viewKey(accountId, view) };
+  }
+
   private generationKey(accountId: string): string {
     return `${this.prefix}:views:${accountId}:gen`;
   }

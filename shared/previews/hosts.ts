@@ -24,12 +24,18 @@ export function previewUrl(sandboxId: string, port: number, configured: string |
 /** A host under the preview domain that names no sandbox's port: never the API's either. */
 export const NOT_A_PREVIEW = 'not_a_preview';
 
+/** The sandbox and port a preview's host names. */
+export interface PreviewTarget {
+  sandboxId: string;
+  port: number;
+}
+
 /**
  * The sandbox and port a request's Host names, when it is a preview's host under `domain`;
  * NOT_A_PREVIEW for any other host under `domain` (the wildcard record and ingress bring every
  * such host here, and none of them may reach the API's routes); undefined for the API's own.
  */
-export function parsePreviewHost(host: string | undefined, domain: string): { sandboxId: string; port: number } | typeof NOT_A_PREVIEW | undefined {
+export function parsePreviewHost(host: string | undefined, domain: string): PreviewTarget | typeof NOT_A_PREVIEW | undefined {
   if (!host) return undefined;
   const name = host.toLowerCase().replace(/:[0-9]{1,5}$/, '').replace(/\.$/, '');
   const suffix = `.${domain}`;

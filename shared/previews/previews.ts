@@ -18,7 +18,7 @@ export type PreviewOptions = Pick<Config, 'PADDOCK_PREVIEW_DOMAIN' | 'PADDOCK_PR
 export interface PreviewDeps {
   em: EntityManager;
   pg: Pool;
-  announcer: Pick<Announcer, 'announce'>;
+  announcer: Pick<Announcer, 'announce' | 'changed'>;
 }
 
 /** The query parameter of a signed URL, which a browser trades for a cookie. */
@@ -61,7 +61,9 @@ export async function openOwnPreview(
     const max = options.PADDOCK_PREVIEW_MAX_PORTS;
     throw new ApiError('preview_limit_reached', `At most ${max} ports of a sandbox may have a preview at once; remove one first.`, { extra: { limit: max } });
   }
+  // Kept, its `public` may have changed: what the proxy keeps of who may pass is stale either way.
   if (opened.event) await deps.announcer.announce([opened.event]);
+  else await deps.announcer.changed([accountId]);
   const signed = new URL(previewUrl(sandboxId, input.port, options.PADDOCK_PREVIEW_DOMAIN, apiPort));
   signed.searchParams.set(SIGNED_URL_PARAMETER, token);
   return { preview: opened.preview, token, signedUrl: signed.toString(), tokenExpiresAt };

@@ -105,12 +105,14 @@ export interface PreviewAccess {
   public: boolean;
   /** The token sent is one of this preview's, unexpired. */
   tokenValid: boolean;
+  /** When that token lapses (ms since the epoch); null without a valid token. */
+  tokenExpiresAt: number | null;
 }
 
 export async function readPreviewAccess(pool: Pool, sandboxId: string, port: number, digest: Buffer | undefined): Promise<PreviewAccess> {
-  const { rows } = await pool.query<{ status: string; account_id: string; preview_id: string | null; public: boolean | null; token_valid: boolean }>(
+  const { rows } = await pool.query<{ status: string; account_id: string; preview_id: string | null; public: boolean | null; token_expires_at: Date | null }>(
     `select s.status, s.account_id, p.id as preview_id, p.public,
-            exists (select 1 from preview_tokens t where t.digest = $3 and t.preview_id = p.id and t.expires_at > now()) as token_valid
+            (select max(t.expires_at) from preview_tokens t where t.digest = $3 and t.preview_id = p.id and t.expires_at > now()) as token_expires_at
        from sandboxes s left join previews p on p.sandbox_id = s.id and p.port = $2
       where s.id = $1`,
     [sandboxId, port, digest ?? null],
@@ -121,6 +123,7 @@ export async function readPreviewAccess(pool: Pool, sandboxId: string, port: num
     accountId: row?.account_id ?? null,
     previewed: !!row?.preview_id,
     public: !!row?.public,
-    tokenValid: !!row?.token_valid,
+    tokenValid: !!row?.token_expires_at,
+    tokenExpiresAt: row?.token_expires_at ? row.token_expires_at.getTime() : null,
   };
 }

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startReplicas } from '../helpers/replicas.ts';
+import { call } from '../helpers/http.ts';
+import { localPreviewHost, openPreview, previewSession, servePreviewProgram } from '../helpers/previews.ts';
+import { fetchPreviewUrl } from '../helpers/preview-fetch.ts';
 import { authBucketRaceScenario, concurrentCapScenario, lifecycleCountdownScenario, rateLimitRaceScenario } from './scenarios.ts';
 
 // test-plan: once (the control plane's processes and stores fail here; what they ask of the
@@ -47,6 +50,25 @@ test('one sandbox_lifecycle count goes down across both webs, then 429 with Retr
 
 test('signups and logins from one address racing across both webs share one per-IP bucket', async () => {
   await authBucketRaceScenario(webs(), AUTH_PER_MIN);
+});
+
+test('a preview token let through by both webs is refused by either once revoked through one; a port made private again asks for it at once', async () => {
+  const [a, b] = webs() as [string, string];
+  const s = await previewSession(a, {});
+  await servePreviewProgram(a, s, ['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1'], 8000);
+  const p = await openPreview(a, s, 8000);
+  const get = (web: string, headers: Record<string, string> = {}) => fetchPreviewUrl(`http://${localPreviewHost(web, s.id, 8000)}/`, headers).then((r) => r.status);
+  const token = { 'x-paddock-preview-token': p.token };
+  // Let through more than once by each web: what decided it is kept by then.
+  for (const web of [a, b, a, b]) assert.equal(await get(web, token), 200);
+  await openPreview(b, s, 8000, { public: true });
+  for (const web of [a, b]) assert.equal(await get(web), 200);
+  await openPreview(b, s, 8000, { public: false });
+  for (const web of [a, b]) assert.equal(await get(web), 401);
+  for (const web of [a, b]) assert.equal(await get(web, token), 200);
+  const revoked = await call(b, 'DELETE', `/v1/sandboxes/${s.id}/previews/8000`, { token: s.account.key });
+  assert.equal(revoked.status, 204, JSON.stringify(revoked.body));
+  for (const web of [a, b]) assert.equal(await get(web, token), 401);
 });
 
 test('both webs served requests, and every process is still up', () => {

@@ -16,9 +16,27 @@ redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`;
 
+// The same, once a read view (shared/cache/read-views.ts) says the request may pass: KEYS[2] the
+// account's generation, KEYS[3] the view. Answers {1, the view's JSON} with the slot taken, {0}
+// when all are taken, {-1} when the view does not hold (then nothing is taken).
+const TAKE_VIEWED_SCRIPT = `
+local generation = redis.call('GET', KEYS[2])
+if not generation then return {-1} end
+local view = redis.call('GET', KEYS[3])
+if not view or string.sub(view, 1, #generation + 1) ~= generation .. '\\n' then return {-1} end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return {0} end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return {1, string.sub(view, #generation + 2)}`;
+
 type SlotRedis = Redis & {
   paddockTakePreviewSlot(key: string, now: number, lapses: number, member: string, max: number, ttlMs: number): Promise<number>;
+  paddockTakeViewedPreviewSlot(key: string, generation: string, view: string, now: number, lapses: number, member: string, max: number, ttlMs: number): Promise<[number, string?]>;
 };
+
+/** A slot taken on a view's word: the view's JSON with it; 'busy' when all are taken; undefined when the view does not hold. */
+export type ViewedSlot = { release: () => void; view: string } | 'busy' | undefined;
 
 export class ConnectionSlots {
   readonly #redis: SlotRedis;
@@ -30,6 +48,7 @@ export class ConnectionSlots {
 
   constructor(redis: Redis, prefix: string, max: number) {
     if (!('paddockTakePreviewSlot' in redis)) redis.defineCommand('paddockTakePreviewSlot', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    if (!('paddockTakeViewedPreviewSlot' in redis)) redis.defineCommand('paddockTakeViewedPreviewSlot', { numberOfKeys: 3, lua: TAKE_VIEWED_SCRIPT });
     this.#redis = redis as SlotRedis;
     this.#prefix = prefix;
     this.#max = max;
@@ -37,11 +56,34 @@ export class ConnectionSlots {
 
   /** A slot for one more connection to the sandbox's previews: its release, or undefined when all are taken. */
   async take(sandboxId: string): Promise<(() => void) | undefined> {
-    const key = `${this.#prefix}:preview-connections:${sandboxId}`;
+    const key = this.#key(sandboxId);
     const member = randomUUID();
     const now = Date.now();
     const taken = await this.#redis.paddockTakePreviewSlot(key, now, now + LEASE_MS, member, this.#max, LEASE_MS * 2);
-    if (taken !== 1) return undefined;
+    return taken === 1 ? this.#hold(key, member) : undefined;
+  }
+
+  /**
+   * A slot, in the same round trip as the check of the read view that lets the request pass
+   * (`keys`, from ReadViews.keysOf): nothing is taken unless the view holds at its account's
+   * generation.
+   */
+  async takeViewed(sandboxId: string, keys: { generation: string; view: string }): Promise<ViewedSlot> {
+    const key = this.#key(sandboxId);
+    const member = randomUUID();
+    const now = Date.now();
+    const [taken, view] = await this.#redis.paddockTakeViewedPreviewSlot(key, keys.generation, keys.view, now, now + LEASE_MS, member, this.#max, LEASE_MS * 2);
+    if (taken === 0) return 'busy';
+    if (taken !== 1 || view === undefined) return undefined;
+    return { release: this.#hold(key, member), view };
+  }
+
+  #key(sandboxId: string): string {
+    return `${this.#prefix}:preview-connections:${sandboxId}`;
+  }
+
+  /** Keeps a member taken renewed until its release. */
+  #hold(key: string, member: string): () => void {
     const members = this.#held.get(key) ?? new Set<string>();
     members.add(member);
     this.#held.set(key, members);

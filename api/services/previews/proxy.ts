@@ -7,12 +7,12 @@ import type { Pool } from 'pg';
 import { ApiError, problemDocument } from '../../../shared/errors.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { PortNotListeningError, SandboxGoneError, type SandboxRuntime } from '../../../shared/runtime/types.ts';
-import { LOCAL_PREVIEW_DOMAIN, NOT_A_PREVIEW, parsePreviewHost } from '../../../shared/previews/hosts.ts';
+import { LOCAL_PREVIEW_DOMAIN, NOT_A_PREVIEW, parsePreviewHost, type PreviewTarget } from '../../../shared/previews/hosts.ts';
 import { SIGNED_URL_PARAMETER } from '../../../shared/previews/previews.ts';
 import { previewTokenDigest } from '../../../shared/previews/tokens.ts';
-import { readPreviewAccess } from '../../../shared/repositories/previews.ts';
 import { responseOnSocket } from '../../upgrade-response.ts';
 import type { ConnectionSlots } from './connection-slots.ts';
+import { PreviewAdmission, type PreviewAdmissionDeps } from './admission.ts';
 import { OpenPreviewConnections } from './open-connections.ts';
 import { IdleConnections } from './idle-connections.ts';
 import { requestHeadersForProgram, responseHeadersForClient, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
@@ -22,15 +22,11 @@ import { requestHeadersForProgram, responseHeadersForClient, TOKEN_COOKIE, TOKEN
 // each WebSocket, is one connection to the program (runtime.openPort), streamed both ways with
 // backpressure (pipes), and counted against the sandbox's cap over every replica.
 
-export interface PreviewTarget {
-  sandboxId: string;
-  port: number;
-}
-
 export interface PreviewProxyDeps {
   pg: Pool;
   runtime: Pick<SandboxRuntime, 'openPort'>;
   slots: ConnectionSlots;
+  views: PreviewAdmissionDeps['views'];
   log: Logger;
   /** PADDOCK_PREVIEW_DOMAIN: previews are served over https under it; unset, over http on *.localhost. */
   domain: string | undefined;
@@ -43,15 +39,19 @@ interface Admitted {
   path: string;
   /** A browser's signed URL: its token made a cookie, sent on to `path`. */
   cookie?: string;
+  /** The token's digest (the signed URL's, the header's or the cookie's); undefined without one. */
+  digest: Buffer | undefined;
 }
 
 export class PreviewProxy {
   readonly #deps: PreviewProxyDeps;
   readonly #open: OpenPreviewConnections;
   readonly #idle: IdleConnections;
+  readonly #admission: PreviewAdmission;
 
   constructor(deps: PreviewProxyDeps) {
     this.#deps = deps;
+    this.#admission = new PreviewAdmission({ pg: deps.pg, views: deps.views, slots: deps.slots });
     this.#open = new OpenPreviewConnections(deps.pg, deps.log);
     this.#idle = new IdleConnections(deps.idleMs);
   }
@@ -82,7 +82,7 @@ export class PreviewProxy {
   async #serve(req: IncomingMessage, res: ServerResponse, target: PreviewTarget): Promise<void> {
     const admitted = await this.#admit(req, target);
     if (admitted.cookie) return redirect(res, admitted.path, admitted.cookie);
-    const { upstream, release } = await this.#connect(req, target);
+    const { upstream, release } = await this.#connect(req, target, admitted.digest);
     let over = false;
     const done = () => {
       over = true;
@@ -132,7 +132,7 @@ export class PreviewProxy {
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse, target: PreviewTarget): Promise<void> {
     const admitted = await this.#admit(req, target);
     if (admitted.cookie) return redirect(res, admitted.path, admitted.cookie);
-    const { upstream, release } = await this.#connect(req, target);
+    const { upstream, release } = await this.#connect(req, target, admitted.digest);
     let answered = false;
     const done = () => {
       answered = true;
@@ -179,7 +179,10 @@ export class PreviewProxy {
     out.end();
   }
 
-  /** Whether the request may pass: a public preview, or a valid token for this port of this sandbox. */
+  /**
+   * The request's path for the program, and its token's digest; a browser's signed URL is checked
+   * here and becomes a cookie. Whether the request may pass is decided as its slot is taken (#connect).
+   */
   async #admit(req: IncomingMessage, target: PreviewTarget): Promise<Admitted> {
     if (!req.url?.startsWith('/')) throw new ApiError('invalid_request', 'A request through a preview names a path, not a whole URL.');
     // Node keeps the first of several Host headers; a proxy in front may route by another.
@@ -188,24 +191,19 @@ export class PreviewProxy {
     const signed = url.searchParams.get(SIGNED_URL_PARAMETER) ?? undefined;
     const header = req.headers[TOKEN_HEADER];
     const token = signed ?? (typeof header === 'string' ? header : undefined) ?? tokenCookie(req.headers.cookie);
-    const access = await readPreviewAccess(this.#deps.pg, target.sandboxId, target.port, previewTokenDigest(token));
-    if (!access.running) throw new ApiError('sandbox_not_found', `No running sandbox ${target.sandboxId}.`);
-    const allowed = access.previewed && (access.public || access.tokenValid);
-    if (!allowed || (signed !== undefined && !access.tokenValid)) {
-      throw new ApiError('preview_unauthorized', `Port ${target.port} of sandbox ${target.sandboxId} takes a preview token made for it (X-Paddock-Preview-Token, or the signed URL in a browser).`);
-    }
+    const digest = previewTokenDigest(token);
     url.searchParams.delete(SIGNED_URL_PARAMETER);
     const path = `${url.pathname}${url.search}`;
-    if (signed === undefined) return { path };
+    if (signed === undefined) return { path, digest };
+    await this.#admission.check(target, digest);
     const secure = this.#proto() === 'https';
     // Host-only (no Domain), so it reaches this preview's host alone; an embedding page needs SameSite=None, which needs Secure.
-    return { path, cookie: `${TOKEN_COOKIE}=${signed}; Path=/; HttpOnly; ${secure ? 'Secure; SameSite=None' : 'SameSite=Lax'}` };
+    return { path, digest, cookie: `${TOKEN_COOKIE}=${signed}; Path=/; HttpOnly; ${secure ? 'Secure; SameSite=None' : 'SameSite=Lax'}` };
   }
 
-  /** A slot of the sandbox's cap, then a connection to the program. */
-  async #connect(req: IncomingMessage, target: PreviewTarget): Promise<{ upstream: Duplex; release: () => void }> {
-    const release = await this.#deps.slots.take(target.sandboxId);
-    if (!release) throw new ApiError('preview_busy', 'The sandbox has as many connections through its previews as it may; retry shortly.', { headers: { 'Retry-After': '1' } });
+  /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
+  async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined): Promise<{ upstream: Duplex; release: () => void }> {
+    const release = await this.#admission.enter(target, digest);
     const abort = new AbortController();
     const gone = () => abort.abort();
     req.socket.once('close', gone);
