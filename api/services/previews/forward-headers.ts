@@ -69,7 +69,24 @@ export function requestHeadersForProgram(req: { headers: IncomingHttpHeaders; so
   return out;
 }
 
-/** The program's answer's headers as the client gets them. */
+/**
+ * The program's answer's fields ([name, value, ...], names lowercased) as the client gets them:
+ * less the hop-by-hop ones and the framing, which the proxy sets for the client's own connection.
+ */
+export function answerFieldsForClient(fields: readonly string[]): string[] {
+  const connection: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'connection') connection.push(fields[i + 1]!);
+  const listed = listedInConnection({ connection: connection.join(',') });
+  const out: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (HOP_BY_HOP.has(name) || FRAMING.has(name) || listed.has(name)) continue;
+    out.push(name, fields[i + 1]!);
+  }
+  return out;
+}
+
+/** The program's answer's headers as the client gets them (a WebSocket handshake's refusal, read by node:http). */
 export function responseHeadersForClient(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const listed = listedInConnection(headers);
   const out: OutgoingHttpHeaders = {};
@@ -78,4 +95,14 @@ export function responseHeadersForClient(headers: IncomingHttpHeaders): Outgoing
     out[name] = value;
   }
   return out;
+}
+
+/** A request's head as the program gets it: request line and fields, to the empty line. */
+export function requestHead(method: string, path: string, headers: OutgoingHttpHeaders): string {
+  let head = `${method} ${path} HTTP/1.1\r\n`;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    for (const one of Array.isArray(value) ? value : [value]) head += `${name}: ${one}\r\n`;
+  }
+  return `${head}\r\n`;
 }

@@ -15,7 +15,8 @@ import type { ConnectionSlots } from './connection-slots.ts';
 import { PreviewAdmission, type PreviewAdmissionDeps } from './admission.ts';
 import { OpenPreviewConnections } from './open-connections.ts';
 import { IdleConnections } from './idle-connections.ts';
-import { requestHeadersForProgram, responseHeadersForClient, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
+import { answerFieldsForClient, requestHead, requestHeadersForProgram, responseHeadersForClient, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
+import { readProgramAnswer } from './program-answer.ts';
 
 // The preview proxy (docs/api.md, "Preview URLs"): a request whose Host is a preview's goes to
 // that port of that sandbox and nowhere else, never into the API's routes. Each request, and
@@ -111,22 +112,33 @@ export class PreviewProxy {
       unwatch();
       done();
     });
-    const out = request({ createConnection: () => upstream as Socket, method: req.method, path: admitted.path, headers: requestHeadersForProgram(req, this.#proto(), false), setHost: false });
-    out.on('response', (answer) => {
-      if (over) return void answer.destroy();
-      const invalid = writeAnswerHead(res, answer);
-      if (invalid) {
-        refuse(notValidHttp(target.port));
-        this.#deps.log.debug({ err: invalid.message, sandboxId: target.sandboxId }, 'preview answer refused');
-        return;
-      }
-      pipeline(answer, res, () => done());
+    upstream.write(requestHead(req.method ?? 'GET', admitted.path, requestHeadersForProgram(req, this.#proto(), false)));
+    sendRequestBody(req, upstream);
+    const reader = readProgramAnswer(upstream, req.method ?? 'GET', {
+      head: (answer) => {
+        if (over) return false;
+        const fields = answerFieldsForClient(answer.fields);
+        if (answer.length !== undefined && answer.status !== 204) fields.push('content-length', String(answer.length));
+        try {
+          res.writeHead(answer.status, answer.reason, fields);
+          return true;
+        } catch (err) {
+          refuse(notValidHttp(target.port));
+          this.#deps.log.debug({ err: (err as Error).message, sandboxId: target.sandboxId }, 'preview answer refused');
+          return false;
+        }
+      },
+      data: (chunk) => res.write(chunk),
+      end: () => {
+        res.end();
+        done();
+      },
+      fail: (why) => {
+        refuse(why === 'invalid' ? notValidHttp(target.port) : closedEarly(target.port));
+        this.#deps.log.debug({ why, sandboxId: target.sandboxId }, 'preview answer not whole');
+      },
     });
-    out.on('error', (err) => {
-      refuse(closedEarly(target.port));
-      this.#deps.log.debug({ err: err.message, sandboxId: target.sandboxId }, 'preview request ended early');
-    });
-    pipeline(req, out, () => undefined);
+    res.on('drain', () => reader.resume());
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse, target: PreviewTarget): Promise<void> {
@@ -254,6 +266,33 @@ export class PreviewProxy {
 function cut(socket: Socket): void {
   if (typeof socket.resetAndDestroy === 'function' && !socket.destroyed) socket.resetAndDestroy();
   else socket.destroy();
+}
+
+/**
+ * The request's body to the program, framed as it came (Node's server has read it de-framed):
+ * with its length raw, chunked in chunks again, none when it had neither. The connection is not
+ * half-closed after it: many programs take that for the client gone.
+ */
+function sendRequestBody(req: IncomingMessage, upstream: Duplex): void {
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  req.on('data', (chunk: Buffer) => {
+    if (chunk.byteLength === 0) return;
+    let fits: boolean;
+    if (chunked) {
+      upstream.write(`${chunk.byteLength.toString(16)}\r\n`, 'latin1');
+      upstream.write(chunk);
+      fits = upstream.write('\r\n', 'latin1');
+    } else {
+      fits = upstream.write(chunk);
+    }
+    if (!fits) {
+      req.pause();
+      upstream.once('drain', () => req.resume());
+    }
+  });
+  req.on('end', () => {
+    if (chunked && !upstream.destroyed) upstream.write('0\r\n\r\n', 'latin1');
+  });
 }
 
 /** A browser's signed URL: its token as a cookie, and the same URL without it. */
