@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
@@ -8,8 +9,8 @@ import type { SandboxRuntime } from '../shared/runtime/types.ts';
 
 // Preview URLs (docs/api.md, "Preview URLs") against their floor: the same program in the same
 // sandbox reached through runtime.openPort from this process, the very path the proxy takes into
-// the sandbox (the agent's relay in its network namespace), less the API: the proxy's own cost is
-// what is left. Then the API's own p99 while previews are flooded with downloads.
+// the sandbox (the agent's relay in its network namespace), less the API, with the same HTTP client
+// on both: the proxy's own cost is what is left. Then the API's own p99 while previews are flooded with downloads.
 
 const PORT = 8000;
 const COUNT = Number(process.env.BENCH_PREVIEWS_COUNT ?? 200);
@@ -67,19 +68,24 @@ function viaPreview(api: URL, host: string, path: string): Promise<{ ms: number;
   });
 }
 
-/** The same GET straight to the program: runtime.openPort, the request written, the answer read to its end (the program closes after it). */
+/**
+ * The same GET straight to the program: runtime.openPort, then the same HTTP client as through the
+ * preview on that connection, so that both sides parse the same answer and only the path differs.
+ */
 async function direct(runtime: SandboxRuntime, id: string, path: string): Promise<{ ms: number; bytes: number }> {
   const started = performance.now();
   const socket: Duplex = await runtime.openPort(id, PORT);
-  socket.write(`GET ${path} HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n`);
-  let bytes = 0;
-  let head = '';
-  for await (const chunk of socket) {
-    bytes += (chunk as Buffer).length;
-    if (head.length < 12) head += (chunk as Buffer).subarray(0, 12).toString('latin1');
-  }
-  if (!head.startsWith('HTTP/1.1 200')) throw new Error(`direct answer: ${head}`);
-  return { ms: performance.now() - started, bytes };
+  return new Promise((resolve, reject) => {
+    const req = request({ createConnection: () => socket as Socket, path, headers: { host: 'sandbox', connection: 'close' }, setHost: false });
+    req.on('response', (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => (res.statusCode === 200 ? resolve({ ms: performance.now() - started, bytes }) : reject(new Error(`direct answer: ${res.statusCode}`))));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** Sequential GETs of the API with the key, timed one by one. */

@@ -114,6 +114,7 @@ export class PreviewProxy {
     });
     upstream.write(requestHead(req.method ?? 'GET', admitted.path, requestHeadersForProgram(req, this.#proto(), false)));
     sendRequestBody(req, upstream);
+    let corked = false;
     const reader = readProgramAnswer(upstream, req.method ?? 'GET', {
       head: (answer) => {
         if (over) return false;
@@ -128,7 +129,18 @@ export class PreviewProxy {
           return false;
         }
       },
-      data: (chunk) => res.write(chunk),
+      data: (chunk) => {
+        // The chunks one turn of the event loop reads go out in one write.
+        if (!corked) {
+          corked = true;
+          res.cork();
+          setImmediate(() => {
+            corked = false;
+            res.uncork();
+          });
+        }
+        return res.write(chunk);
+      },
       end: () => {
         res.end();
         done();
