@@ -115,6 +115,11 @@ export class PreviewProxy {
     upstream.write(requestHead(req.method ?? 'GET', admitted.path, requestHeadersForProgram(req, this.#proto(), false)));
     sendRequestBody(req, upstream);
     let corked = false;
+    const uncork = () => {
+      if (!corked) return;
+      corked = false;
+      res.uncork();
+    };
     const reader = readProgramAnswer(upstream, req.method ?? 'GET', {
       head: (answer) => {
         if (over) return false;
@@ -134,14 +139,13 @@ export class PreviewProxy {
         if (!corked) {
           corked = true;
           res.cork();
-          setImmediate(() => {
-            corked = false;
-            res.uncork();
-          });
+          setImmediate(uncork);
         }
         return res.write(chunk);
       },
       end: () => {
+        // The answer's end goes at once: a small answer waits for no turn.
+        uncork();
         res.end();
         done();
       },
@@ -225,6 +229,7 @@ export class PreviewProxy {
     return { path, digest, cookie: `${TOKEN_COOKIE}=${signed}; Path=/; HttpOnly; ${secure ? 'Secure; SameSite=None' : 'SameSite=Lax'}` };
   }
 
+  /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
   /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
   async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined): Promise<{ upstream: Duplex; release: () => void }> {
     const release = await this.#admission.enter(target, digest);
