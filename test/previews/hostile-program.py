@@ -8,6 +8,8 @@
 #   GET /silent        read, and never answered
 #   GET /big?mib=N     N MiB, a MiB a write
 #   GET /badstatus     a status line with a control character in its reason
+#   GET /sse           three server-sent events, chunked, 300 ms apart, after a 103 Early Hints
+#   GET /twoframes     an answer framed both by Content-Length and as chunked
 #   anything else      {method, path, headers, body: the body's length} (Content-Length or chunked)
 import json, socket, sys, threading, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -61,6 +63,20 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == '/badstatus':
             self.wfile.write(b'HTTP/1.1 200 O\x01K\r\ncontent-length: 2\r\n\r\nok')
             self.wfile.flush()
+        elif self.path == '/sse':
+            self.wfile.write(b'HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n')
+            self.wfile.write(b'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n')
+            self.wfile.flush()
+            for i in range(3):
+                event = ('data: %d %.3f\n\n' % (i, time.time())).encode()
+                self.wfile.write(b'%x\r\n%s\r\n' % (len(event), event))
+                self.wfile.flush()
+                time.sleep(0.3)
+            self.wfile.write(b'0\r\n\r\n')
+            self.wfile.flush()
+        elif self.path == '/twoframes':
+            self.wfile.write(b'HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n')
+            self.wfile.flush()
         elif self.path.startswith('/big'):
             mib = int(self.path.split('mib=')[1])
             self.send_response(200)
@@ -76,6 +92,6 @@ class Handler(BaseHTTPRequestHandler):
             got = self.body_length()
             self.answer(json.dumps({'method': self.command, 'path': self.path, 'headers': {k.lower(): v for k, v in self.headers.items()}, 'body': got}).encode())
 
-    do_GET = do_POST = do_PUT = do_DELETE = route
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = route
 
 Server(('127.0.0.1', int(sys.argv[1])), Handler).serve_forever()

@@ -63,6 +63,22 @@ async function seen(s: Served): Promise<string[]> {
 
 const codeOf = (res: RawExchangeResponse) => (res.body as { code?: string }).code;
 
+/** Everything the API writes back to `bytes` down a fresh connection, until it closes; `onData` sees the text so far at each arrival. */
+function rawUntilClose(bytes: string, onData: (soFar: string) => void = () => undefined): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(api.port), '127.0.0.1');
+    let text = '';
+    socket.write(bytes, 'latin1');
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      onData(text);
+    });
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+    socket.setTimeout(20_000, () => socket.destroy(new Error(`no close after ${JSON.stringify(text.slice(0, 200))}`)));
+  });
+}
+
 test('framing tricks reach nothing but their own port: conflicting lengths, obs-fold, a body framed as a request, absolute-form, spoofed hosts', async () => {
   const s = await served();
   const other = await served({ public: true });
@@ -133,6 +149,31 @@ test("a program's status line with a control character in its reason passes with
   assert.match(res.head, /^HTTP\/1\.1 200 OK\r\n/);
   assert.equal(res.body, 'ok');
   assert.equal((await call(stack.url, 'GET', '/healthz')).status, 200);
+});
+
+test("a program's chunked stream (server-sent events) reaches the client as it is written; interim answers, HEAD's bodiless answer; an answer framed two ways is refused", async () => {
+  const s = await served();
+  // Each event as it comes, down a raw connection: the first long before the last is written.
+  const arrivals: { at: number; text: string }[] = [];
+  const text = await rawUntilClose(`GET /sse HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: close\r\n\r\n`, (soFar) => arrivals.push({ at: performance.now(), text: soFar }));
+  assert.match(text, /^HTTP\/1\.1 200 OK\r\n/, 'the interim answer is not passed on as the answer');
+  assert.match(text, /\r\ncontent-type: text\/event-stream\r\n/i);
+  assert.match(text, /\r\ntransfer-encoding: chunked\r\n/i);
+  for (const i of [0, 1, 2]) assert.match(text, new RegExp(`data: ${i} `));
+  const first = arrivals.find((a) => a.text.includes('data: 0 '))!;
+  const last = arrivals.find((a) => a.text.includes('data: 2 '))!;
+  assert.ok(last.at - first.at > 400, `the events arrived ${Math.round(last.at - first.at)} ms apart: held back, not streamed`);
+  assert.ok(text.endsWith('0\r\n\r\n'), 'the stream ends as a chunked body does');
+
+  // HEAD: the head alone, its length as the program told it, and the connection closed after it.
+  const head = await rawUntilClose(`HEAD /big?mib=1 HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: close\r\n\r\n`);
+  assert.match(head, /^HTTP\/1\.1 200 /);
+  assert.match(head, /\r\ncontent-length: 1048576\r\n/i);
+  assert.ok(head.endsWith('\r\n\r\n'), `bytes after the head: ${JSON.stringify(head.slice(-40))}`);
+
+  const twice = await raw(`GET /twoframes HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: close\r\n\r\n`);
+  assert.equal(twice.status, 502);
+  assert.equal(codeOf(twice), 'port_not_listening');
 });
 
 test('a silent program: the request, and a WebSocket handshake, end within the idle timeout with 504', async () => {
