@@ -9,6 +9,8 @@ import { call } from '../helpers/http.ts';
 import { newId } from '../../shared/ids.ts';
 import { assertConsistent, assertEachWorkerRuns, assertUnavailable, sandboxRows, strayOutput, timedCall, type TimedResponse } from './probes.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { fetchPreviewUrl } from '../helpers/preview-fetch.ts';
+import { localPreviewHost } from '../helpers/previews.ts';
 
 // test-plan: once (the control plane's processes and stores fail here; what they ask of the
 // runtime meanwhile is what the lifecycle suites drive on both runtimes)
@@ -18,7 +20,8 @@ import { eventually } from '../helpers/eventually.ts';
 //
 // What needs Redis, and so answers 503 service_unavailable with Retry-After while it is down:
 //   every route authenticated by API key (the key lookup goes through the Redis cache),
-//   signup and login (the per-IP auth bucket), revoking a key (the revocation tombstone).
+//   signup and login (the per-IP auth bucket), revoking a key (the revocation tombstone), every
+//   request through a preview (its connection cap).
 // What does not: /healthz, /v1/openapi.json, and the dashboard-token routes that only read or
 // write PostgreSQL (listing and minting API keys). /readyz answers 503 naming Redis.
 // The reaper's sweep is driven by PostgreSQL alone: sandboxes reaching their cap during the
@@ -56,6 +59,10 @@ test('Redis stopped, then restarted empty: 503 fast while down, caps kept, full 
   const sB = await created();
   await sleep(Math.max(0, Date.parse(sA.expiresAt) - 3500 - Date.now()));
   const sC = await created();
+  // A public preview of a port of C's: while Redis is down, whether a request may pass cannot be
+  // told (the connection cap lives there), so it is refused with 503, not let through.
+  const previewed = await call(replicas.url, 'POST', `/v1/sandboxes/${sC.id}/previews`, { token: a.key, body: { port: 8000, public: true } });
+  assert.equal(previewed.status, 201, JSON.stringify(previewed.body));
 
   // A create in flight when Redis goes: its job is running on a worker (held at its last step,
   // the database update, by a row lock the test takes), so the job's completion event is lost
@@ -107,6 +114,12 @@ test('Redis stopped, then restarted empty: 503 fast while down, caps kept, full 
       assertUnavailable(res, `${method} ${path}`);
       record('api-key routes', res);
     }
+    const started = Date.now();
+    const preview = await fetchPreviewUrl(`http://${localPreviewHost(web, sC.id, 8000)}/`);
+    assert.equal(preview.status, 503, `a preview: ${preview.status} ${preview.body}`);
+    assert.equal(JSON.parse(preview.body).code, 'service_unavailable');
+    assert.match(String(preview.headers['retry-after'] ?? ''), /^[1-9]\d*$/, 'a preview: Retry-After');
+    assert.ok(Date.now() - started < ANSWER_WITHIN_MS, 'a preview answered late');
     const signup = await timedCall(web, 'POST', '/v1/auth/signup', { ...t, body: { email: `x${Date.now()}@example.test`, password: 'correct horse battery' } });
     assertUnavailable(signup, 'signup');
     const login = await timedCall(web, 'POST', '/v1/auth/login', { ...t, body: { email: a.email, password: a.password } });

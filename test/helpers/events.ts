@@ -34,7 +34,8 @@ export async function assertEventsMatchTransitions(
   ) as Row[];
   assert.ok(rows.length > 0, 'no sandboxes to check');
   for (const s of rows) {
-    const all = (await sql('select type, data from events where sandbox_id = $1 order by seq', [s.id])) as {
+    // The sandbox's own transitions: its previews' events (preview.*) are beside them.
+    const all = (await sql("select type, data from events where sandbox_id = $1 and type like 'sandbox.%' order by seq", [s.id])) as {
       type: string;
       data: { sandbox: { status: string; destroyReason: string | null; expiresAt: string } };
     }[];

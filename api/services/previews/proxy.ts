@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream';
 import type { Pool } from 'pg';
 import { ApiError, problemDocument } from '../../../shared/errors.ts';
+import { isDependencyUnavailable } from '../../../shared/unavailable.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { PortNotListeningError, SandboxGoneError, type SandboxRuntime } from '../../../shared/runtime/types.ts';
 import { LOCAL_PREVIEW_DOMAIN, NOT_A_PREVIEW, parsePreviewHost, type PreviewTarget } from '../../../shared/previews/hosts.ts';
@@ -255,9 +256,11 @@ export class PreviewProxy {
   }
 
   #fail(req: IncomingMessage, res: ServerResponse, err: unknown): void {
-    if (!(err instanceof ApiError)) this.#deps.log.error({ err }, 'preview request failed');
+    const refusal = err instanceof ApiError ? err : isDependencyUnavailable(err) ? unavailable() : undefined;
+    if (!refusal) this.#deps.log.error({ err }, 'preview request failed');
+    else if (!(err instanceof ApiError)) this.#deps.log.warn({ err: (err as Error).message }, 'preview request: a backing service is unreachable');
     if (res.headersSent || res.destroyed) return void res.destroy();
-    this.#answer(req, res, err instanceof ApiError ? err : new ApiError('internal_error'));
+    this.#answer(req, res, refusal ?? new ApiError('internal_error'));
   }
 
   /** A refusal: a problem document, or a page for a browser. */
@@ -341,6 +344,9 @@ function reasonOf(answer: IncomingMessage): string | undefined {
   const reason = answer.statusMessage;
   return reason && /^[\t\x20-\x7e]*$/.test(reason) ? reason : undefined;
 }
+
+/** PostgreSQL or Redis is unreachable: whether a request may pass cannot be told, so none does, for now. */
+const unavailable = () => new ApiError('service_unavailable', 'A backing service is unreachable; try again shortly.', { headers: { 'Retry-After': '1' } });
 
 function previewOrRefuse(target: PreviewTarget | typeof NOT_A_PREVIEW): PreviewTarget {
   if (target === NOT_A_PREVIEW) throw new ApiError('not_found', 'This host is under the preview domain but names no preview (<port>-<sandbox id without sbx_>).');
