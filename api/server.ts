@@ -65,7 +65,7 @@ export async function startApi(
   const lingering = new LingeringClose({ maxBytes: config.PADDOCK_HTTP_LINGER_BYTES, maxMs: config.PADDOCK_HTTP_LINGER_SECONDS * 1000 });
   // A request whose Host is a preview's goes to the sandbox's port (services/previews/), never into the app.
   const slots = new ConnectionSlots(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_PREVIEW_MAX_CONNECTIONS);
-  const previews = new PreviewProxy({ pg, runtime, slots, views: deps.views, log, domain: config.PADDOCK_PREVIEW_DOMAIN, idleMs: config.PADDOCK_PREVIEW_IDLE_TIMEOUT_SECONDS * 1000 });
+  const previews = new PreviewProxy({ pg, runtime, slots, views: deps.views, transfers: deps.bulkTransfers, log, domain: config.PADDOCK_PREVIEW_DOMAIN, idleMs: config.PADDOCK_PREVIEW_IDLE_TIMEOUT_SECONDS * 1000 });
   const appHandler = app.callback();
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const target = previews.target(req);

@@ -6,12 +6,13 @@ import { newAccount } from '../helpers/accounts.ts';
 import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { sandboxFor, type FileClient } from './helpers.ts';
 import { tarOf } from './tar-writer.ts';
+import { localPreviewHost, openPreview, servePreviewProgram } from '../helpers/previews.ts';
 
 // Bulk transfers share a web process fairly by account (api/services/bulk-transfers.ts): while
 // two accounts transfer at once, each has as many transfers flowing as the other, whatever how
-// many it opened; a lone account's all flow. Judged by bytes moved, not by time: while the
-// neighbour downloads its one archive, the account with three moves about as much in all (three
-// times as much without the fair share).
+// many it opened; a lone account's all flow; downloads through previews take part as archives do.
+// Judged by bytes moved, not by time: while the neighbour downloads its one archive, the account
+// with three moves about as much in all (three times as much without the fair share).
 
 const MIB = 1024 * 1024;
 const SIZE = 16 * MIB;
@@ -148,4 +149,41 @@ test('a lone account’s transfers all flow at once: none waits for a turn', asy
   const moved = await Promise.all([download(heavyBox), download(heavyBox), download(heavyBox)].map((t) => t.done));
   assert.ok(moved.every((n) => n > SIZE), JSON.stringify(moved));
   assert.equal(await waits(), before);
+});
+
+/** A download through a public preview of the box's port 8000 (python's http.server over /workspace), counted as it arrives. */
+function previewDownload(box: FileClient): Transfer {
+  let moved = 0;
+  let began!: () => void;
+  const started = new Promise<void>((resolve) => (began = resolve));
+  const done = new Promise<number>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: new URL(stack.url).port, path: '/blob', headers: { host: localPreviewHost(stack.url, box.id, 8000) }, setHost: false, agent: false }, (res) => {
+      const err = refused(res, 'preview download');
+      if (err) return reject(err);
+      res.on('data', (chunk: Buffer) => {
+        moved += chunk.length;
+        began();
+      });
+      res.on('end', () => resolve(moved));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  return { moved: () => moved, started, done };
+}
+
+test('downloads through previews take their account’s share as archives do', async () => {
+  for (const [account, box] of [[heavy, heavyBox], [light, lightBox]] as const) {
+    const session = { account, id: box.id };
+    await servePreviewProgram(stack.url, session, ['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1', '--directory', '/workspace'], 8000);
+    await openPreview(stack.url, session, 8000, { public: true });
+  }
+  const before = await waits();
+  const raced = await race([previewDownload(heavyBox), previewDownload(heavyBox), previewDownload(heavyBox)], previewDownload(lightBox));
+  assert.equal(raced.light, SIZE);
+  assert.equal(raced.heavyTotal, 3 * SIZE);
+  const moved = `the heavy account moved ${(raced.heavyMeanwhile / MIB).toFixed(1)} MiB while the light one moved ${(raced.light / MIB).toFixed(1)} MiB`;
+  if (testRuntime() === 'local') assert.ok(raced.heavyMeanwhile < 2 * raced.light, moved);
+  assert.ok((await waits()) > before, 'the heavy account’s preview downloads waited their turns');
 });

@@ -35,8 +35,8 @@ export class PreviewAdmission {
     refuseUnless(access, target, true);
   }
 
-  /** Lets the request through (or refuses it) and takes its slot: the slot's release. */
-  async enter(target: PreviewTarget, digest: Buffer | undefined): Promise<() => void> {
+  /** Lets the request through (or refuses it) and takes its slot: the slot's release, and the sandbox's account. */
+  async enter(target: PreviewTarget, digest: Buffer | undefined): Promise<{ release: () => void; accountId: string }> {
     const { views, slots } = this.#deps;
     const accountId = this.#accounts.get(target.sandboxId);
     const name = viewName(target, digest);
@@ -44,7 +44,7 @@ export class PreviewAdmission {
       const taken = await slots.takeViewed(target.sandboxId, views.keysOf(accountId, name));
       if (taken === 'busy') throw busy();
       if (taken) {
-        if (stillValid(taken.view)) return taken.release;
+        if (stillValid(taken.view)) return { release: taken.release, accountId };
         taken.release();
       }
     }
@@ -54,7 +54,7 @@ export class PreviewAdmission {
     refuseUnless(access, target, false);
     const release = await slots.take(target.sandboxId);
     if (!release) throw busy();
-    return release;
+    return { release, accountId: access.accountId };
   }
 
   async #read(target: PreviewTarget, digest: Buffer | undefined): Promise<PreviewAccess | undefined> {
@@ -86,8 +86,8 @@ function stillValid(view: string): boolean {
   }
 }
 
-function refuseUnless(access: PreviewAccess | undefined, target: PreviewTarget, tokenNeeded: boolean): void {
-  if (!access?.running) throw new ApiError('sandbox_not_found', `No running sandbox ${target.sandboxId}.`);
+function refuseUnless(access: PreviewAccess | undefined, target: PreviewTarget, tokenNeeded: boolean): asserts access is PreviewAccess & { accountId: string } {
+  if (!access?.running || !access.accountId) throw new ApiError('sandbox_not_found', `No running sandbox ${target.sandboxId}.`);
   if (!passes(access) || (tokenNeeded && !access.tokenValid) || (access.tokenExpiresAt !== null && access.tokenExpiresAt <= Date.now() && !access.public)) {
     throw new ApiError('preview_unauthorized', `Port ${target.port} of sandbox ${target.sandboxId} takes a preview token made for it (X-Paddock-Preview-Token, or the signed URL in a browser).`);
   }

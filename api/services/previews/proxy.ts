@@ -13,6 +13,7 @@ import { SIGNED_URL_PARAMETER } from '../../../shared/previews/previews.ts';
 import { previewTokenDigest } from '../../../shared/previews/tokens.ts';
 import { responseOnSocket } from '../../upgrade-response.ts';
 import type { ConnectionSlots } from './connection-slots.ts';
+import type { BulkTransfers } from '../bulk-transfers.ts';
 import { PreviewAdmission, type PreviewAdmissionDeps } from './admission.ts';
 import { OpenPreviewConnections } from './open-connections.ts';
 import { IdleConnections } from './idle-connections.ts';
@@ -29,6 +30,8 @@ export interface PreviewProxyDeps {
   runtime: Pick<SandboxRuntime, 'openPort'>;
   slots: ConnectionSlots;
   views: PreviewAdmissionDeps['views'];
+  /** Each account's fair share of this process's bulk transfers: an answer is one. */
+  transfers: Pick<BulkTransfers, 'open'>;
   log: Logger;
   /** PADDOCK_PREVIEW_DOMAIN: previews are served over https under it; unset, over http on *.localhost. */
   domain: string | undefined;
@@ -84,11 +87,14 @@ export class PreviewProxy {
   async #serve(req: IncomingMessage, res: ServerResponse, target: PreviewTarget): Promise<void> {
     const admitted = await this.#admit(req, target);
     if (admitted.cookie) return redirect(res, admitted.path, admitted.cookie);
-    const { upstream, release } = await this.#connect(req, target, admitted.digest);
+    const { upstream, release, accountId } = await this.#connect(req, target, admitted.digest);
+    // The answer's bytes take their account's fair share of this process (bulk-transfers.ts).
+    const transfer = this.#deps.transfers.open(accountId);
     let over = false;
     const done = () => {
       over = true;
       release();
+      transfer.close();
       upstream.destroy();
     };
     // The client may have gone while the connection was being made: nothing is held for it.
@@ -116,6 +122,7 @@ export class PreviewProxy {
     upstream.write(requestHead(req.method ?? 'GET', admitted.path, requestHeadersForProgram(req, this.#proto(), false)));
     sendRequestBody(req, upstream);
     let corked = false;
+    let waitingTurn = false;
     const uncork = () => {
       if (!corked) return;
       corked = false;
@@ -142,7 +149,15 @@ export class PreviewProxy {
           res.cork();
           setImmediate(uncork);
         }
-        return res.write(chunk);
+        const fits = res.write(chunk);
+        const turn = transfer.pass(chunk.byteLength);
+        if (!turn) return fits;
+        waitingTurn = true;
+        void turn.then(() => {
+          waitingTurn = false;
+          if (!res.writableNeedDrain) reader.resume();
+        });
+        return false;
       },
       end: () => {
         // The answer's end goes at once: a small answer waits for no turn.
@@ -155,7 +170,7 @@ export class PreviewProxy {
         this.#deps.log.debug({ why, sandboxId: target.sandboxId }, 'preview answer not whole');
       },
     });
-    res.on('drain', () => reader.resume());
+    res.on('drain', () => waitingTurn || reader.resume());
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse, target: PreviewTarget): Promise<void> {
@@ -232,15 +247,15 @@ export class PreviewProxy {
 
   /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
   /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
-  async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined): Promise<{ upstream: Duplex; release: () => void }> {
-    const release = await this.#admission.enter(target, digest);
+  async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined): Promise<{ upstream: Duplex; release: () => void; accountId: string }> {
+    const { release, accountId } = await this.#admission.enter(target, digest);
     const abort = new AbortController();
     const gone = () => abort.abort();
     req.socket.once('close', gone);
     try {
       const upstream = await this.#deps.runtime.openPort(target.sandboxId, target.port, { signal: abort.signal });
       upstream.on('error', () => undefined);
-      return { upstream, release };
+      return { upstream, release, accountId };
     } catch (err) {
       release();
       if (err instanceof PortNotListeningError) throw new ApiError('port_not_listening', `Nothing listens on port ${target.port} in sandbox ${target.sandboxId}.`);
