@@ -40,14 +40,14 @@ function refused(res: IncomingMessage, what: string): Error | undefined {
   return new Error(`${what} answered ${res.statusCode}`);
 }
 
-/** An archive download read as fast as it comes, its bytes counted as they arrive. */
-function download(box: FileClient): Transfer {
+/** A GET read as fast as it comes, its bytes counted as they arrive. */
+function counted(what: string, url: string, headers: Record<string, string>): Transfer {
   let moved = 0;
   let began!: () => void;
   const started = new Promise<void>((resolve) => (began = resolve));
   const done = new Promise<number>((resolve, reject) => {
-    const req = request(`${stack.url}/v1/sandboxes/${box.id}/files/archive?path=/workspace/blob`, { headers: { authorization: `Bearer ${box.key}` } }, (res) => {
-      const err = refused(res, 'download');
+    const req = request(url, { headers, setHost: !('host' in headers), agent: false }, (res) => {
+      const err = refused(res, what);
       if (err) return reject(err);
       res.on('data', (chunk: Buffer) => {
         moved += chunk.length;
@@ -60,6 +60,11 @@ function download(box: FileClient): Transfer {
     req.end();
   });
   return { moved: () => moved, started, done };
+}
+
+/** An archive download. */
+function download(box: FileClient): Transfer {
+  return counted('download', `${stack.url}/v1/sandboxes/${box.id}/files/archive?path=/workspace/blob`, { authorization: `Bearer ${box.key}` });
 }
 
 /**
@@ -151,26 +156,9 @@ test('a lone account’s transfers all flow at once: none waits for a turn', asy
   assert.equal(await waits(), before);
 });
 
-/** A download through a public preview of the box's port 8000 (python's http.server over /workspace), counted as it arrives. */
+/** A download through a public preview of the box's port 8000 (python's http.server over /workspace), to the API's port with the preview's host. */
 function previewDownload(box: FileClient): Transfer {
-  let moved = 0;
-  let began!: () => void;
-  const started = new Promise<void>((resolve) => (began = resolve));
-  const done = new Promise<number>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: new URL(stack.url).port, path: '/blob', headers: { host: localPreviewHost(stack.url, box.id, 8000) }, setHost: false, agent: false }, (res) => {
-      const err = refused(res, 'preview download');
-      if (err) return reject(err);
-      res.on('data', (chunk: Buffer) => {
-        moved += chunk.length;
-        began();
-      });
-      res.on('end', () => resolve(moved));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-  return { moved: () => moved, started, done };
+  return counted('preview download', `http://127.0.0.1:${new URL(stack.url).port}/blob`, { host: localPreviewHost(stack.url, box.id, 8000) });
 }
 
 test('downloads through previews take their account’s share as archives do', async () => {
