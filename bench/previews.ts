@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { request } from 'node:http';
+import { request, type RequestOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Benchmark, BenchRow } from './types.ts';
@@ -52,20 +52,24 @@ ThreadingHTTPServer.daemon_threads = True
 ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), Handler).serve_forever()
 `;
 
-/** A GET through the preview: a connection of its own to the API with the preview's Host. Resolves with ms and the bytes of the body. */
-function viaPreview(api: URL, host: string, path: string): Promise<{ ms: number; bytes: number }> {
-  const started = performance.now();
+/** A GET by node:http with `options`, its body read and counted; resolves with ms from `started` and the bytes of the body. */
+function timedGet(what: string, started: number, options: RequestOptions): Promise<{ ms: number; bytes: number }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: api.hostname, port: api.port, path, headers: { host }, setHost: false, agent: false });
+    const req = request({ ...options, setHost: false });
     req.on('response', (res) => {
       let bytes = 0;
       res.on('data', (c: Buffer) => (bytes += c.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve({ ms: performance.now() - started, bytes }) : reject(new Error(`preview answered ${res.statusCode}`))));
+      res.on('end', () => (res.statusCode === 200 ? resolve({ ms: performance.now() - started, bytes }) : reject(new Error(`${what} answered ${res.statusCode}`))));
       res.on('error', reject);
     });
     req.on('error', reject);
     req.end();
   });
+}
+
+/** A GET through the preview: a connection of its own to the API with the preview's Host. */
+function viaPreview(api: URL, host: string, path: string): Promise<{ ms: number; bytes: number }> {
+  return timedGet('the preview', performance.now(), { host: api.hostname, port: api.port, path, headers: { host }, agent: false });
 }
 
 /**
@@ -75,17 +79,7 @@ function viaPreview(api: URL, host: string, path: string): Promise<{ ms: number;
 async function direct(runtime: SandboxRuntime, id: string, path: string): Promise<{ ms: number; bytes: number }> {
   const started = performance.now();
   const socket: Duplex = await runtime.openPort(id, PORT);
-  return new Promise((resolve, reject) => {
-    const req = request({ createConnection: () => socket as Socket, path, headers: { host: 'sandbox', connection: 'close' }, setHost: false });
-    req.on('response', (res) => {
-      let bytes = 0;
-      res.on('data', (c: Buffer) => (bytes += c.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve({ ms: performance.now() - started, bytes }) : reject(new Error(`direct answer: ${res.statusCode}`))));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return timedGet('the program, directly,', started, { createConnection: () => socket as Socket, path, headers: { host: 'sandbox', connection: 'close' } });
 }
 
 /** Sequential GETs of the API with the key, timed one by one. */

@@ -9,25 +9,30 @@ import type { Redis } from 'ioredis';
 const LEASE_MS = 60_000;
 const RENEW_MS = 20_000;
 
-const TAKE_SCRIPT = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1`;
+// KEYS[1] the sandbox's set. ARGV: now, when the new member lapses, the member, the cap, the set's
+// own expiry. Lapsed members go first; the new one is added only below the cap.
+const TAKE_FUNCTION = `
+local function take()
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return false end
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  return true
+end`;
+
+const TAKE_SCRIPT = `${TAKE_FUNCTION}
+if take() then return 1 end
+return 0`;
 
 // The same, once a read view (shared/cache/read-views.ts) says the request may pass: KEYS[2] the
 // account's generation, KEYS[3] the view. Answers {1, the view's JSON} with the slot taken, {0}
 // when all are taken, {-1} when the view does not hold (then nothing is taken).
-const TAKE_VIEWED_SCRIPT = `
+const TAKE_VIEWED_SCRIPT = `${TAKE_FUNCTION}
 local generation = redis.call('GET', KEYS[2])
 if not generation then return {-1} end
 local view = redis.call('GET', KEYS[3])
 if not view or string.sub(view, 1, #generation + 1) ~= generation .. '\\n' then return {-1} end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return {0} end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
+if not take() then return {0} end
 return {1, string.sub(view, #generation + 2)}`;
 
 type SlotRedis = Redis & {

@@ -86,17 +86,6 @@ export function answerFieldsForClient(fields: readonly string[]): string[] {
   return out;
 }
 
-/** The program's answer's headers as the client gets them (a WebSocket handshake's refusal, read by node:http). */
-export function responseHeadersForClient(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const listed = listedInConnection(headers);
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
 /** A request's head as the program gets it: request line and fields, to the empty line. */
 export function requestHead(method: string, path: string, headers: OutgoingHttpHeaders): string {
   let head = `${method} ${path} HTTP/1.1\r\n`;

@@ -52,19 +52,20 @@ export function readProgramAnswer(upstream: Duplex, method: string, sink: Answer
   let trailerBytes = 0;
   let paused = false;
 
-  const finish = (): void => {
+  /** The answer is over, whole or not: nothing more is read for it. */
+  const detach = (): void => {
     phase = 'done';
     upstream.off('data', onData);
     upstream.off('end', onEnd);
     upstream.off('close', onEnd);
+  };
+  const finish = (): void => {
+    detach();
     sink.end();
   };
   const failed = (why: 'invalid' | 'closed'): void => {
     if (phase === 'done') return;
-    phase = 'done';
-    upstream.off('data', onData);
-    upstream.off('end', onEnd);
-    upstream.off('close', onEnd);
+    detach();
     sink.fail(why);
   };
   const give = (chunk: Buffer): void => {
@@ -93,13 +94,7 @@ export function readProgramAnswer(upstream: Duplex, method: string, sink: Answer
   function afterHead(head: AnswerHead, rest: Buffer): void {
     const bodiless = method === 'HEAD' || head.status === 204 || head.status === 304;
     const coding = lastValue(head.fields, 'transfer-encoding');
-    if (!sink.head(head)) {
-      phase = 'done';
-      upstream.off('data', onData);
-      upstream.off('end', onEnd);
-      upstream.off('close', onEnd);
-      return;
-    }
+    if (!sink.head(head)) return detach();
     if (bodiless) return finish();
     if (coding !== undefined) {
       phase = /(?:^|,)\s*chunked\s*$/i.test(coding) ? 'size' : 'close';
@@ -256,8 +251,12 @@ export function parseHead(text: string): AnswerHead {
   }
   // Both framings at once is how responses are smuggled: refused rather than guessed.
   if (length !== undefined && lastValue(fields, 'transfer-encoding') !== undefined) throw new NotValidHttp('both a length and a transfer coding');
-  const reason = status[2];
-  return { status: Number(status[1]), reason: reason && /^[\t\x20-\x7e]*$/.test(reason) ? reason : undefined, fields, length };
+  return { status: Number(status[1]), reason: carriedReason(status[2]), fields, length };
+}
+
+/** A reason phrase when it is one HTTP can carry on (no control bytes); else none, and the status's own is sent. */
+export function carriedReason(reason: string | undefined): string | undefined {
+  return reason && /^[\t\x20-\x7e]*$/.test(reason) ? reason : undefined;
 }
 
 function lastValue(fields: string[], name: string): string | undefined {

@@ -17,8 +17,8 @@ import type { BulkTransfers } from '../bulk-transfers.ts';
 import { PreviewAdmission, type PreviewAdmissionDeps } from './admission.ts';
 import { OpenPreviewConnections } from './open-connections.ts';
 import { IdleConnections } from './idle-connections.ts';
-import { answerFieldsForClient, requestHead, requestHeadersForProgram, responseHeadersForClient, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
-import { readProgramAnswer } from './program-answer.ts';
+import { answerFieldsForClient, requestHead, requestHeadersForProgram, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
+import { carriedReason, readProgramAnswer } from './program-answer.ts';
 
 // The preview proxy (docs/api.md, "Preview URLs"): a request whose Host is a preview's goes to
 // that port of that sandbox and nowhere else, never into the API's routes. Each request, and
@@ -133,14 +133,11 @@ export class PreviewProxy {
         if (over) return false;
         const fields = answerFieldsForClient(answer.fields);
         if (answer.length !== undefined && answer.status !== 204) fields.push('content-length', String(answer.length));
-        try {
-          res.writeHead(answer.status, answer.reason, fields);
-          return true;
-        } catch (err) {
-          refuse(notValidHttp(target.port));
-          this.#deps.log.debug({ err: (err as Error).message, sandboxId: target.sandboxId }, 'preview answer refused');
-          return false;
-        }
+        const invalid = writeAnswerHead(res, answer.status, answer.reason, fields);
+        if (!invalid) return true;
+        refuse(notValidHttp(target.port));
+        this.#deps.log.debug({ err: invalid.message, sandboxId: target.sandboxId }, 'preview answer refused');
+        return false;
       },
       data: (chunk) => {
         // The chunks one turn of the event loop reads go out in one write.
@@ -215,7 +212,14 @@ export class PreviewProxy {
     out.on('response', (answer) => {
       if (answered) return void answer.destroy();
       // The program refused the upgrade: its answer, as for any request.
-      if (writeAnswerHead(res, answer)) return refuse(notValidHttp(target.port));
+      // Read by node:http here (the answer to a handshake): its fields as they came, names lowercased.
+      const fields = answerFieldsForClient(answer.rawHeaders.map((v, i) => (i % 2 === 0 ? v.toLowerCase() : v)));
+      const length = answer.headers['content-length'];
+      if (length !== undefined) fields.push('content-length', length);
+      if (writeAnswerHead(res, answer.statusCode ?? 502, carriedReason(answer.statusMessage), fields)) {
+        answer.destroy();
+        return refuse(notValidHttp(target.port));
+      }
       answered = true;
       pipeline(answer, res, done);
     });
@@ -337,28 +341,20 @@ function redirect(res: ServerResponse, path: string, cookie: string): void {
 }
 
 /**
- * The program's status and headers, written to the client; the error when they are not valid HTTP
- * to send on (a status line or header the program forged), the answer then dropped: never the
- * API's failure.
+ * The program's status and fields, written to the client; the error when they are not valid HTTP
+ * to send on (a field the program forged): never the API's failure.
  */
-function writeAnswerHead(res: ServerResponse, answer: IncomingMessage): Error | undefined {
+function writeAnswerHead(res: ServerResponse, status: number, reason: string | undefined, fields: string[]): Error | undefined {
   try {
-    res.writeHead(answer.statusCode ?? 502, reasonOf(answer), responseHeadersForClient(answer.headers));
+    res.writeHead(status, reason, fields);
     return undefined;
   } catch (err) {
-    answer.destroy();
     return err as Error;
   }
 }
 
 const notValidHttp = (port: number) => new ApiError('port_not_listening', `The program on port ${port} answered with a response that is not valid HTTP.`);
 const closedEarly = (port: number) => new ApiError('port_not_listening', `The program on port ${port} closed the connection without a valid answer.`);
-
-/** The program's reason phrase when it is one HTTP can carry on; else the status's own. */
-function reasonOf(answer: IncomingMessage): string | undefined {
-  const reason = answer.statusMessage;
-  return reason && /^[\t\x20-\x7e]*$/.test(reason) ? reason : undefined;
-}
 
 /** PostgreSQL or Redis is unreachable: whether a request may pass cannot be told, so none does, for now. */
 const unavailable = () => new ApiError('service_unavailable', 'A backing service is unreachable; try again shortly.', { headers: { 'Retry-After': '1' } });
