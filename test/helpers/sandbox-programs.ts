@@ -46,6 +46,33 @@ export async function serveInSandbox(runtime: Pick<SandboxRuntime, 'exec'>, id: 
   return { port: got, lines, exit, stop: () => abort.abort() };
 }
 
+/**
+ * A Python program that binds a TCP socket `s` to port 0 of `address` (127.0.0.1 unless told),
+ * listens with `backlog`, prints the port, then runs `body` (Python, at column 0) with `s`.
+ */
+export function listening(body: string, options: { address?: string; family?: 'AF_INET' | 'AF_INET6'; backlog?: number; imports?: string[] } = {}): string {
+  return `
+import ${['socket', ...(options.imports ?? [])].join(', ')}
+s = socket.socket(socket.${options.family ?? 'AF_INET'}, socket.SOCK_STREAM)
+s.bind((${JSON.stringify(options.address ?? '127.0.0.1')}, 0))
+s.listen(${options.backlog ?? 1})
+print(s.getsockname()[1])
+${body.replace(/^\n/, '')}`;
+}
+
+/** Python's http.server over /workspace on 127.0.0.1 only, hello.txt in it holding `text`. */
+export function helloServer(text: string): string {
+  return `
+import http.server
+open('/workspace/hello.txt', 'w').write(${JSON.stringify(text)})
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args): pass
+s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), lambda *a: Quiet(*a, directory='/workspace'))
+print(s.server_address[1])
+s.serve_forever()
+`;
+}
+
 /** Everything the stream gives until its end. */
 export async function readAll(stream: Duplex): Promise<Buffer> {
   const chunks: Buffer[] = [];

@@ -10,7 +10,7 @@ import { createKubernetesRuntime, podNameFor } from '../../shared/runtime/kubern
 import { PortNotListeningError, SandboxGoneError, type SandboxRuntime } from '../../shared/runtime/types.ts';
 import { startStandinFixture, type StandinFixture } from '../k8s-standin/fixture.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { readAll, serveInSandbox, type Served } from '../helpers/sandbox-programs.ts';
+import { helloServer, listening, readAll, serveInSandbox, type Served } from '../helpers/sandbox-programs.ts';
 
 // runtime.openPort on the kubernetes runtime: the pod's portforward subresource, against the API
 // stand-in, whose pods are sandboxes of the local runtime (test/k8s-standin/port-forward.ts). The
@@ -55,12 +55,7 @@ async function outcomeOf(open: Promise<Duplex>): Promise<Buffer | Error> {
 }
 
 // Echoes what it reads, as it reads it, until `size` bytes (its first line) have come back.
-const ECHO = `
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(('127.0.0.1', 0))
-s.listen(8)
-print(s.getsockname()[1])
+const ECHO = listening(`
 while True:
     c, _ = s.accept()
     head = b''
@@ -75,7 +70,7 @@ while True:
         c.sendall(chunk)
         left -= len(chunk)
     c.close()
-`;
+`, { backlog: 8 });
 
 describe('openPort through the portforward subresource', () => {
   let id: string;
@@ -93,15 +88,7 @@ describe('openPort through the portforward subresource', () => {
     const web = await serveInSandbox(
       runtime,
       id,
-      `
-import http.server
-open('/workspace/hello.txt', 'w').write('hello from the pod\\n')
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args): pass
-s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), lambda *a: Quiet(*a, directory='/workspace'))
-print(s.server_address[1])
-s.serve_forever()
-`,
+      helloServer('hello from the pod\n'),
     );
     try {
       const stream = await runtime.openPort!(id, web.port);
@@ -147,12 +134,7 @@ s.serve_forever()
     const flood = await serveInSandbox(
       runtime,
       id,
-      `
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(('127.0.0.1', 0))
-s.listen(1)
-print(s.getsockname()[1])
+      listening(`
 c, _ = s.accept()
 block = bytes(range(256)) * 256
 sent = 0
@@ -161,7 +143,7 @@ while sent < ${total}:
     sent += len(block)
     print(sent)
 c.close()
-`,
+`),
     );
     try {
       const stream = await runtime.openPort!(id, flood.port);
@@ -189,15 +171,10 @@ c.close()
     const sink = await serveInSandbox(
       runtime,
       id,
-      `
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(('127.0.0.1', 0))
-s.listen(1)
-print(s.getsockname()[1])
+      listening(`
 c, _ = s.accept()
 time.sleep(600)
-`,
+`, { imports: ['time'] }),
     );
     const stream = await runtime.openPort!(id, sink.port);
     const stop = new AbortController();

@@ -13,21 +13,17 @@ import { PortNotListeningError, SandboxGoneError } from '../../shared/runtime/ty
 import { eventually } from '../helpers/eventually.ts';
 import { hostProcesses } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
-import { readAll, serveInSandbox } from '../helpers/sandbox-programs.ts';
+import { helloServer, listening, readAll, serveInSandbox } from '../helpers/sandbox-programs.ts';
 
 // runtime.openPort on the local runtime: a connection made by the sandbox's agent from inside the
 // sandbox (shared/runtime/local/agent/paddock-agent.c, "Ports"), its bytes relayed as they are.
 // The programs here listen on port 0 inside the sandbox and print the port they got.
 
-
 // A server that answers each connection with what it read, upper-cased, once the client has
 // half-closed; then it closes its side.
-const UPPER = (family: 'AF_INET' | 'AF_INET6', address: string): string => `
-import socket
-s = socket.socket(socket.${family}, socket.SOCK_STREAM)
-s.bind((${JSON.stringify(address)}, 0))
-s.listen(8)
-print(s.getsockname()[1])
+const UPPER = (family: 'AF_INET' | 'AF_INET6', address: string): string =>
+  listening(
+    `
 while True:
     c, _ = s.accept()
     data = b''
@@ -38,7 +34,9 @@ while True:
         data += chunk
     c.sendall(data.upper())
     c.close()
-`;
+`,
+    { family, address, backlog: 8 },
+  );
 
 test('a program listening on 127.0.0.1 only is reached: an HTTP request and its answer go through, and the relay is the agent\'s child in the sandbox\'s groups', async (t) => {
   const { runtime, sandbox, options } = await setupLocalRuntime(t);
@@ -46,15 +44,7 @@ test('a program listening on 127.0.0.1 only is reached: an HTTP request and its 
   const server = await serveInSandbox(
     runtime,
     id,
-    `
-import http.server
-open('/workspace/hello.txt', 'w').write('hello from the sandbox\\n')
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args): pass
-s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), lambda *a: Quiet(*a, directory='/workspace'))
-print(s.server_address[1])
-s.serve_forever()
-`,
+    helloServer('hello from the sandbox\n'),
   );
   t.after(() => server.stop());
   const socket = await runtime.openPort!(id, server.port);
@@ -121,19 +111,14 @@ test('50 MiB from the sandbox arrive whole, and a client that stops reading hold
   const server = await serveInSandbox(
     runtime,
     id,
-    `
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(('127.0.0.1', 0))
-s.listen(1)
-print(s.getsockname()[1])
+    listening(`
 c, _ = s.accept()
 block = bytes(range(256)) * 4096
 for i in range(${total}):
     c.sendall(block)
     print(i + 1)
 c.close()
-`,
+`, { imports: ['sys'] }),
   );
   t.after(() => server.stop());
   const block = Buffer.alloc(MIB, Buffer.from(Array.from({ length: 256 }, (_, i) => i)));
@@ -175,19 +160,14 @@ test('destroying the sandbox closes an open connection', async (t) => {
   const server = await serveInSandbox(
     runtime,
     id,
-    `
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(('127.0.0.1', 0))
-s.listen(1)
-print(s.getsockname()[1])
+    listening(`
 c, _ = s.accept()
 while True:
     chunk = c.recv(65536)
     if not chunk:
         break
     c.sendall(chunk)
-`,
+`),
   );
   const socket = await runtime.openPort!(id, server.port);
   socket.write('ping');
@@ -219,14 +199,9 @@ test('an abort rejects an open still under way and destroys an open connection; 
   const server = await serveInSandbox(
     runtime,
     id,
-    `
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(('127.0.0.1', 0))
-s.listen(0)
-print(s.getsockname()[1])
+    listening(`
 time.sleep(600)
-`,
+`, { backlog: 0, imports: ['time'] }),
   );
   t.after(() => server.stop());
   const opened = new AbortController();
