@@ -151,7 +151,7 @@ test("a program's status line with a control character in its reason passes with
   assert.equal((await call(stack.url, 'GET', '/healthz')).status, 200);
 });
 
-test("a program's chunked stream (server-sent events) reaches the client as it is written; interim answers, HEAD's bodiless answer; an answer framed two ways is refused", async () => {
+test("a program's chunked stream (server-sent events) reaches the client as it is written; interim answers, HEAD's bodiless answer, a handshake answered as a request; an answer framed two ways is refused", async () => {
   const s = await served();
   // Each event as it comes, down a raw connection: the first long before the last is written.
   const arrivals: { at: number; text: string }[] = [];
@@ -170,6 +170,14 @@ test("a program's chunked stream (server-sent events) reaches the client as it i
   assert.match(head, /^HTTP\/1\.1 200 /);
   assert.match(head, /\r\ncontent-length: 1048576\r\n/i);
   assert.ok(head.endsWith('\r\n\r\n'), `bytes after the head: ${JSON.stringify(head.slice(-40))}`);
+
+  // A WebSocket handshake the program answers as a plain request: that answer, as for any request.
+  const plain = await raw(
+    `GET /echo HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\n\r\n`,
+  );
+  assert.equal(plain.status, 200, plain.head);
+  assert.match(plain.head, /\r\ncontent-type: application\/json\r\n/i);
+  assert.equal((plain.body as { path?: string }).path, '/echo');
 
   const twice = await raw(`GET /twoframes HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: close\r\n\r\n`);
   assert.equal(twice.status, 502);
