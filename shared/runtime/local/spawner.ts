@@ -13,6 +13,8 @@ const MAIN = fileURLToPath(new URL('./spawner-main.ts', import.meta.url));
 const CLOSE_GRACE_MS = 2000;
 /** A host command of the runtime's own (mkfs.ext4 on a busy host included) ends within this. */
 const HOST_COMMAND_TIMEOUT_MS = 120_000;
+/** After the spawner exits, its channel's last messages are awaited this long. */
+const EXIT_DRAIN_MS = 1_000;
 /** Of a failed host command's stderr, this much is kept for its error. */
 const HOST_STDERR_BYTES = 4096;
 
@@ -271,10 +273,19 @@ export class CommandSpawner {
       this.child = child;
       child.on('message', (message: FromSpawner) => {
         if (message.type === 'ready') resolve(child);
-        else this.receive(message);
+        else if (child === this.child) this.receive(message);
+        // A command it started as it died, told of past the wait below: nothing reads or stops it.
+        else if (message.type === 'started') void killSession(message.pid).catch(() => undefined);
       });
       child.once('error', (err) => this.lost(child, err, reject));
-      child.once('exit', (code, signal) => this.lost(child, new Error(`the command spawner exited (${signal ?? `code ${code}`})`), reject));
+      child.once('exit', (code, signal) => {
+        const gone = () => this.lost(child, new Error(`the command spawner exited (${signal ?? `code ${code}`})`), reject);
+        if (!child.connected) return gone();
+        // 'exit' can come before the channel's last messages are read, a command's pid among
+        // them; without it that command would be left running. They all come before 'disconnect'.
+        const timer = setTimeout(gone, EXIT_DRAIN_MS);
+        child.once('disconnect', () => (clearTimeout(timer), gone()));
+      });
       this.refresh();
     });
     return this.ready;
