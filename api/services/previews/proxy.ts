@@ -250,7 +250,6 @@ export class PreviewProxy {
   }
 
   /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
-  /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
   async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined): Promise<{ upstream: Duplex; release: () => void; accountId: string }> {
     const { release, accountId } = await this.#admission.enter(target, digest);
     const abort = new AbortController();
