@@ -145,18 +145,50 @@ echo "$__PADDOCK_T"`;
  * $1, when given, is the one id to list. At most LIST_MAX lines, whatever the tenant planted.
  */
 export const LIST_MAX = 256;
-export const LIST = `i=0
-for d in ${PROCS_DIR}/\${1:-proc_*}; do
+export const LIST = `g=\${1:-proc_*} i=0
+set --
+for d in ${PROCS_DIR}/$g; do
   [ -d "$d" ] && [ -f "$d/started" ] || continue
   i=$((i + 1)); [ $i -gt ${LIST_MAX} ] && break
-  s=$(head -c 24 "$d/started") c=$(head -c 8192 "$d/command" 2>/dev/null)
-  if [ -f "$d/exit" ]; then x=$(head -c 48 "$d/exit")
-  elif r=$(head -c 24 "$d/runner" 2>/dev/null) && case $r in ''|*[!0-9]*) false ;; esac && ! kill -0 "$r" 2>/dev/null; then
-    # The runner records the exit before it ends: gone, it recorded one since the look above, or never will.
-    if [ -f "$d/exit" ]; then x=$(head -c 48 "$d/exit"); else x='lost -'; fi
-  else x='running -'; fi
-  printf '%s %s %s %s\\n' "\${d##*/}" "$s" "$x" "\${c:--}"
-done`;
+  set -- "$@" "$d/started" "$d/exit" "$d/runner" "$d/command"
+done
+[ $# -gt 0 ] || exit 0
+# The line of one process, from the first lines of its files.
+emit() {
+  [ -n "$id" ] && [ \${#s} -le 24 ] && [ \${#x} -le 48 ] || return 0
+  if [ -z "$x" ]; then
+    case $r in
+      ''|*[!0-9]*) x='running -' ;;
+      *) if kill -0 "$r" 2>/dev/null; then x='running -'
+        # The runner records the exit before it ends: gone, it recorded one since it was read, or never will.
+        elif [ -f "$d/exit" ]; then x=$(head -c 48 "$d/exit")
+        else x='lost -'; fi ;;
+    esac
+  fi
+  printf '%s %s %s %s\\n' "$id" "$s" "$x" "\${c:--}"
+}
+# One head for every file of every process, each cut at its bound, its headers naming the file
+# each first line is of: a head (a fork and an exec) per file was most of a listing's time.
+head -v -c 8192 -- "$@" 2>/dev/null | {
+  id= d= f= s= x= r= c=
+  while IFS= read -r l || [ -n "$l" ]; do
+    case $l in
+      '==> '*' <==')
+        f=\${l#'==> '} && f=\${f%' <=='}
+        if [ "\${f%/*}" != "$d" ]; then emit; d=\${f%/*}; id=\${d##*/} s= x= r= c=; fi
+        f=\${f##*/}
+        continue ;;
+    esac
+    case $f in
+      started) s=$l ;;
+      exit) x=$l ;;
+      runner) r=$l ;;
+      command) c=$l ;;
+    esac
+    f=
+  done
+  emit
+}`;
 
 /**
  * The kept output: $1 id, $2 keep bytes, $3 1 to follow. Stdout's bytes on stdout, stderr's on
