@@ -43,7 +43,7 @@ const LISTING_GOAL_RATIO = 2;
  * COUNT sequential execs of `true` by an account holding secrets at the caps, after WARMUP; then
  * listings of its background processes (each record's command is masked), after STARTED_PROCESSES.
  */
-async function withSecretsAtTheCaps(url: string): Promise<{ execs: number[]; listings: number[]; listed: number }> {
+async function withSecretsAtTheCaps(url: string): Promise<{ execs: number[]; listings: number[]; listed: number; starts: number[] }> {
   const key = await mintApiKey(url);
   const sandbox = await createRunningSandbox(url, key);
   await inBatches(Array.from({ length: CAPPED_SECRETS }, (_, i) => i), 10, (i) =>
@@ -55,7 +55,8 @@ async function withSecretsAtTheCaps(url: string): Promise<{ execs: number[]; lis
     if ((answer.body as { exitCode: number }).exitCode !== 0) throw new Error(`exec answered ${JSON.stringify(answer.body)}`);
     if (i >= WARMUP) ms.push(answer.ms);
   }
-  for (let i = 0; i < STARTED_PROCESSES; i++) await callOk(url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, { ...TRUE, background: true });
+  const starts: number[] = [];
+  for (let i = 0; i < STARTED_PROCESSES; i++) starts.push((await callOk(url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, { ...TRUE, background: true })).ms);
   const listings: number[] = [];
   let listed = 0;
   for (let i = 0; i < 10; i++) {
@@ -64,7 +65,7 @@ async function withSecretsAtTheCaps(url: string): Promise<{ execs: number[]; lis
     if (listed === 0) throw new Error('the listing holds no process');
     listings.push(answer.ms);
   }
-  return { execs: ms, listings, listed };
+  return { execs: ms, listings, listed, starts };
 }
 
 export const execBenchmark: Benchmark = {
@@ -100,7 +101,7 @@ export const execBenchmark: Benchmark = {
         apiRun.push((answer.body as { durationMs: number }).durationMs);
         rawRun.push(result.durationMs);
       }
-      const { execs: withSecrets, listings, listed } = await withSecretsAtTheCaps(stack.url);
+      const { execs: withSecrets, listings, listed, starts } = await withSecretsAtTheCaps(stack.url);
       const ratio = percentile(api, 50) / percentile(raw, 50);
       ctx.log(`  sequential: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms (×${ratio.toFixed(2)})`);
       ctx.log(`  the command itself, p50: ${percentile(apiRun, 50)} ms in the API, ${percentile(rawRun, 50)} ms raw`);
@@ -108,6 +109,7 @@ export const execBenchmark: Benchmark = {
       ctx.log(`  a fresh bwrap … /bin/true, p50 ${percentile(bwrap, 50)} ms: API ×${floorRatio.toFixed(2)}`);
       ctx.log(`  with ${CAPPED_SECRETS} secrets of ${CAPPED_SECRET_BYTES} bytes: API p50 ${percentile(withSecrets, 50)} ms, p99 ${percentile(withSecrets, 99)} ms`);
       const listingRatio = percentile(listings, 50) / percentile(withSecrets, 50);
+      ctx.log(`  starting ${STARTED_PROCESSES} background processes one after another: p50 ${percentile(starts, 50)} ms`);
       ctx.log(`  listing ${listed} background processes of that account: p50 ${percentile(listings, 50)} ms (×${listingRatio.toFixed(2)} its exec of true)`);
 
       ctx.log(`  ${ACCOUNTS} accounts, a sandbox each…`);
@@ -161,6 +163,11 @@ export const execBenchmark: Benchmark = {
             'over no secrets, p50 ms': round(percentile(withSecrets, 50) - percentile(api, 50)),
           },
           detail: { samples: withSecrets.map((v) => round(v)) },
+        },
+        {
+          subject: `API POST /exec background, ${STARTED_PROCESSES} one after another (each counts the running ones and prunes the ended), the same account`,
+          figures: { n: starts.length, 'p50 ms': percentile(starts, 50), 'p99 ms': percentile(starts, 99) },
+          detail: { samples: starts.map((v) => round(v)) },
         },
         {
           subject: `API GET /processes, ${listed} background processes listed, the same account`,

@@ -298,9 +298,15 @@ test('at most PADDOCK_PROCESS_MAX_PER_SANDBOX run at once (429 process_limit_rea
   const ended = async (id: string) => eventually(`${id} ended`, 10_000, async () => ((await find(s, id))?.status === 'running' ? undefined : true));
   for (const p of (await list(s)).body.data) await stop(s, p.id, 'KILL');
   for (const p of (await list(s)).body.data) await ended(p.id);
-  for (let i = 0; i < MAX + 2; i++) await ended(await started(s, { command: ['true'] }));
-  const kept = (await list(s)).body.data;
+  const order: string[] = [];
+  for (let i = 0; i < MAX + 2; i++) {
+    order.push(await started(s, { command: ['true'] }));
+    await ended(order.at(-1)!);
+  }
+  const kept = (await list(s)).body.data.map((p: any) => p.id);
   assert.ok(kept.length <= MAX + 1, `ended processes are pruned: ${kept.length} kept`);
+  // The oldest go first.
+  assert.ok(!kept.includes(order[0]) && kept.includes(order.at(-2)) && kept.includes(order.at(-1)), JSON.stringify({ kept, order }));
 });
 
 test('a start that cannot take its turn at counting within 10 s is refused as busy (429 too_many_in_flight), not counted without it', async () => {

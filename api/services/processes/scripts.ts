@@ -109,23 +109,55 @@ if [ ! -d "$__PADDOCK_B" ]; then rm -f "$__PADDOCK_B" 2>/dev/null; mkdir -p -m 7
 # without it could pass the limit.
 if command -v flock >/dev/null 2>&1; then exec 9<"$__PADDOCK_B" && flock -w 10 9 || exit ${EXIT.busy}; fi
 mkdir -m 700 "$__PADDOCK_D" 2>/dev/null || exit ${EXIT.taken}
-# A start in progress (no runner yet) counts as running.
-__PADDOCK_N=0
-for __PADDOCK_E in "$__PADDOCK_B"/proc_*; do
-  [ -d "$__PADDOCK_E" ] && [ ! -f "$__PADDOCK_E/exit" ] || continue
-  __PADDOCK_R=$(head -c 24 "$__PADDOCK_E/runner" 2>/dev/null)
-  case $__PADDOCK_R in ''|*[!0-9]*) ;; *) kill -0 "$__PADDOCK_R" 2>/dev/null || continue ;; esac
-  __PADDOCK_N=$((__PADDOCK_N + 1))
-done
+# A start in progress (no runner yet) counts as running. The runners are read by one head, its
+# headers naming the file each first line is of (a head each was a fork and an exec a process).
+# In a function: its positional parameters are its own, the command's argv stays in this shell's.
+__paddock_count() {
+  __PADDOCK_N=0
+  set --
+  for __PADDOCK_E in "$__PADDOCK_B"/proc_*; do
+    [ -d "$__PADDOCK_E" ] && [ ! -f "$__PADDOCK_E/exit" ] || continue
+    __PADDOCK_N=$((__PADDOCK_N + 1))
+    set -- "$@" "$__PADDOCK_E/runner"
+  done
+  [ $# -gt 0 ] || return 0
+  __PADDOCK_N=$((__PADDOCK_N - $(head -v -c 24 -- "$@" 2>/dev/null | {
+    g=0 f=
+    while IFS= read -r l || [ -n "$l" ]; do
+      case $l in '==> '*' <==') f=1; continue ;; esac
+      [ -n "$f" ] || continue
+      f=
+      case $l in ''|*[!0-9]*) ;; *) kill -0 "$l" 2>/dev/null || g=$((g + 1)) ;; esac
+    done
+    echo $g
+  })))
+}
+__paddock_count
 if [ "$__PADDOCK_N" -gt "$__PADDOCK_MAX" ]; then rm -rf "$__PADDOCK_D"; exit ${EXIT.limit}; fi
 exec 9<&-
-# Ended processes are kept for their output and exit status: the most recent ones only.
-for __PADDOCK_E in "$__PADDOCK_B"/proc_*; do
-  [ -f "$__PADDOCK_E/exit" ] || continue
-  printf '%s %s\\n' "$(head -c 40 "$__PADDOCK_E/exit" | tr -dc '0-9 ' | cut -d ' ' -f 2)" "\${__PADDOCK_E##*/}"
-done | sort -rn | tail -n +$((__PADDOCK_KEEP + 1)) | while read -r __PADDOCK_T __PADDOCK_E; do
-  case $__PADDOCK_E in proc_*) rm -rf "$__PADDOCK_B/$__PADDOCK_E" ;; esac
-done
+# Ended processes are kept for their output and exit status: the most recent ones only. Their
+# exits ("<status> <ended>") are read by one head too.
+__paddock_prune() {
+  set --
+  for __PADDOCK_E in "$__PADDOCK_B"/proc_*; do
+    [ -f "$__PADDOCK_E/exit" ] && set -- "$@" "$__PADDOCK_E/exit"
+  done
+  [ $# -gt "$__PADDOCK_KEEP" ] || return 0
+  head -v -c 40 -- "$@" 2>/dev/null | {
+    e=
+    while IFS= read -r l || [ -n "$l" ]; do
+      case $l in '==> '*' <==') e=\${l#'==> '} && e=\${e%/exit <==} && e=\${e##*/}; continue ;; esac
+      [ -n "$e" ] || continue
+      t=\${l#* }
+      case $t in ''|*[!0-9]*) t=0 ;; esac
+      printf '%s %s\\n' "$t" "$e"
+      e=
+    done
+  } | sort -rn | tail -n +$((__PADDOCK_KEEP + 1)) | while read -r __PADDOCK_T __PADDOCK_E; do
+    case $__PADDOCK_E in proc_*) rm -rf "$__PADDOCK_B/$__PADDOCK_E" ;; esac
+  done
+}
+__paddock_prune
 __PADDOCK_T=$(date +%s%N 2>/dev/null)
 case $__PADDOCK_T in ''|*[!0-9]*) __PADDOCK_T=$(date +%s)000000000 ;; esac
 mkfifo -m 600 "$__PADDOCK_D/in" "$__PADDOCK_D/o" "$__PADDOCK_D/e" || { rm -rf "$__PADDOCK_D"; exit ${EXIT.unusable}; }
@@ -135,8 +167,13 @@ __PADDOCK_S=; for c in /usr/bin/setsid /bin/setsid; do [ -x "$c" ] && __PADDOCK_
 # The runner leaves this exec's session, and holds none of its descriptors: the exec ends now.
 $__PADDOCK_S /bin/sh -c "$__PADDOCK_RS" paddock-proc "$__PADDOCK_D" "$__PADDOCK_K" "$__PADDOCK_UP" "$@" </dev/null >/dev/null 2>&1 &
 echo "$!" > "$__PADDOCK_D/runner"
+# The runner records the pid within milliseconds: looked for soon, then less often (about 5 s in all).
 __PADDOCK_I=0
-while [ ! -f "$__PADDOCK_D/pid" ] && [ "$__PADDOCK_I" -lt 100 ]; do sleep 0.05 2>/dev/null || sleep 1; __PADDOCK_I=$((__PADDOCK_I + 1)); done
+while [ ! -f "$__PADDOCK_D/pid" ] && [ "$__PADDOCK_I" -lt 100 ]; do
+  case $__PADDOCK_I in 0|1|2) __PADDOCK_W=0.005 ;; 3|4) __PADDOCK_W=0.02 ;; *) __PADDOCK_W=0.05 ;; esac
+  sleep $__PADDOCK_W 2>/dev/null || sleep 1
+  __PADDOCK_I=$((__PADDOCK_I + 1))
+done
 echo "$__PADDOCK_T"`;
 
 /**
