@@ -34,6 +34,8 @@ import { enqueueAll } from '../shared/jobs/catalogue.ts';
 import { SandboxEngine } from '../shared/sandboxes/engine.ts';
 import { PgSandboxStore } from '../shared/sandboxes/pg-store.ts';
 import { sandboxWatcher } from './services/sandbox-watch.ts';
+import { Snapshots } from '../shared/snapshots/snapshots.ts';
+import { snapshotStore } from '../shared/snapshots/store.ts';
 
 export interface AppParts {
   config: Config;
@@ -56,6 +58,7 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
   // check and lookup reaches Redis in the order it was sent (auth/key-sessions.ts relies on it).
   const apiKeys = new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log);
   const events = new EventAnnouncer(webhookQueue, redis, config.PADDOCK_REDIS_PREFIX, log, views);
+  const snapshots = new Snapshots({ em: orm.em, runtime, store: snapshotStore(config), announcer: events, log }, config);
   const deps: AppDeps = {
     config,
     orm,
@@ -94,9 +97,11 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
         watcher: sandboxWatcher(eventHub, queueEvents),
         clock: { now: () => new Date() },
         log,
+        snapshots,
       },
       config,
     ),
+    snapshots,
   };
   return deps;
 }

@@ -1,6 +1,7 @@
 import type { OpenedSecretsCache } from './services/opened-secrets.ts';
 import type { OutputBudget } from './services/exec/output-budget.ts';
 import type { BulkTransfers } from './services/bulk-transfers.ts';
+import type { Snapshots } from '../shared/snapshots/snapshots.ts';
 import type { Scope } from '../shared/scopes.ts';
 import type { ParameterizedContext } from 'koa';
 import type { Redis } from 'ioredis';
@@ -68,6 +69,8 @@ export interface AppDeps {
   webhookCipher?: SecretCipher;
   /** Every rule of a sandbox's life: create, destroy, the waits, the running check (shared/sandboxes/engine.ts). */
   sandboxes: SandboxEngine;
+  /** Workspaces kept past their sandbox (shared/snapshots/). */
+  snapshots: Snapshots;
 }
 
 export type Credential =

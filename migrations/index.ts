@@ -10,6 +10,7 @@ import { SandboxDeployment } from './20261124000001_sandbox_deployment.ts';
 import { SecretVersions } from './20261126000001_secret_versions.ts';
 import { WebhookRefusalsUnnamed } from './20261127000001_webhook_refusals_unnamed.ts';
 import { Previews } from './20261128000001_previews.ts';
+import { Snapshots } from './20261129000001_snapshots.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
@@ -25,4 +26,5 @@ export const migrationsList = [
   { name: '20261126000001_secret_versions', class: SecretVersions },
   { name: '20261127000001_webhook_refusals_unnamed', class: WebhookRefusalsUnnamed },
   { name: '20261128000001_previews', class: Previews },
+  { name: '20261129000001_snapshots', class: Snapshots },
 ];

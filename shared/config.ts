@@ -86,6 +86,12 @@ export const configSchema = z.object({
   PADDOCK_BODY_LIMIT_BYTES: int(1024).default(1024 * 1024),
   PADDOCK_QUOTA_CONCURRENT_SANDBOXES: int(0).default(2),
   PADDOCK_QUOTA_MONTHLY_SANDBOX_HOURS: positiveNumber.default(20),
+  /** Bytes of snapshots (compressed, as stored) one account may keep, all together. */
+  PADDOCK_QUOTA_SNAPSHOT_BYTES: int(0).default(5 * 1024 * 1024 * 1024),
+  /** A snapshot is deleted this long after it was taken. */
+  PADDOCK_SNAPSHOT_RETENTION_DAYS: positiveNumber.default(7),
+  /** Where snapshots are stored: a directory every API and worker process reaches (unset: <PADDOCK_DATA_DIR>/snapshots). */
+  PADDOCK_SNAPSHOT_DIR: z.string().min(1).optional(),
   PADDOCK_SESSION_CAP_SECONDS: int(1).default(1800),
   PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: int(1).default(60),
   PADDOCK_REAPER_SWEEP_SECONDS: int(1).default(30),

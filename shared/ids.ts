@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 // Lower-case letters and digits only, so that an id is a valid Kubernetes object name as it is.
-export type IdPrefix = 'acct' | 'key' | 'sbx' | 'evt' | 'wh' | 'proc' | 'prv';
+export type IdPrefix = 'acct' | 'key' | 'sbx' | 'evt' | 'wh' | 'proc' | 'prv' | 'snap';
 
 /** A random id: the prefix, an underscore and 24 characters of [0-9a-z] (about 124 bits). */
 export function newId(prefix: IdPrefix): string {

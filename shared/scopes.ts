@@ -13,6 +13,7 @@ export const SCOPES = [
   'allowlist:write',
   'webhooks:write',
   'previews:write',
+  'snapshots:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

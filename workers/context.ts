@@ -11,6 +11,7 @@ import type { SecretCipher } from '../shared/secrets/cipher.ts';
 import type { WebhookTransport } from '../shared/webhooks/transport.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import type { SandboxLifecycle } from '../shared/sandboxes/lifecycle.ts';
+import type { Snapshots } from '../shared/snapshots/snapshots.ts';
 
 /** What every job processor and the reaper share within one worker process. */
 export interface WorkerDeps {
@@ -36,4 +37,6 @@ export interface WorkerDeps {
   transport: WebhookTransport;
   /** The workers' half of a sandbox's life: its start, failure, end and expiry warning (shared/sandboxes/lifecycle.ts). */
   sandboxes: SandboxLifecycle;
+  /** Workspaces kept past their sandbox: restored into new ones, swept past their retention (shared/snapshots/). */
+  snapshots: Snapshots;
 }

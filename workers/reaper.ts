@@ -25,6 +25,7 @@ export interface SweepReport {
   retriedTerminating: number;
   orphans: number;
   events?: EventSweepReport;
+  snapshots?: { expired: number; abandoned: number };
 }
 
 /**
@@ -97,7 +98,11 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
     deps.log.warn({ err }, 'events sweep failed');
     return undefined;
   });
-  const report = { expired: overdue.length, failedPending: stuckPending.length, retriedTerminating: terminating.length, orphans, events };
+  const snapshots = await deps.snapshots.sweep().catch((err: unknown) => {
+    deps.log.warn({ err }, 'snapshots sweep failed');
+    return undefined;
+  });
+  const report = { expired: overdue.length, failedPending: stuckPending.length, retriedTerminating: terminating.length, orphans, events, snapshots };
   if (overdue.length || stuckPending.length || orphans) deps.log.info(report, 'reaper sweep');
   return report;
 }

@@ -27,6 +27,8 @@ import { startReaper } from './reaper.ts';
 import { startMetricsServer } from './metrics-server.ts';
 import { SandboxLifecycle } from '../shared/sandboxes/lifecycle.ts';
 import { PgLifecycleStore } from '../shared/sandboxes/pg-store.ts';
+import { Snapshots } from '../shared/snapshots/snapshots.ts';
+import { snapshotStore } from '../shared/snapshots/store.ts';
 
 type Processor = (job: Job, deps: WorkerDeps, token?: string) => Promise<string>;
 
@@ -89,6 +91,7 @@ export async function startWorkers(
   const metrics = createWorkerMetrics({ queue, unitOfWork: () => orm.em.fork() });
   // The workers only mark views stale: the API replicas read them.
   const events = new EventAnnouncer(webhookQueue, queueRedis, config.PADDOCK_REDIS_PREFIX, log, new ReadViews(queueRedis, config.PADDOCK_REDIS_PREFIX, 0));
+  const snapshots = new Snapshots({ em: orm.em, runtime, store: snapshotStore(config), announcer: events, log }, config);
   const deps: WorkerDeps = {
     config,
     orm,
@@ -103,6 +106,7 @@ export async function startWorkers(
     turns: new LeaseTurns(queueRedis, config.PADDOCK_REDIS_PREFIX, webhookQueue),
     webhookCipher: webhookCipher(config),
     transport: options.webhookTransport ?? systemTransport,
+    snapshots,
     sandboxes: new SandboxLifecycle(
       {
         store: new PgLifecycleStore(orm, events),
@@ -110,6 +114,7 @@ export async function startWorkers(
         clock: { now: () => new Date() },
         log,
         onFailed: () => metrics.sandboxesDestroyed.inc({ reason: 'failed' }),
+        workspaces: snapshots,
       },
       config,
     ),

@@ -16,6 +16,7 @@ export function presentAccount(account: Pick<Account, 'id' | 'email'>, usage: Ac
     usage: {
       sandboxHours: { used: roundHours(usage.sandboxHoursUsed), limit: usage.limits.monthlySandboxHours },
       concurrentSandboxes: { active: usage.activeSandboxes, limit: usage.limits.concurrentSandboxes },
+      snapshotStorage: usage.snapshotStorage,
     },
     period: { start: usage.period.start.toISOString(), end: usage.period.end.toISOString() },
   };

@@ -13,6 +13,7 @@ import { mcpRoutes } from './mcp/index.ts';
 import { eventRoutes } from './events/index.ts';
 import { webhookRoutes } from './webhooks/index.ts';
 import { previewRoutes } from './previews/index.ts';
+import { snapshotRoutes } from './snapshots/index.ts';
 
 /** Every public /v1 route; the OpenAPI document is generated from this list. */
 export const allRoutes: Route[] = [
@@ -25,6 +26,7 @@ export const allRoutes: Route[] = [
   ...terminalRoutes,
   ...fileRoutes,
   ...previewRoutes,
+  ...snapshotRoutes,
   ...allowlistRoutes,
   ...secretRoutes,
   ...mcpRoutes,

@@ -1,4 +1,5 @@
 import type { AppDeps } from '../context.ts';
+import type { Config } from '../../shared/config.ts';
 import { secondsUsedAt } from '../../shared/usage/billing.ts';
 import * as accounts from '../../shared/repositories/accounts.ts';
 import { limitsOf, type AccountLimits, type QuotaDefaults } from '../../shared/sandboxes/quotas.ts';
@@ -7,6 +8,7 @@ export interface AccountUsage {
   limits: AccountLimits;
   sandboxHoursUsed: number;
   activeSandboxes: number;
+  snapshotStorage: { usedBytes: number; limitBytes: number };
   period: { start: Date; end: Date };
 }
 
@@ -22,7 +24,7 @@ export function currentPeriod(now = new Date()): { start: Date; end: Date } {
  * account's sandboxes changes (shared/cache/read-views.ts), else one round trip to PostgreSQL.
  */
 export async function accountWithUsage(
-  deps: Pick<AppDeps, 'pg' | 'views'> & { config: QuotaDefaults },
+  deps: Pick<AppDeps, 'pg' | 'views'> & { config: QuotaDefaults & Pick<Config, 'PADDOCK_QUOTA_SNAPSHOT_BYTES'> },
   accountId: string,
   now = new Date(),
 ): Promise<{ id: string; email: string; usage: AccountUsage } | undefined> {
@@ -33,6 +35,12 @@ export async function accountWithUsage(
   return {
     id: found.id,
     email: found.email,
-    usage: { limits: limitsOf(found.overrides, deps.config), activeSandboxes: found.usage.active, sandboxHoursUsed: used / 3600, period },
+    usage: {
+      limits: limitsOf(found.overrides, deps.config),
+      activeSandboxes: found.usage.active,
+      sandboxHoursUsed: used / 3600,
+      snapshotStorage: { usedBytes: found.snapshotBytes ?? 0, limitBytes: deps.config.PADDOCK_QUOTA_SNAPSHOT_BYTES },
+      period,
+    },
   };
 }

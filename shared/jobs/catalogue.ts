@@ -30,6 +30,8 @@ export const jobCatalogue = {
        * runtime's backstop is set at the cap, since the sandbox's own end may move later again.
        */
       capAt: z.iso.datetime().optional(),
+      /** The snapshot whose workspace the sandbox starts with (shared/snapshots/). */
+      snapshotId: z.string().min(1).max(100).optional(),
     }),
     attempts: 5,
     backoff: { type: 'exponential', delay: 500 },

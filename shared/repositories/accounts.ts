@@ -64,7 +64,8 @@ const ACCOUNT_WITH_USAGE = {
   text: `select a.id, a.email, a.concurrent_sandboxes_limit, a.monthly_sandbox_hours_limit,
                 coalesce((select r.seconds from usage_rollups r where r.account_id = a.id and r.period_start = $1::timestamptz), 0) as rolled,
                 (select coalesce(json_agg(extract(epoch from s.ready_at) * 1000), '[]'::json)
-                   from sandboxes s where s.account_id = a.id and s.state = 'active') as active
+                   from sandboxes s where s.account_id = a.id and s.state = 'active') as active,
+                (select coalesce(sum(sn.size_bytes), 0) from snapshots sn where sn.account_id = a.id and sn.status = 'ready') as snapshot_bytes
            from accounts a where a.id = $2`,
 };
 
@@ -79,11 +80,13 @@ export interface AccountRecord {
   email: string;
   overrides: LimitOverrides;
   usage: UsageParts;
+  /** Bytes its ready snapshots hold. */
+  snapshotBytes: number;
 }
 
 /** The account and the parts of its usage in the month from `periodStart`, in one round trip; undefined when there is no such account. */
 export async function accountWithUsage(pool: Pool, accountId: string, periodStart: Date): Promise<AccountRecord | undefined> {
-  type Row = OverrideColumns & { id: string; email: string; rolled: string | number; active: (number | null)[] };
+  type Row = OverrideColumns & { id: string; email: string; rolled: string | number; active: (number | null)[]; snapshot_bytes: string | number };
   const row = (await pool.query<Row>({ ...ACCOUNT_WITH_USAGE, values: [periodStart, accountId] })).rows[0];
   if (!row) return undefined;
   return {
@@ -96,6 +99,7 @@ export async function accountWithUsage(pool: Pool, accountId: string, periodStar
       active: row.active.length,
       runningSince: row.active.filter((at): at is number => at !== null).map(Number),
     },
+    snapshotBytes: Number(row.snapshot_bytes),
   };
 }
 

@@ -12,6 +12,7 @@ import { ImageRefusedError } from '../runtime/index.ts';
 import { isPooled } from '../pool/warm-pool.ts';
 import { deploymentOf } from '../deployment.ts';
 import type { IdempotencyRecord } from '../repositories/idempotency.ts';
+import { SNAPSHOT_CORRUPT_MESSAGE } from '../snapshots/restore-error.ts';
 import { presentSandbox } from './present.ts';
 import { limitsOf, refuseOverQuota } from './quotas.ts';
 import { requireRunning, type InSandboxUse } from './running.ts';
@@ -23,6 +24,8 @@ export interface CreateSandboxInput {
   env?: Record<string, string>;
   /** Its own end, this long after its create; at most the session cap (the default). */
   timeoutSeconds?: number;
+  /** A snapshot whose workspace it starts with (and whose image, unless `image` names one). */
+  snapshot?: string;
 }
 
 // A first request with a key that has not finished after this long is presumed dead (its API
@@ -59,13 +62,15 @@ export class SandboxEngine {
   ): Promise<{ sandbox: Sandbox; replayed: boolean }> {
     const { store } = this.#deps;
     const { idempotencyKey } = options;
-    const image = this.#resolveImage(input.image);
+    const snapshot = input.snapshot === undefined ? undefined : await this.#deps.snapshots.source(accountId, input.snapshot);
+    const image = this.#resolveImage(input.image ?? snapshot?.image);
     this.#refuseTimeoutPastCap(input.timeoutSeconds);
     await this.#refuseProtectedEnv(accountId, input.env);
-    // A timeout counts in the request's identity only when given: a key's hash from before it stays the same.
-    const identity = [image, input.metadata ?? {}, input.env ?? {}, ...(input.timeoutSeconds === undefined ? [] : [input.timeoutSeconds])];
+    // A timeout and a snapshot count in the request's identity only when given: a key's hash from before them stays the same.
+    const identity = [image, input.metadata ?? {}, input.env ?? {}, ...(input.timeoutSeconds === undefined ? [] : [input.timeoutSeconds]), ...(snapshot ? [{ snapshot: snapshot.id }] : [])];
     const requestHash = createHash('sha256').update(JSON.stringify(identity)).digest('hex');
-    const pooled = isPooled(this.#options, this.#deps.runtime, image);
+    // A pooled sandbox runs already, its workspace empty: one from a snapshot is made for it.
+    const pooled = !snapshot && isPooled(this.#options, this.#deps.runtime, image);
     const result = await store.create(
       { accountId, periodStart: currentMonth(this.#deps.clock.now()).start, deployment: deploymentOf(this.#options), claimImage: pooled ? image : undefined, idempotencyKey },
       (facts) => this.#decide(accountId, image, input, facts, idempotencyKey ? { key: idempotencyKey, requestHash } : undefined),
@@ -79,7 +84,7 @@ export class SandboxEngine {
       sandbox = result.sandbox;
       // A new sandbox waits for its jobs: without its create job it would never start. Failing
       // that, its quota is released at once, and the request says so.
-      const queued = this.#deps.queue.add(sandboxJobs(sandbox, false, this.#deps.clock.now(), this.#options.PADDOCK_SESSION_CAP_SECONDS)).then(
+      const queued = this.#deps.queue.add(sandboxJobs(sandbox, false, this.#deps.clock.now(), this.#options.PADDOCK_SESSION_CAP_SECONDS, snapshot?.id)).then(
         () => undefined,
         (err: unknown) => err ?? new Error('not queued'),
       );
@@ -95,6 +100,9 @@ export class SandboxEngine {
     if (options.wait && sandbox.status === 'pending') {
       const timeoutMs = (this.#options.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS + 5) * 1000;
       sandbox = await this.#waitFor(sandbox, jobCatalogue.create.jobId({ sandboxId: sandbox.id }), timeoutMs, (s) => s.status !== 'pending');
+      if (snapshot && sandbox.status === 'failed' && sandbox.failureMessage?.startsWith(SNAPSHOT_CORRUPT_MESSAGE)) {
+        throw new ApiError('snapshot_corrupt', `${sandbox.failureMessage} Sandbox ${sandbox.id} did not start.`);
+      }
     }
     if (idempotencyKey) await store.completeIdempotencyKey(accountId, idempotencyKey);
     return { sandbox, replayed: 'replay' in result };
@@ -385,19 +393,20 @@ function jobIdOf(job: JobRequest): string {
 }
 
 /** A new sandbox's jobs, queued in one round trip: a claimed pooled one runs already, and its pool is refilled instead of a create. */
-export function sandboxJobs(sandbox: Sandbox, claimed: boolean, now: Date, capSeconds: number): JobRequest[] {
+export function sandboxJobs(sandbox: Sandbox, claimed: boolean, now: Date, capSeconds: number, snapshotId?: string): JobRequest[] {
   const jobs: JobRequest[] = [
-    claimed ? { name: 'refill', payload: { image: sandbox.image } } : { name: 'create', payload: createPayload(sandbox, capSeconds) },
+    claimed ? { name: 'refill', payload: { image: sandbox.image } } : { name: 'create', payload: createPayload(sandbox, capSeconds, snapshotId) },
     { name: 'expire', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiresAt.getTime() - now.getTime() },
   ];
   if (sandbox.expiryWarningAt) jobs.push({ name: 'expiring', payload: { sandboxId: sandbox.id }, delayMs: sandbox.expiryWarningAt.getTime() - now.getTime() });
   return jobs;
 }
 
-function createPayload(sandbox: Sandbox, capSeconds: number): JobPayload<'create'> {
+function createPayload(sandbox: Sandbox, capSeconds: number, snapshotId: string | undefined): JobPayload<'create'> {
   const capAt = new Date(sandbox.createdAt.getTime() + capSeconds * 1000);
   return {
     ...(capAt.getTime() === sandbox.expiresAt.getTime() ? {} : { capAt: capAt.toISOString() }),
+    ...(snapshotId ? { snapshotId } : {}),
     sandboxId: sandbox.id,
     image: sandbox.image,
     expiresAt: sandbox.expiresAt.toISOString(),

@@ -6,6 +6,7 @@ import { PermanentRuntimeError, type SandboxRuntime } from '../runtime/types.ts'
 import type { SandboxRow } from './snapshot.ts';
 import type { Clock } from './ports.ts';
 import type { PendingSandbox } from './transitions.ts';
+import { SnapshotRestoreError } from '../snapshots/restore-error.ts';
 
 // The workers' half of a sandbox's life: its start in the runtime once its create has committed,
 // its failure, its end, and the warning before its cap. The API's half (the create, the destroy's
@@ -29,6 +30,8 @@ export interface SandboxLifecycleDeps {
   log: Pick<Logger, 'warn'>;
   /** Told of each sandbox a failed start destroyed (the workers count them). */
   onFailed?: () => void;
+  /** Fills a new sandbox's workspace from a snapshot before it runs (shared/snapshots/). */
+  workspaces: { restore(accountId: string, sandboxId: string, snapshotId: string, timeoutMs: number): Promise<void> };
 }
 
 export type SandboxLifecycleOptions = Pick<Config, 'PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS'>;
@@ -96,8 +99,14 @@ export class SandboxLifecycle {
         { id: sandboxId, accountId: pending.account_id, image, capSeconds: Math.max(1, Math.ceil((Date.parse(payload.capAt ?? expiresAt) - clock.now().getTime()) / 1000)) },
         { timeoutMs },
       );
+      // A retry restores again over what an earlier try left: tar overwrites.
+      if (payload.snapshotId) await this.#deps.workspaces.restore(pending.account_id, sandboxId, payload.snapshotId, Math.max(1000, readyDeadline - clock.now().getTime()));
     } catch (err) {
       const lastAttempt = attempt.failed + 1 >= attempt.allowed || clock.now().getTime() >= readyDeadline;
+      if (err instanceof SnapshotRestoreError) {
+        await this.fail(sandboxId, err.message);
+        throw new PermanentRuntimeError(err.message);
+      }
       if (err instanceof PermanentRuntimeError || lastAttempt) await this.fail(sandboxId, (err as Error).message);
       throw err;
     }

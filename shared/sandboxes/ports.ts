@@ -110,4 +110,6 @@ export interface SandboxEngineDeps {
   watcher: SandboxWatcher;
   clock: Clock;
   log: Pick<Logger, 'warn'>;
+  /** The account's snapshot a create starts from: ready, or an ApiError says why not. */
+  snapshots: { source(accountId: string, snapshotId: string): Promise<{ id: string; image: string }> };
 }

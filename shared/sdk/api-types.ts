@@ -21,6 +21,7 @@ export type ErrorCode =
   | "webhook_not_found"
   | "process_not_found"
   | "preview_not_found"
+  | "snapshot_not_found"
   | "method_not_allowed"
   | "not_acceptable"
   | "upgrade_required"
@@ -28,6 +29,8 @@ export type ErrorCode =
   | "idempotency_conflict"
   | "sandbox_not_running"
   | "process_not_running"
+  | "snapshot_not_ready"
+  | "snapshot_corrupt"
   | "file_exists"
   | "is_a_directory"
   | "not_a_directory"
@@ -56,6 +59,7 @@ export type ErrorCode =
   | "insufficient_scope"
   | "too_many_in_flight"
   | "preview_limit_reached"
+  | "snapshot_storage_limit_reached"
   | "internal_error"
   | "service_unavailable"
   | "server_busy"
@@ -89,8 +93,8 @@ export type Account = {
 export type CreateApiKeyRequest = {
   /** A label to tell keys apart; defaults to "default" */
   name?: string;
-  /** What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write */
-  scopes?: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write")[];
+  /** What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write, snapshots:write */
+  scopes?: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write")[];
 };
 
 export type CreateApiKeyResponse = {
@@ -99,7 +103,7 @@ export type CreateApiKeyResponse = {
   /** The raw key (pdk_live_…); shown this once and never again */
   key: string;
   /** What the key may do */
-  scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write")[];
+  scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write")[];
   start: string;
   /** RFC 3339 UTC timestamp */
   createdAt: string;
@@ -148,6 +152,8 @@ export type CreateSandboxRequest = {
   env?: Record<string, string>;
   /** Its own end, this many seconds after its create (expiresAt); at most the session cap, which is the default */
   timeoutSeconds?: number;
+  /** A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one */
+  snapshot?: string;
 };
 
 export type CreateSecretRequest = {
@@ -165,6 +171,31 @@ export type CreateSecretResponse = {
   createdAt: string;
 };
 
+export type CreateSnapshotRequest = {
+  /** A name of your own for it */
+  name?: string;
+};
+
+export type CreateSnapshotResponse = {
+  id: string;
+  name: string | null;
+  /** The sandbox it was taken from */
+  sandboxId: string;
+  /** The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another */
+  image: string;
+  status: "pending" | "ready" | "failed";
+  /** A failed snapshot's reason: the error code a request would have been answered with */
+  failureCode: string | null;
+  /** As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES */
+  sizeBytes: number;
+  /** Files, directories and links in it */
+  files: number;
+  /** RFC 3339 UTC timestamp */
+  createdAt: string;
+  /** It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken) */
+  expiresAt: string;
+};
+
 export type CreateTerminalTicketResponse = {
   /** Single use, for this sandbox only; never logged */
   ticket: string;
@@ -176,7 +207,7 @@ export type CreateWebhookRequest = {
   /** Where events are POSTed: https (http only for localhost and 127.0.0.1 when the operator sets PADDOCK_WEBHOOK_ALLOW_LOCAL, for development). A delivery never connects to a loopback, private, link-local or metadata address, checked on the address it connects to. */
   url: string;
   /** Event types to send; every type ("*") when omitted */
-  events?: ("sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "usage.threshold" | "webhook.disabled" | "*")[];
+  events?: ("sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "usage.threshold" | "webhook.disabled" | "*")[];
   description?: string;
 };
 
@@ -321,7 +352,7 @@ export type ListApiKeysResponse = {
     id: string;
     name: string;
     /** What the key may do */
-    scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write")[];
+    scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write")[];
     /** The first characters of the key, to recognise it */
     start: string;
     /** RFC 3339 UTC timestamp */
@@ -347,7 +378,7 @@ export type ListEventsResponse = {
   data: {
     /** evt_… */
     id: string;
-    type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+    type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "usage.threshold" | "webhook.disabled" | "webhook.test";
     /** RFC 3339 UTC timestamp */
     createdAt: string;
     /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */
@@ -389,6 +420,30 @@ export type ListSecretsResponse = {
     /** RFC 3339 UTC timestamp */
     createdAt: string;
   }[];
+};
+
+export type ListSnapshotsResponse = {
+  data: {
+    id: string;
+    name: string | null;
+    /** The sandbox it was taken from */
+    sandboxId: string;
+    /** The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another */
+    image: string;
+    status: "pending" | "ready" | "failed";
+    /** A failed snapshot's reason: the error code a request would have been answered with */
+    failureCode: string | null;
+    /** As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES */
+    sizeBytes: number;
+    /** Files, directories and links in it */
+    files: number;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+    /** It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken) */
+    expiresAt: string;
+  }[];
+  /** Pass as ?after= for the next page; null on the last page */
+  next: string | null;
 };
 
 export type ListWebhookDeliveriesResponse = {
@@ -469,7 +524,7 @@ export type Problem = {
   title: string;
   status: number;
   detail: string;
-  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "preview_unauthorized" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "preview_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "directory_not_empty" | "payload_too_large" | "file_too_large" | "range_not_satisfiable" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "timeout_past_cap" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "preview_limit_reached" | "internal_error" | "service_unavailable" | "server_busy" | "preview_busy" | "port_not_listening" | "operation_timed_out" | "insufficient_storage";
+  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "preview_unauthorized" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "preview_not_found" | "snapshot_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "snapshot_not_ready" | "snapshot_corrupt" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "directory_not_empty" | "payload_too_large" | "file_too_large" | "range_not_satisfiable" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "timeout_past_cap" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "preview_limit_reached" | "snapshot_storage_limit_reached" | "internal_error" | "service_unavailable" | "server_busy" | "preview_busy" | "port_not_listening" | "operation_timed_out" | "insufficient_storage";
   requestId: string;
 };
 
@@ -567,7 +622,7 @@ export type StatPathResponse = {
 export type TestWebhookResponse = {
   /** evt_… */
   id: string;
-  type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+  type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "usage.threshold" | "webhook.disabled" | "webhook.test";
   /** RFC 3339 UTC timestamp */
   createdAt: string;
   /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */
@@ -613,10 +668,12 @@ export interface Operations {
   createPreview: 'POST /v1/sandboxes/{id}/previews';
   createSandbox: 'POST /v1/sandboxes';
   createSecret: 'POST /v1/secrets';
+  createSnapshot: 'POST /v1/sandboxes/{id}/snapshots';
   createTerminalTicket: 'POST /v1/sandboxes/{id}/terminal/tickets';
   createWebhook: 'POST /v1/webhooks';
   deletePreview: 'DELETE /v1/sandboxes/{id}/previews/{port}';
   deleteSecret: 'DELETE /v1/secrets/{name}';
+  deleteSnapshot: 'DELETE /v1/snapshots/{snapshotId}';
   deleteWebhook: 'DELETE /v1/webhooks/{webhookId}';
   destroySandbox: 'DELETE /v1/sandboxes/{id}';
   downloadArchive: 'GET /v1/sandboxes/{id}/files/archive';
@@ -627,6 +684,7 @@ export interface Operations {
   getMcpConfig: 'GET /v1/mcp/config';
   getProcessOutput: 'GET /v1/sandboxes/{id}/processes/{procId}/output';
   getSandbox: 'GET /v1/sandboxes/{id}';
+  getSnapshot: 'GET /v1/snapshots/{snapshotId}';
   globFiles: 'GET /v1/sandboxes/{id}/files/glob';
   grepFiles: 'GET /v1/sandboxes/{id}/files/grep';
   listApiKeys: 'GET /v1/api-keys';
@@ -636,6 +694,7 @@ export interface Operations {
   listProcesses: 'GET /v1/sandboxes/{id}/processes';
   listSandboxes: 'GET /v1/sandboxes';
   listSecrets: 'GET /v1/secrets';
+  listSnapshots: 'GET /v1/snapshots';
   listWebhookDeliveries: 'GET /v1/webhooks/{webhookId}/deliveries';
   listWebhooks: 'GET /v1/webhooks';
   login: 'POST /v1/auth/login';

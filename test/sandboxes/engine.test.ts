@@ -118,6 +118,12 @@ function engineWith(overrides: { queueFails?: boolean; heard?: SandboxTransition
       },
       clock: { now: () => NOW },
       log: { warn: () => undefined },
+      snapshots: {
+        source: async (_accountId, snapshotId) => {
+          if (snapshotId !== 'snap_ready') throw new ApiError('snapshot_not_found', `No snapshot ${snapshotId}.`);
+          return { id: snapshotId, image: 'from-snapshot' };
+        },
+      },
     },
     OPTIONS,
   );
@@ -142,6 +148,18 @@ test('a create records a pending sandbox, then queues its create, expiry and war
   assert.equal(sandbox.expiryWarningAt?.getTime(), sandbox.expiresAt.getTime() - 300_000);
   assert.deepEqual(store.log, ['commit sandbox.created', 'queued create,expire,expiring']);
   assert.deepEqual(jobs.map((j) => [j.name, j.delayMs]), [['create', undefined], ['expire', 3600_000], ['expiring', 3300_000]]);
+});
+
+test("a create from a snapshot: its image unless one is named, the snapshot in its create job; another's or an unknown one refused before anything is recorded", async () => {
+  const { engine, store, jobs } = engineWith();
+  const { sandbox } = await engine.create('acc_1', { snapshot: 'snap_ready' }, { wait: false });
+  assert.equal(sandbox.image, 'from-snapshot');
+  assert.deepEqual(jobs[0], { name: 'create', payload: { snapshotId: 'snap_ready', sandboxId: sandbox.id, image: 'from-snapshot', expiresAt: sandbox.expiresAt.toISOString(), accountId: 'acc_1', createdAt: NOW.toISOString(), metadata: {} } });
+  const named = await engine.create('acc_1', { snapshot: 'snap_ready', image: 'other' }, { wait: false });
+  assert.equal(named.sandbox.image, 'other');
+  const before = store.sandboxes.size;
+  await assert.rejects(engine.create('acc_1', { snapshot: 'snap_elses' }, { wait: false }), (err: unknown) => err instanceof ApiError && err.code === 'snapshot_not_found');
+  assert.equal(store.sandboxes.size, before);
 });
 
 test("a timeout of its own: the create's end and its create job's cap; a move queues jobs named for the new moments", async () => {

@@ -6,6 +6,7 @@ import { PermanentRuntimeError, type RuntimeSandbox } from '../../shared/runtime
 import { SandboxLifecycle, type LifecycleStore } from '../../shared/sandboxes/lifecycle.ts';
 import type { SandboxRow } from '../../shared/sandboxes/snapshot.ts';
 import type { PendingSandbox } from '../../shared/sandboxes/transitions.ts';
+import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from '../../shared/snapshots/restore-error.ts';
 
 // The workers' half of a sandbox's life (shared/sandboxes/lifecycle.ts) against an in-memory
 // store and runtime. test/sandboxes/create-job.test.ts and reaper.test.ts hold the same rules
@@ -22,7 +23,7 @@ function sandbox(over: Partial<Sandbox> = {}): Sandbox {
   } as Sandbox;
 }
 
-function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; now?: Date; movedTo?: Date } = {}) {
+function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; restore?: () => Promise<void>; now?: Date; movedTo?: Date } = {}) {
   const calls: string[] = [];
   let current = row;
   const store: LifecycleStore = {
@@ -63,6 +64,12 @@ function world(row: Sandbox | undefined, options: { create?: () => Promise<void>
       clock: { now: () => options.now ?? NOW },
       log: { warn: () => undefined },
       onFailed: () => calls.push('counted failed'),
+      workspaces: {
+        restore: async (accountId, sandboxId, snapshotId) => {
+          calls.push(`restore ${snapshotId} into ${sandboxId} of ${accountId}`);
+          await options.restore?.();
+        },
+      },
     },
     { PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: 60 },
   );
@@ -103,6 +110,19 @@ test('a permanent runtime error fails the sandbox at once and is thrown on; a pa
   const last = world(sandbox(), { create: () => Promise.reject(new Error('busy')) });
   await assert.rejects(last.lifecycle.start(payload(), { started: 5, failed: 4, allowed: 5 }), /busy/);
   assert.ok(last.calls.includes('destroyed failed: busy'));
+});
+
+test('a sandbox from a snapshot gets its workspace back before it runs; a damaged snapshot fails it for good, a passing failure is retried', async () => {
+  const restored = world(sandbox());
+  assert.equal(await restored.lifecycle.start(payload({ snapshotId: 'snap_1' }), FIRST), 'running');
+  assert.deepEqual(restored.calls, ['runtime create', `restore snap_1 into ${ID} of acc_1`, `running ${ID}`]);
+  const damaged = world(sandbox(), { restore: () => Promise.reject(new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: bad bytes.`)) });
+  await assert.rejects(damaged.lifecycle.start(payload({ snapshotId: 'snap_1' }), FIRST), PermanentRuntimeError);
+  assert.ok(damaged.calls.includes(`destroyed failed: ${SNAPSHOT_CORRUPT_MESSAGE}: bad bytes.`), damaged.calls.join('; '));
+  assert.ok(!damaged.calls.some((c) => c.startsWith('running')));
+  const passing = world(sandbox(), { restore: () => Promise.reject(new Error('agent busy')) });
+  await assert.rejects(passing.lifecycle.start(payload({ snapshotId: 'snap_1' }), FIRST), /agent busy/);
+  assert.ok(!passing.calls.some((c) => c.startsWith('destroyed') || c.startsWith('running')));
 });
 
 test('a sandbox destroyed while the runtime created it is undone', async () => {

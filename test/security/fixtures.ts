@@ -50,6 +50,7 @@ export class Workspace {
   private victimKey?: { id: string; key: string };
   private webhook?: Promise<string>;
   private process?: Promise<string>;
+  private snapshot?: Promise<string>;
   private victimProcess?: Promise<string>;
   private victimWebhook?: string;
 
@@ -125,6 +126,25 @@ export class Workspace {
     if (res.status === 429) return port;
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return port;
+  }
+
+  /** A ready snapshot of the owner's sandbox (its workspace holds notes.txt), read and started from. */
+  snapshotId(): Promise<string> {
+    this.snapshot ??= this.newSnapshot();
+    return this.snapshot;
+  }
+
+  /** A snapshot that may be deleted: taken again on every call. */
+  victimSnapshotId(): Promise<string> {
+    return this.newSnapshot();
+  }
+
+  private async newSnapshot(): Promise<string> {
+    const res = await call(this.url, 'POST', `/v1/sandboxes/${await this.sandboxId()}/snapshots`, { token: this.owner.key, body: {} });
+    // The sandbox_ops bucket is used up: any id then meets the same 429 first.
+    if (res.status === 429) return 'snap_000000000000000000000000';
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.id as string;
   }
 
   /** An API key that may be revoked: the same one until it is. */
@@ -209,6 +229,10 @@ const VALID: Record<string, Maker> = {
   'POST /v1/sandboxes/:id/previews': async (w) => ({ path: await sbx(w, '/previews'), body: { port: 8000 }, ok: [201] }),
   'GET /v1/sandboxes/:id/previews': async (w) => ({ path: await sbx(w, '/previews'), ok: [200] }),
   'DELETE /v1/sandboxes/:id/previews/:port': async (w) => ({ path: await sbx(w, `/previews/${await w.victimPreviewPort()}`), ok: [204] }),
+  'POST /v1/sandboxes/:id/snapshots': async (w) => ({ path: await sbx(w, '/snapshots'), body: {}, ok: [201] }),
+  'GET /v1/snapshots': async () => ({ path: '/v1/snapshots', ok: [200] }),
+  'GET /v1/snapshots/:snapshotId': async (w) => ({ path: `/v1/snapshots/${await w.snapshotId()}`, ok: [200] }),
+  'DELETE /v1/snapshots/:snapshotId': async (w) => ({ path: `/v1/snapshots/${await w.victimSnapshotId()}`, ok: [204] }),
   'GET /v1/sandboxes/:id/processes': async (w) => ({ path: await sbx(w, '/processes'), ok: [200] }),
   'GET /v1/sandboxes/:id/processes/:procId/output': async (w) => ({ path: await sbx(w, `/processes/${await w.processId()}/output`), ok: [200] }),
   'POST /v1/sandboxes/:id/processes/:procId/stdin': async (w) => ({ path: await sbx(w, `/processes/${await w.processId()}/stdin`), body: { data: 'x\n' }, ok: [204] }),

@@ -10,6 +10,10 @@ export const AccountResponse = z.object({
       limit: z.number(),
     }),
     concurrentSandboxes: z.object({ active: z.int(), limit: z.int() }),
+    snapshotStorage: z.object({
+      usedBytes: z.int().meta({ description: "Bytes the account's ready snapshots hold, as stored" }),
+      limitBytes: z.int(),
+    }),
   }),
   period: z.object({ start: timestamp, end: timestamp }),
 });

@@ -42,6 +42,9 @@ export const createSandboxRoute = route(
       'idempotency_conflict',
       'concurrent_sandbox_limit_reached',
       'monthly_usage_limit_reached',
+      'snapshot_not_found',
+      'snapshot_not_ready',
+      'snapshot_corrupt',
     ],
   },
   async (ctx, { body, query }, deps) => {

@@ -43,6 +43,11 @@ export const CreateSandboxBody = z.strictObject({
     .max(MAX_TIMEOUT_SECONDS)
     .optional()
     .meta({ description: 'Its own end, this many seconds after its create (expiresAt); at most the session cap, which is the default' }),
+  snapshot: z
+    .string()
+    .max(100)
+    .optional()
+    .meta({ description: "A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one" }),
 });
 
 export const SetTimeoutBody = z.strictObject({

@@ -27,6 +27,7 @@ ErrorCode = Literal[
     "webhook_not_found",
     "process_not_found",
     "preview_not_found",
+    "snapshot_not_found",
     "method_not_allowed",
     "not_acceptable",
     "upgrade_required",
@@ -34,6 +35,8 @@ ErrorCode = Literal[
     "idempotency_conflict",
     "sandbox_not_running",
     "process_not_running",
+    "snapshot_not_ready",
+    "snapshot_corrupt",
     "file_exists",
     "is_a_directory",
     "not_a_directory",
@@ -62,6 +65,7 @@ ErrorCode = Literal[
     "insufficient_scope",
     "too_many_in_flight",
     "preview_limit_reached",
+    "snapshot_storage_limit_reached",
     "internal_error",
     "service_unavailable",
     "server_busy",
@@ -117,8 +121,8 @@ class CreateApiKeyRequest(TypedDict, total=False):
 
     #: A label to tell keys apart; defaults to "default"
     name: str
-    #: What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write
-    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write"]]
+    #: What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write, snapshots:write
+    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write"]]
 
 
 class CreateApiKeyResponse(TypedDict):
@@ -129,7 +133,7 @@ class CreateApiKeyResponse(TypedDict):
     #: The raw key (pdk_live_…); shown this once and never again
     key: str
     #: What the key may do
-    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write"]]
+    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write"]]
     start: str
     #: RFC 3339 UTC timestamp
     createdAt: str
@@ -191,6 +195,8 @@ class CreateSandboxRequest(TypedDict, total=False):
     env: Dict[str, str]
     #: Its own end, this many seconds after its create (expiresAt); at most the session cap, which is the default
     timeoutSeconds: int
+    #: A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one
+    snapshot: str
 
 
 class _CreateSecretRequestRequired(TypedDict):
@@ -215,6 +221,35 @@ class CreateSecretResponse(TypedDict):
     createdAt: str
 
 
+class CreateSnapshotRequest(TypedDict, total=False):
+    """The CreateSnapshotRequest object of the API."""
+
+    #: A name of your own for it
+    name: str
+
+
+class CreateSnapshotResponse(TypedDict):
+    """The CreateSnapshotResponse object of the API."""
+
+    id: str
+    name: Optional[str]
+    #: The sandbox it was taken from
+    sandboxId: str
+    #: The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another
+    image: str
+    status: Literal["pending", "ready", "failed"]
+    #: A failed snapshot's reason: the error code a request would have been answered with
+    failureCode: Optional[str]
+    #: As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES
+    sizeBytes: int
+    #: Files, directories and links in it
+    files: int
+    #: RFC 3339 UTC timestamp
+    createdAt: str
+    #: It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken)
+    expiresAt: str
+
+
 class CreateTerminalTicketResponse(TypedDict):
     """The CreateTerminalTicketResponse object of the API."""
 
@@ -233,7 +268,7 @@ class CreateWebhookRequest(_CreateWebhookRequestRequired, total=False):
     """The CreateWebhookRequest object of the API."""
 
     #: Event types to send; every type ("*") when omitted
-    events: List[Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "usage.threshold", "webhook.disabled", "*"]]
+    events: List[Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "usage.threshold", "webhook.disabled", "*"]]
     description: str
 
 
@@ -441,7 +476,7 @@ class ListApiKeysResponseData(TypedDict):
     id: str
     name: str
     #: What the key may do
-    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write"]]
+    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write"]]
     #: The first characters of the key, to recognise it
     start: str
     #: RFC 3339 UTC timestamp
@@ -479,7 +514,7 @@ class ListEventsResponseData(TypedDict):
 
     #: evt_…
     id: str
-    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "usage.threshold", "webhook.disabled", "webhook.test"]
+    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "usage.threshold", "webhook.disabled", "webhook.test"]
     #: RFC 3339 UTC timestamp
     createdAt: str
     #: sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}}
@@ -546,6 +581,36 @@ class ListSecretsResponse(TypedDict):
     """The ListSecretsResponse object of the API."""
 
     data: List[ListSecretsResponseData]
+
+
+class ListSnapshotsResponseData(TypedDict):
+    """The ListSnapshotsResponseData object of the API."""
+
+    id: str
+    name: Optional[str]
+    #: The sandbox it was taken from
+    sandboxId: str
+    #: The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another
+    image: str
+    status: Literal["pending", "ready", "failed"]
+    #: A failed snapshot's reason: the error code a request would have been answered with
+    failureCode: Optional[str]
+    #: As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES
+    sizeBytes: int
+    #: Files, directories and links in it
+    files: int
+    #: RFC 3339 UTC timestamp
+    createdAt: str
+    #: It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken)
+    expiresAt: str
+
+
+class ListSnapshotsResponse(TypedDict):
+    """The ListSnapshotsResponse object of the API."""
+
+    data: List[ListSnapshotsResponseData]
+    #: Pass as ?after= for the next page; null on the last page
+    next: Optional[str]
 
 
 class ListWebhookDeliveriesResponseData(TypedDict):
@@ -666,7 +731,7 @@ class Problem(TypedDict):
     title: str
     status: int
     detail: str
-    code: Literal["invalid_json", "invalid_request", "missing_credential", "invalid_credential", "wrong_credential_type", "preview_unauthorized", "invalid_login", "command_not_allowed", "permission_denied", "not_found", "api_key_not_found", "sandbox_not_found", "secret_not_found", "file_not_found", "event_not_found", "webhook_not_found", "process_not_found", "preview_not_found", "method_not_allowed", "not_acceptable", "upgrade_required", "email_taken", "idempotency_conflict", "sandbox_not_running", "process_not_running", "file_exists", "is_a_directory", "not_a_directory", "not_a_regular_file", "file_io_error", "directory_not_empty", "payload_too_large", "file_too_large", "range_not_satisfiable", "headers_too_large", "unsupported_media_type", "idempotency_key_reused", "image_not_allowed", "image_not_supported", "secret_limit_reached", "webhook_url_not_allowed", "webhook_limit_reached", "edit_no_match", "edit_ambiguous", "invalid_archive", "timeout_past_cap", "rate_limited", "concurrent_sandbox_limit_reached", "monthly_usage_limit_reached", "process_limit_reached", "insufficient_scope", "too_many_in_flight", "preview_limit_reached", "internal_error", "service_unavailable", "server_busy", "preview_busy", "port_not_listening", "operation_timed_out", "insufficient_storage"]
+    code: Literal["invalid_json", "invalid_request", "missing_credential", "invalid_credential", "wrong_credential_type", "preview_unauthorized", "invalid_login", "command_not_allowed", "permission_denied", "not_found", "api_key_not_found", "sandbox_not_found", "secret_not_found", "file_not_found", "event_not_found", "webhook_not_found", "process_not_found", "preview_not_found", "snapshot_not_found", "method_not_allowed", "not_acceptable", "upgrade_required", "email_taken", "idempotency_conflict", "sandbox_not_running", "process_not_running", "snapshot_not_ready", "snapshot_corrupt", "file_exists", "is_a_directory", "not_a_directory", "not_a_regular_file", "file_io_error", "directory_not_empty", "payload_too_large", "file_too_large", "range_not_satisfiable", "headers_too_large", "unsupported_media_type", "idempotency_key_reused", "image_not_allowed", "image_not_supported", "secret_limit_reached", "webhook_url_not_allowed", "webhook_limit_reached", "edit_no_match", "edit_ambiguous", "invalid_archive", "timeout_past_cap", "rate_limited", "concurrent_sandbox_limit_reached", "monthly_usage_limit_reached", "process_limit_reached", "insufficient_scope", "too_many_in_flight", "preview_limit_reached", "snapshot_storage_limit_reached", "internal_error", "service_unavailable", "server_busy", "preview_busy", "port_not_listening", "operation_timed_out", "insufficient_storage"]
     requestId: str
 
 
@@ -795,7 +860,7 @@ class TestWebhookResponse(TypedDict):
 
     #: evt_…
     id: str
-    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "usage.threshold", "webhook.disabled", "webhook.test"]
+    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "usage.threshold", "webhook.disabled", "webhook.test"]
     #: RFC 3339 UTC timestamp
     createdAt: str
     #: sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}}
@@ -849,10 +914,12 @@ OPERATIONS: Dict[str, str] = {
     "createPreview": "POST /v1/sandboxes/{id}/previews",
     "createSandbox": "POST /v1/sandboxes",
     "createSecret": "POST /v1/secrets",
+    "createSnapshot": "POST /v1/sandboxes/{id}/snapshots",
     "createTerminalTicket": "POST /v1/sandboxes/{id}/terminal/tickets",
     "createWebhook": "POST /v1/webhooks",
     "deletePreview": "DELETE /v1/sandboxes/{id}/previews/{port}",
     "deleteSecret": "DELETE /v1/secrets/{name}",
+    "deleteSnapshot": "DELETE /v1/snapshots/{snapshotId}",
     "deleteWebhook": "DELETE /v1/webhooks/{webhookId}",
     "destroySandbox": "DELETE /v1/sandboxes/{id}",
     "downloadArchive": "GET /v1/sandboxes/{id}/files/archive",
@@ -863,6 +930,7 @@ OPERATIONS: Dict[str, str] = {
     "getMcpConfig": "GET /v1/mcp/config",
     "getProcessOutput": "GET /v1/sandboxes/{id}/processes/{procId}/output",
     "getSandbox": "GET /v1/sandboxes/{id}",
+    "getSnapshot": "GET /v1/snapshots/{snapshotId}",
     "globFiles": "GET /v1/sandboxes/{id}/files/glob",
     "grepFiles": "GET /v1/sandboxes/{id}/files/grep",
     "listApiKeys": "GET /v1/api-keys",
@@ -872,6 +940,7 @@ OPERATIONS: Dict[str, str] = {
     "listProcesses": "GET /v1/sandboxes/{id}/processes",
     "listSandboxes": "GET /v1/sandboxes",
     "listSecrets": "GET /v1/secrets",
+    "listSnapshots": "GET /v1/snapshots",
     "listWebhookDeliveries": "GET /v1/webhooks/{webhookId}/deliveries",
     "listWebhooks": "GET /v1/webhooks",
     "login": "POST /v1/auth/login",

@@ -1,0 +1,160 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { execute } from '../db/placeholders.ts';
+import { newId } from '../ids.ts';
+import type { RecordedEvent } from '../events/types.ts';
+import { eventsLockStatement, recordEventUnderLock } from './events.ts';
+
+// The snapshots aggregate's one way to the database: each snapshot's row (its bytes are the
+// snapshot store's), the account's storage counted under the account's lock, and its events.
+
+export interface SnapshotRow {
+  id: string;
+  account_id: string;
+  sandbox_id: string;
+  name: string | null;
+  image: string;
+  status: 'pending' | 'ready' | 'failed';
+  failure_code: string | null;
+  size_bytes: string;
+  files: number;
+  sha256: Buffer | null;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const COLUMNS = 'id, account_id, sandbox_id, name, image, status, failure_code, size_bytes, files, sha256, created_at, expires_at';
+
+/** Bytes the account's snapshots hold: the ready ones, and what pending ones have counted so far is not in it. */
+const USED = `select coalesce(sum(size_bytes), 0)::bigint as used from snapshots where account_id = $1 and status = 'ready'`;
+
+export type SnapshotBeginning =
+  | { outcome: 'begun'; snapshot: SnapshotRow; usedBytes: number }
+  | { outcome: 'sandbox_not_found' | 'sandbox_not_running' }
+  | { outcome: 'limit_reached'; usedBytes: number };
+
+/**
+ * A pending snapshot of the account's running sandbox, unless the account's snapshots fill its
+ * storage already: one transaction under the account's lock, so replicas count alike.
+ */
+export function beginSnapshot(
+  em: EntityManager,
+  input: { accountId: string; sandboxId: string; name?: string; expiresAt: Date; limitBytes: number },
+): Promise<SnapshotBeginning> {
+  return em.fork().transactional(async (tx) => {
+    const lock = eventsLockStatement({ accountId: input.accountId });
+    await execute(tx, lock.sql, lock.params);
+    const [sandbox] = await execute<{ status: string; image: string }>(tx, 'select status, image from sandboxes where id = $1 and account_id = $2', [input.sandboxId, input.accountId]);
+    if (!sandbox) return { outcome: 'sandbox_not_found' };
+    if (sandbox.status !== 'running') return { outcome: 'sandbox_not_running' };
+    const [{ used }] = (await execute<{ used: string }>(tx, USED, [input.accountId])) as [{ used: string }];
+    if (Number(used) >= input.limitBytes) return { outcome: 'limit_reached', usedBytes: Number(used) };
+    const [snapshot] = await execute<SnapshotRow>(
+      tx,
+      `insert into snapshots (id, account_id, sandbox_id, name, image, status, expires_at) values ($1, $2, $3, $4, $5, 'pending', $6) returning ${COLUMNS}`,
+      [newId('snap'), input.accountId, input.sandboxId, input.name ?? null, sandbox.image, input.expiresAt],
+    );
+    return { outcome: 'begun', snapshot: snapshot!, usedBytes: Number(used) };
+  });
+}
+
+/**
+ * The pending snapshot's bytes are stored whole: ready, with its event; unless with them the
+ * account's snapshots pass its storage limit (others finished meanwhile), when it fails instead.
+ */
+export function finishSnapshot(
+  em: EntityManager,
+  row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>,
+  input: { sizeBytes: number; files: number; sha256: Buffer; limitBytes: number },
+): Promise<{ snapshot: SnapshotRow; event?: RecordedEvent } | { failed: 'snapshot_storage_limit_reached'; event?: RecordedEvent } | undefined> {
+  return em.fork().transactional(async (tx) => {
+    const lock = eventsLockStatement({ accountId: row.account_id });
+    await execute(tx, lock.sql, lock.params);
+    const [{ used }] = (await execute<{ used: string }>(tx, USED, [row.account_id])) as [{ used: string }];
+    if (Number(used) + input.sizeBytes > input.limitBytes) {
+      const event = await failUnderLock(tx, row, 'snapshot_storage_limit_reached', 'The snapshot would pass the account\'s snapshot storage limit.');
+      return event === null ? undefined : { failed: 'snapshot_storage_limit_reached' as const, event };
+    }
+    const [snapshot] = await execute<SnapshotRow>(
+      tx,
+      `update snapshots set status = 'ready', size_bytes = $2, files = $3, sha256 = $4 where id = $1 and status = 'pending' returning ${COLUMNS}`,
+      [row.id, input.sizeBytes, input.files, input.sha256],
+    );
+    // Deleted while it was copied: nothing to report.
+    if (!snapshot) return undefined;
+    const event = await recordEventUnderLock(tx, { accountId: row.account_id, sandboxId: row.sandbox_id, type: 'snapshot.created', data: { snapshot: eventData(snapshot) } });
+    return { snapshot, event };
+  });
+}
+
+/** The pending snapshot failed (`code`, an error code the API would answer with): its event says why. */
+export function failSnapshot(em: EntityManager, row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>, code: string, message: string): Promise<RecordedEvent | undefined> {
+  return em.fork().transactional(async (tx) => {
+    const lock = eventsLockStatement({ accountId: row.account_id });
+    await execute(tx, lock.sql, lock.params);
+    return (await failUnderLock(tx, row, code, message)) ?? undefined;
+  });
+}
+
+/** null when the snapshot was no longer pending. */
+async function failUnderLock(tx: EntityManager, row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>, code: string, message: string): Promise<RecordedEvent | undefined | null> {
+  const [failed] = await execute<{ id: string }>(tx, `update snapshots set status = 'failed', failure_code = $2 where id = $1 and status = 'pending' returning id`, [row.id, code]);
+  if (!failed) return null;
+  return recordEventUnderLock(tx, { accountId: row.account_id, sandboxId: row.sandbox_id, type: 'snapshot.failed', data: { snapshot: { id: row.id, sandboxId: row.sandbox_id, failureCode: code, message } } });
+}
+
+/** Removes the account's snapshot, with its event; undefined when it has none of that id. */
+export function deleteSnapshot(em: EntityManager, accountId: string, id: string): Promise<{ event?: RecordedEvent } | undefined> {
+  return em.fork().transactional(async (tx) => {
+    const lock = eventsLockStatement({ accountId });
+    await execute(tx, lock.sql, lock.params);
+    const [gone] = await execute<SnapshotRow>(tx, `delete from snapshots where id = $1 and account_id = $2 returning ${COLUMNS}`, [id, accountId]);
+    if (!gone) return undefined;
+    const event = await recordEventUnderLock(tx, { accountId, sandboxId: gone.sandbox_id, type: 'snapshot.deleted', data: { snapshot: { id, sandboxId: gone.sandbox_id } } });
+    return { event };
+  });
+}
+
+export async function readOwnSnapshot(em: EntityManager, accountId: string, id: string): Promise<SnapshotRow | undefined> {
+  const [row] = await execute<SnapshotRow>(em.fork(), `select ${COLUMNS} from snapshots where id = $1 and account_id = $2 and expires_at > now()`, [id, accountId]);
+  return row;
+}
+
+/** One page of the account's snapshots, newest first, after the snapshot `after`; undefined when `after` is not one of them. */
+export async function listOwnSnapshots(em: EntityManager, accountId: string, options: { after?: string; limit: number }): Promise<{ snapshots: SnapshotRow[]; next?: string } | undefined> {
+  const values: unknown[] = [accountId, options.limit + 1];
+  if (options.after !== undefined) values.push(options.after);
+  const rows = await execute<SnapshotRow>(
+    em.fork(),
+    `select ${COLUMNS} from snapshots where account_id = $1 and expires_at > now()
+       ${options.after === undefined ? '' : 'and (created_at, id) < (select created_at, id from snapshots where id = $3 and account_id = $1)'}
+      order by created_at desc, id desc limit $2`,
+    values,
+  );
+  if (rows.length === 0 && options.after !== undefined && !(await readOwnSnapshot(em, accountId, options.after))) return undefined;
+  const page = rows.slice(0, options.limit);
+  return { snapshots: page, next: rows.length > options.limit ? page.at(-1)?.id : undefined };
+}
+
+/** Bytes of the account's ready snapshots. */
+export async function usedSnapshotBytes(em: EntityManager, accountId: string): Promise<number> {
+  const [row] = await execute<{ used: string }>(em.fork(), USED, [accountId]);
+  return Number(row?.used ?? 0);
+}
+
+/** Snapshots past their retention (their bytes and rows to remove), oldest first. */
+export function expiredSnapshots(em: EntityManager, limit: number): Promise<Pick<SnapshotRow, 'id' | 'account_id'>[]> {
+  return execute<Pick<SnapshotRow, 'id' | 'account_id'>>(em.fork(), 'select id, account_id from snapshots where expires_at <= now() order by expires_at limit $1', [limit]);
+}
+
+/** Snapshots still pending though taken before `before`: their copy's process is gone. */
+export function stalePendingSnapshots(em: EntityManager, before: Date, limit: number): Promise<Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>[]> {
+  return execute<Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>>(
+    em.fork(),
+    `select id, account_id, sandbox_id from snapshots where status = 'pending' and created_at < $1 order by created_at limit $2`,
+    [before, limit],
+  );
+}
+
+function eventData(row: SnapshotRow) {
+  return { id: row.id, sandboxId: row.sandbox_id, name: row.name, sizeBytes: Number(row.size_bytes), files: row.files };
+}

@@ -1,0 +1,251 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../config.ts';
+import { ApiError } from '../errors.ts';
+import { isId } from '../ids.ts';
+import type { Announcer } from '../events/announce.ts';
+import type { Logger } from '../logger.ts';
+import { SandboxGoneError, type SandboxRuntime } from '../runtime/types.ts';
+import {
+  beginSnapshot,
+  deleteSnapshot,
+  expiredSnapshots,
+  failSnapshot,
+  finishSnapshot,
+  listOwnSnapshots,
+  readOwnSnapshot,
+  stalePendingSnapshots,
+  type SnapshotRow,
+} from '../repositories/snapshots.ts';
+import type { SnapshotStore } from './store.ts';
+import { NO_WORKSPACE_EXIT, RESTORE_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
+import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from './restore-error.ts';
+
+// Snapshots' rules (docs/api.md, "Snapshots"): a running sandbox's workspace copied, compressed,
+// into the snapshot store, streamed (no copy is ever whole in a Paddock process), counted against
+// the account's storage as it streams; a sandbox started from one gets the workspace back before
+// it runs, each byte checked against the SHA-256 taken as it was written.
+
+export type SnapshotOptions = Pick<Config, 'PADDOCK_QUOTA_SNAPSHOT_BYTES' | 'PADDOCK_SNAPSHOT_RETENTION_DAYS' | 'PADDOCK_ARCHIVE_TIMEOUT_SECONDS'>;
+
+export interface SnapshotDeps {
+  em: EntityManager;
+  runtime: Pick<SandboxRuntime, 'exec'>;
+  store: SnapshotStore;
+  announcer: Pick<Announcer, 'announce'>;
+  log: Pick<Logger, 'warn'>;
+}
+
+/** A pending snapshot this long past the longest a copy may take was abandoned. */
+const ABANDONED_AFTER_MS = 60_000;
+
+/** Of what tar says on stderr, this much is kept for a failure's message. */
+const STDERR_KEPT_BYTES = 4096;
+
+export class Snapshots {
+  readonly #deps: SnapshotDeps;
+  readonly #options: SnapshotOptions;
+
+  constructor(deps: SnapshotDeps, options: SnapshotOptions) {
+    this.#deps = deps;
+    this.#options = options;
+  }
+
+  /** Copies the running sandbox's workspace into a new snapshot; answers it ready, or throws why not (the snapshot then failed, its bytes gone). */
+  async take(accountId: string, sandboxId: string, input: { name?: string }): Promise<SnapshotRow> {
+    if (!isId('sbx', sandboxId)) throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
+    const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
+    const expiresAt = new Date(Date.now() + this.#options.PADDOCK_SNAPSHOT_RETENTION_DAYS * 86_400_000);
+    const begun = await beginSnapshot(this.#deps.em, { accountId, sandboxId, name: input.name, expiresAt, limitBytes });
+    if (begun.outcome === 'limit_reached') throw storageLimit(begun.usedBytes, limitBytes);
+    if (begun.outcome === 'sandbox_not_found') throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
+    if (begun.outcome !== 'begun') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is not running: only a running sandbox's workspace can be snapshotted.`);
+    const row = begun.snapshot;
+    try {
+      const copied = await this.#copy(row, limitBytes - begun.usedBytes);
+      const finished = await finishSnapshot(this.#deps.em, row, { ...copied, limitBytes });
+      if (!finished) throw new ApiError('snapshot_not_found', `Snapshot ${row.id} was deleted while it was taken.`);
+      if ('failed' in finished) {
+        await this.#deps.store.remove(row.id);
+        await this.#deps.announcer.announce([finished.event]);
+        throw storageLimit(begun.usedBytes, limitBytes);
+      }
+      await this.#deps.announcer.announce([finished.event]);
+      return finished.snapshot;
+    } catch (err) {
+      const failure = err instanceof ApiError ? err : new ApiError('internal_error');
+      if (!(err instanceof ApiError)) this.#deps.log.warn({ err, snapshotId: row.id, sandboxId }, 'a snapshot failed');
+      await this.#deps.store.remove(row.id).catch(() => undefined);
+      await this.#deps.announcer.announce([await failSnapshot(this.#deps.em, row, failure.code, failure.message)]).catch(() => undefined);
+      throw failure;
+    }
+  }
+
+  /** The tar.gz of the workspace into the store; its size, members and digest. */
+  async #copy(row: SnapshotRow, roomBytes: number): Promise<{ sizeBytes: number; files: number; sha256: Buffer }> {
+    const upload = await this.#deps.store.create(row.id);
+    const hash = createHash('sha256');
+    const stop = new AbortController();
+    let sizeBytes = 0;
+    let overLimit = false;
+    const stderr = new BoundedText(STDERR_KEPT_BYTES);
+    try {
+      const timeoutMs = this.#options.PADDOCK_ARCHIVE_TIMEOUT_SECONDS * 1000;
+      const result = await this.#deps.runtime.exec(row.sandbox_id, {
+        argv: ['/bin/sh', '-c', TAKE_SCRIPT, 'paddock-snapshot'],
+        cwd: '/',
+        env: {},
+        timeoutMs,
+        signal: stop.signal,
+        onStdout: async (chunk) => {
+          if (overLimit) return;
+          sizeBytes += chunk.byteLength;
+          // Counted as it streams: a workspace larger than the account's room stops here.
+          if (sizeBytes > roomBytes) {
+            overLimit = true;
+            stop.abort();
+            return;
+          }
+          hash.update(chunk);
+          await upload.write(chunk);
+        },
+        onStderr: (chunk) => stderr.push(chunk),
+      });
+      if (overLimit) throw storageLimit(this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES - roomBytes, this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES);
+      if (result.timedOut) throw new ApiError('operation_timed_out', `The workspace was not copied within ${timeoutMs / 1000} s.`);
+      if (result.exitCode === NO_WORKSPACE_EXIT) throw new ApiError('file_not_found', 'The sandbox has no /workspace to snapshot.');
+      // tar's 1: a file changed as it was read; the archive is whole all the same.
+      if (result.exitCode !== 0 && result.exitCode !== 1) throw new Error(`tar exited with ${String(result.exitCode ?? result.signal)}: ${stderr.text()}`);
+      await upload.commit();
+      const members = /^members=([0-9]{1,12})$/m.exec(stderr.text())?.[1];
+      return { sizeBytes, files: Number(members ?? 0), sha256: hash.digest() };
+    } catch (err) {
+      await upload.abort();
+      if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${row.sandbox_id} ended while its workspace was copied.`);
+      throw err;
+    }
+  }
+
+  /**
+   * Fills a new sandbox's workspace from the snapshot, before the sandbox runs. Throws
+   * SnapshotRestoreError when it never can (gone, or damaged: its bytes are not those written);
+   * any other error may pass on a retry.
+   */
+  async restore(accountId: string, sandboxId: string, snapshotId: string, timeoutMs: number): Promise<void> {
+    const row = isId('snap', snapshotId) ? await readOwnSnapshot(this.#deps.em, accountId, snapshotId) : undefined;
+    if (!row || row.status !== 'ready' || !row.sha256) throw new SnapshotRestoreError('snapshot_not_found', `Snapshot ${snapshotId} is gone.`);
+    const source = this.#deps.store.read(row.id);
+    const hash = createHash('sha256');
+    let sizeBytes = 0;
+    let missing = false;
+    source.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') missing = true;
+    });
+    async function* checked(): AsyncGenerator<Uint8Array> {
+      for await (const chunk of source as AsyncIterable<Buffer>) {
+        sizeBytes += chunk.byteLength;
+        hash.update(chunk);
+        yield chunk;
+      }
+    }
+    const stderr = new BoundedText(STDERR_KEPT_BYTES);
+    let result;
+    try {
+      result = await this.#deps.runtime.exec(sandboxId, {
+        argv: ['/bin/sh', '-c', RESTORE_SCRIPT, 'paddock-restore'],
+        cwd: '/',
+        env: {},
+        stdin: checked(),
+        timeoutMs,
+        onStderr: (chunk) => stderr.push(chunk),
+      });
+    } catch (err) {
+      if (missing) throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
+      throw err;
+    } finally {
+      source.destroy();
+    }
+    const whole = sizeBytes === Number(row.size_bytes) && timingSafeEqual(hash.digest(), row.sha256);
+    // A full disk stops tar before the end as well: that is the sandbox's, not the snapshot's.
+    if (!whole && !/No space left on device/.test(stderr.text())) {
+      throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is not the one written.`);
+    }
+    if (result.timedOut) throw new Error(`restoring snapshot ${row.id} did not finish within ${timeoutMs / 1000} s`);
+    if (result.exitCode !== 0) throw new Error(`restoring snapshot ${row.id} failed (tar ${String(result.exitCode ?? result.signal)}): ${stderr.text()}`);
+  }
+
+  /** The account's snapshot a new sandbox may start from: 404 for none, 409 for one not ready. */
+  async source(accountId: string, snapshotId: string): Promise<SnapshotRow> {
+    const row = await this.get(accountId, snapshotId);
+    if (row.status !== 'ready') throw new ApiError('snapshot_not_ready', `Snapshot ${snapshotId} is ${row.status}: a sandbox starts only from a ready one.`);
+    return row;
+  }
+
+  async get(accountId: string, snapshotId: string): Promise<SnapshotRow> {
+    const row = isId('snap', snapshotId) ? await readOwnSnapshot(this.#deps.em, accountId, snapshotId) : undefined;
+    if (!row) throw new ApiError('snapshot_not_found', `No snapshot ${snapshotId}.`);
+    return row;
+  }
+
+  async list(accountId: string, page: { after?: string; limit: number }): Promise<{ snapshots: SnapshotRow[]; next?: string }> {
+    const found = page.after === undefined || isId('snap', page.after) ? await listOwnSnapshots(this.#deps.em, accountId, page) : undefined;
+    if (!found) throw new ApiError('invalid_request', `after: ${page.after} is not one of the account's snapshots.`);
+    return found;
+  }
+
+  /** Deletes the snapshot and its bytes. */
+  async remove(accountId: string, snapshotId: string): Promise<void> {
+    const gone = isId('snap', snapshotId) ? await deleteSnapshot(this.#deps.em, accountId, snapshotId) : undefined;
+    if (!gone) throw new ApiError('snapshot_not_found', `No snapshot ${snapshotId}.`);
+    await this.#deps.store.remove(snapshotId);
+    await this.#deps.announcer.announce([gone.event]);
+  }
+
+  /**
+   * Deletes snapshots past their retention, and fails those whose copy was abandoned (the process
+   * taking it died: pending past the longest a copy may take), their partial bytes removed.
+   */
+  async sweep(batch = 100): Promise<{ expired: number; abandoned: number }> {
+    const expired = await expiredSnapshots(this.#deps.em, batch);
+    for (const row of expired) {
+      const gone = await deleteSnapshot(this.#deps.em, row.account_id, row.id);
+      await this.#deps.store.remove(row.id);
+      if (gone) await this.#deps.announcer.announce([gone.event]);
+    }
+    const before = new Date(Date.now() - this.#options.PADDOCK_ARCHIVE_TIMEOUT_SECONDS * 1000 - ABANDONED_AFTER_MS);
+    const abandoned = await stalePendingSnapshots(this.#deps.em, before, batch);
+    for (const row of abandoned) {
+      await this.#deps.store.remove(row.id);
+      await this.#deps.announcer.announce([await failSnapshot(this.#deps.em, row, 'internal_error', 'The copy of the workspace was abandoned.')]);
+    }
+    return { expired: expired.length, abandoned: abandoned.length };
+  }
+}
+
+function storageLimit(usedBytes: number, limitBytes: number): ApiError {
+  return new ApiError('snapshot_storage_limit_reached', `The account's snapshots may hold ${limitBytes} bytes; they hold ${usedBytes}, and this one would pass it.`, {
+    extra: { limitBytes, usedBytes },
+  });
+}
+
+/** The first bytes of a stream, as text. */
+class BoundedText {
+  readonly #max: number;
+  #chunks: Buffer[] = [];
+  #kept = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  push(chunk: Uint8Array): void {
+    if (this.#kept >= this.#max) return;
+    const piece = Buffer.from(chunk).subarray(0, this.#max - this.#kept);
+    this.#chunks.push(piece);
+    this.#kept += piece.byteLength;
+  }
+
+  text(): string {
+    return Buffer.concat(this.#chunks).toString('utf8');
+  }
+}

@@ -1,0 +1,198 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { assertProblem, newAccount } from '../helpers/accounts.ts';
+import { call } from '../helpers/http.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { createSandbox } from '../helpers/sandboxes.ts';
+import { fileClient, sandboxFor } from '../files/helpers.ts';
+
+// Snapshots (docs/api.md, "Snapshots"): a running sandbox's workspace copied into the snapshot
+// store, and sandboxes started from it. Run once per runtime (PADDOCK_TEST_RUNTIME).
+
+const QUOTA = 2 * 1024 * 1024;
+const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_SNAPSHOT_BYTES: String(QUOTA), PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '4' } });
+const storeDir = join(stack.config.PADDOCK_DATA_DIR, 'snapshots');
+const stored = (id: string) => join(storeDir, `${id}.tar.gz`);
+
+const snapshot = (key: string, sandboxId: string, body: unknown = {}) => call(stack.url, 'POST', `/v1/sandboxes/${sandboxId}/snapshots`, { token: key, body });
+
+// A tree with what a project holds: nested and empty directories, a symlink, binary data, modes, an old modification time.
+const MAKE_TREE = `cd /workspace && mkdir -p src/deep empty && printf 'nested\\n' > src/deep/notes.txt &&
+  head -c 70000 /dev/urandom > bin.dat && printf '#!/bin/sh\\necho run\\n' > run.sh && chmod 755 run.sh &&
+  printf 'k\\n' > private.key && chmod 600 private.key && ln -s src/deep/notes.txt link-to-notes &&
+  touch -d '2001-02-03 04:05:06' src/deep/notes.txt`;
+const DESCRIBE_TREE = `cd /workspace && sha256sum bin.dat src/deep/notes.txt && stat -c '%n %a %F' run.sh private.key empty link-to-notes &&
+  readlink link-to-notes && date -r src/deep/notes.txt -u +%Y%m%d%H%M%S && ./run.sh`;
+
+test('a workspace round-trips through a snapshot: contents, modes, symlinks, empty directories and modification times; the copy outlives later changes', async () => {
+  const account = await newAccount(stack.url, 'snapshots');
+  const box = await sandboxFor(stack, account.key);
+  assert.equal((await box.sh(MAKE_TREE)).exitCode, 0);
+  const before = await box.sh(DESCRIBE_TREE);
+  assert.equal(before.exitCode, 0, before.stderr);
+
+  const taken = await snapshot(account.key, box.id, { name: 'after setup' });
+  assert.equal(taken.status, 201, JSON.stringify(taken.body));
+  assert.equal(taken.headers.get('location'), `/v1/snapshots/${taken.body.id}`);
+  assert.match(taken.body.id, /^snap_[0-9a-z]{24}$/);
+  assert.equal(taken.body.status, 'ready');
+  assert.equal(taken.body.name, 'after setup');
+  assert.equal(taken.body.sandboxId, box.id);
+  assert.ok(taken.body.sizeBytes > 70_000, JSON.stringify(taken.body));
+  // src, src/deep, notes, empty, bin.dat, run.sh, private.key, the link
+  assert.ok(taken.body.files >= 8, JSON.stringify(taken.body));
+  assert.equal(readFileSync(stored(taken.body.id)).length, taken.body.sizeBytes);
+
+  // Changed afterwards: the snapshot keeps what was.
+  assert.equal((await box.sh('rm -rf /workspace/src /workspace/bin.dat')).exitCode, 0);
+
+  const restored = await createSandbox(stack.url, account.key, '', { snapshot: taken.body.id });
+  assert.equal(restored.status, 201, JSON.stringify(restored.body));
+  assert.equal(restored.body.status, 'running', JSON.stringify(restored.body));
+  assert.equal(restored.body.image, taken.body.image);
+  const after = await fileClient(stack, account.key, restored.body.id).sh(DESCRIBE_TREE);
+  assert.equal(after.stdout, before.stdout);
+  assert.match(after.stdout, /run.sh 755 regular file\nprivate.key 600 regular file\nempty 755 directory\nlink-to-notes 777 symbolic link\nsrc\/deep\/notes.txt\n20010203040506\nrun\n$/);
+
+  // Listed, newest first, and read one by one.
+  const second = await snapshot(account.key, box.id);
+  assert.equal(second.status, 201, JSON.stringify(second.body));
+  const listed = await call(stack.url, 'GET', '/v1/snapshots', { token: account.key });
+  assert.equal(listed.status, 200);
+  assert.deepEqual(listed.body.data.map((s: { id: string }) => s.id), [second.body.id, taken.body.id]);
+  const paged = await call(stack.url, 'GET', '/v1/snapshots?limit=1', { token: account.key });
+  assert.deepEqual([paged.body.data.length, paged.body.next], [1, second.body.id]);
+  const rest = await call(stack.url, 'GET', `/v1/snapshots?limit=1&after=${paged.body.next}`, { token: account.key });
+  assert.deepEqual([rest.body.data[0].id, rest.body.next], [taken.body.id, null]);
+  const one = await call(stack.url, 'GET', `/v1/snapshots/${taken.body.id}`, { token: account.key });
+  assert.deepEqual(one.body, taken.body);
+
+  // Deleted: its stored copy goes too; a sandbox started from it keeps its workspace.
+  assert.equal((await call(stack.url, 'DELETE', `/v1/snapshots/${taken.body.id}`, { token: account.key })).status, 204);
+  assert.equal(existsSync(stored(taken.body.id)), false);
+  assertProblem(await call(stack.url, 'GET', `/v1/snapshots/${taken.body.id}`, { token: account.key }), 404, 'snapshot_not_found');
+  assertProblem(await createSandbox(stack.url, account.key, '', { snapshot: taken.body.id }), 404, 'snapshot_not_found');
+  assert.equal((await fileClient(stack, account.key, restored.body.id).sh('cat /workspace/src/deep/notes.txt')).stdout, 'nested\n');
+
+  const events = await call(stack.url, 'GET', '/v1/events?limit=100', { token: account.key });
+  const types = events.body.data.map((e: { type: string }) => e.type).filter((t: string) => t.startsWith('snapshot.'));
+  assert.deepEqual(types.sort(), ['snapshot.created', 'snapshot.created', 'snapshot.deleted']);
+});
+
+test("another account's snapshots and sandboxes are 404, as are ids never issued; a key without snapshots:write may list but not take or delete", async () => {
+  const owner = await newAccount(stack.url, 'snapshot-owner');
+  const other = await newAccount(stack.url, 'snapshot-other');
+  const box = await sandboxFor(stack, owner.key);
+  const taken = await snapshot(owner.key, box.id);
+  assert.equal(taken.status, 201, JSON.stringify(taken.body));
+  const id = taken.body.id as string;
+
+  assertProblem(await call(stack.url, 'GET', `/v1/snapshots/${id}`, { token: other.key }), 404, 'snapshot_not_found');
+  assertProblem(await call(stack.url, 'DELETE', `/v1/snapshots/${id}`, { token: other.key }), 404, 'snapshot_not_found');
+  assertProblem(await createSandbox(stack.url, other.key, '', { snapshot: id }), 404, 'snapshot_not_found');
+  assertProblem(await snapshot(other.key, box.id), 404, 'sandbox_not_found');
+  assert.deepEqual((await call(stack.url, 'GET', '/v1/snapshots', { token: other.key })).body.data, []);
+  assertProblem(await call(stack.url, 'GET', `/v1/snapshots?after=${id}`, { token: other.key }), 400, 'invalid_request');
+  for (const forged of ['snap_zzzzzzzzzzzzzzzzzzzzzzzz', '..%2F..%2Fetc', 'snap_', `${id}x`, id.toUpperCase()]) {
+    assertProblem(await call(stack.url, 'GET', `/v1/snapshots/${forged}`, { token: owner.key }), 404, 'snapshot_not_found');
+    assertProblem(await createSandbox(stack.url, owner.key, '', { snapshot: forged }), 404, 'snapshot_not_found');
+  }
+  assert.equal(existsSync(stored(id)), true, 'still there');
+
+  const readOnly = await call(stack.url, 'POST', '/v1/api-keys', { token: owner.token, body: { name: 'reader', scopes: ['sandboxes:read', 'sandboxes:write'] } });
+  assert.equal(readOnly.status, 201, JSON.stringify(readOnly.body));
+  assertProblem(await snapshot(readOnly.body.key, box.id), 403, 'insufficient_scope');
+  assertProblem(await call(stack.url, 'DELETE', `/v1/snapshots/${id}`, { token: readOnly.body.key }), 403, 'insufficient_scope');
+  assert.equal((await call(stack.url, 'GET', `/v1/snapshots/${id}`, { token: readOnly.body.key })).status, 200);
+});
+
+test('a damaged snapshot starts nothing: 409 snapshot_corrupt when the create waits, a failed sandbox without the wait', async () => {
+  const account = await newAccount(stack.url, 'snapshot-damage');
+  const box = await sandboxFor(stack, account.key);
+  assert.equal((await box.sh('head -c 100000 /dev/urandom > /workspace/data && echo marker > /workspace/marker')).exitCode, 0);
+  const taken = await snapshot(account.key, box.id);
+  assert.equal(taken.status, 201, JSON.stringify(taken.body));
+  const bytes = readFileSync(stored(taken.body.id));
+  bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+  writeFileSync(stored(taken.body.id), bytes);
+
+  const waited = await createSandbox(stack.url, account.key, '', { snapshot: taken.body.id });
+  assertProblem(waited, 409, 'snapshot_corrupt');
+  const unwaited = await createSandbox(stack.url, account.key, '?wait=false', { snapshot: taken.body.id });
+  assert.equal(unwaited.status, 201, JSON.stringify(unwaited.body));
+  const ended = await eventually('the sandbox failed', 30_000, async () => {
+    const s = await call(stack.url, 'GET', `/v1/sandboxes/${unwaited.body.id}`, { token: account.key });
+    return s.body.status === 'pending' ? undefined : s.body;
+  });
+  assert.equal(ended.status, 'failed', JSON.stringify(ended));
+  assert.match(ended.failureMessage, /^The snapshot is damaged/);
+});
+
+test('the storage quota: checked before a snapshot starts and as it streams; one that would pass it fails, keeps nothing, and says why', async () => {
+  const account = await newAccount(stack.url, 'snapshot-quota');
+  const box = await sandboxFor(stack, account.key);
+  // Random bytes do not compress: past the quota as it streams.
+  assert.equal((await box.sh(`head -c ${QUOTA + 512 * 1024} /dev/urandom > /workspace/big`)).exitCode, 0);
+  const refused = await snapshot(account.key, box.id);
+  assertProblem(refused, 429, 'snapshot_storage_limit_reached');
+  assert.equal(refused.body.limitBytes, QUOTA);
+  const [failed] = (await call(stack.url, 'GET', '/v1/snapshots', { token: account.key })).body.data;
+  assert.deepEqual([failed.status, failed.failureCode, failed.sizeBytes], ['failed', 'snapshot_storage_limit_reached', 0]);
+  assert.equal(existsSync(stored(failed.id)), false);
+  assert.equal(existsSync(`${stored(failed.id)}.partial`), false);
+  assertProblem(await createSandbox(stack.url, account.key, '', { snapshot: failed.id }), 409, 'snapshot_not_ready');
+  const events = await call(stack.url, 'GET', '/v1/events?limit=100', { token: account.key });
+  const failure = events.body.data.find((e: { type: string }) => e.type === 'snapshot.failed');
+  assert.equal(failure?.data.snapshot.failureCode, 'snapshot_storage_limit_reached');
+
+  // Within the quota it is kept; once the kept ones fill it, the next is refused before it starts.
+  assert.equal((await box.sh(`rm /workspace/big && head -c ${QUOTA - 256 * 1024} /dev/urandom > /workspace/most`)).exitCode, 0);
+  const kept = await snapshot(account.key, box.id);
+  assert.equal(kept.status, 201, JSON.stringify(kept.body));
+  assert.equal((await box.sh('rm /workspace/most && head -c 300000 /dev/urandom > /workspace/more')).exitCode, 0);
+  assertProblem(await snapshot(account.key, box.id), 429, 'snapshot_storage_limit_reached');
+  assert.equal((await call(stack.url, 'DELETE', `/v1/snapshots/${kept.body.id}`, { token: account.key })).status, 204);
+  assert.equal((await snapshot(account.key, box.id)).status, 201, 'room again once one is deleted');
+});
+
+test('a stopped sandbox has no workspace to snapshot: 409 sandbox_not_running', async () => {
+  const account = await newAccount(stack.url, 'snapshot-stopped');
+  const box = await sandboxFor(stack, account.key);
+  assert.equal((await call(stack.url, 'DELETE', `/v1/sandboxes/${box.id}`, { token: account.key })).status, 200);
+  assertProblem(await snapshot(account.key, box.id), 409, 'sandbox_not_running');
+});
+
+test("the account shows what its snapshots hold; the workers' sweep deletes those past their retention and fails an abandoned copy", async () => {
+  const account = await newAccount(stack.url, 'snapshot-retention');
+  const box = await sandboxFor(stack, account.key);
+  assert.equal((await box.sh('head -c 50000 /dev/urandom > /workspace/data')).exitCode, 0);
+  const old = await snapshot(account.key, box.id);
+  const fresh = await snapshot(account.key, box.id);
+  assert.equal(old.status, 201, JSON.stringify(old.body));
+  const usage = (await call(stack.url, 'GET', '/v1/account', { token: account.key })).body.usage.snapshotStorage;
+  assert.deepEqual(usage, { usedBytes: old.body.sizeBytes + fresh.body.sizeBytes, limitBytes: QUOTA });
+
+  // Past its retention, and a copy whose process died before it finished (its partial bytes left).
+  const pg = stack.apis[0]!.deps.pg;
+  await pg.query(`update snapshots set expires_at = now() - interval '1 second' where id = $1`, [old.body.id]);
+  const abandoned = 'snap_abandonedabandonedabandon'.slice(0, 29);
+  await pg.query(
+    `insert into snapshots (id, account_id, sandbox_id, image, status, created_at, expires_at)
+     values ($1, $2, $3, 'x', 'pending', now() - interval '2 hours', now() + interval '1 day')`,
+    [abandoned, account.id, box.id],
+  );
+  writeFileSync(`${stored(abandoned)}.partial`, 'half');
+  const swept = await stack.workers[0]!.deps.snapshots.sweep();
+  assert.ok(swept.expired >= 1 && swept.abandoned >= 1, JSON.stringify(swept));
+  assert.equal(existsSync(stored(old.body.id)), false);
+  assert.equal(existsSync(`${stored(abandoned)}.partial`), false);
+  assertProblem(await call(stack.url, 'GET', `/v1/snapshots/${old.body.id}`, { token: account.key }), 404, 'snapshot_not_found');
+  const left = (await call(stack.url, 'GET', `/v1/snapshots/${abandoned}`, { token: account.key })).body;
+  assert.deepEqual([left.status, left.failureCode], ['failed', 'internal_error']);
+  assert.equal((await call(stack.url, 'GET', `/v1/snapshots/${fresh.body.id}`, { token: account.key })).status, 200);
+  const after = (await call(stack.url, 'GET', '/v1/account', { token: account.key })).body.usage.snapshotStorage;
+  assert.equal(after.usedBytes, fresh.body.sizeBytes);
+});
