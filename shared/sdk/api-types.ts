@@ -81,6 +81,11 @@ export type Account = {
       active: number;
       limit: number;
     };
+    snapshotStorage: {
+      /** Bytes the account's ready snapshots hold, as stored */
+      usedBytes: number;
+      limitBytes: number;
+    };
   };
   period: {
     /** RFC 3339 UTC timestamp */

@@ -16,6 +16,7 @@ test('GET /v1/account answers the account, its limits and the current UTC month'
   assert.deepEqual(res.body.usage, {
     sandboxHours: { used: 0, limit: 7.5 },
     concurrentSandboxes: { active: 0, limit: 3 },
+    snapshotStorage: { usedBytes: 0, limitBytes: 5 * 1024 * 1024 * 1024 },
   });
   const now = new Date();
   assert.equal(res.body.period.start, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
@@ -55,7 +56,7 @@ describe('GET /v1/account', () => {
     assert.equal(resB.body.id, b.id);
     assert.equal(resB.body.email, b.email);
     // The defaults of the free tier.
-    assert.deepEqual(resA.body.usage, { sandboxHours: { used: 0, limit: 20 }, concurrentSandboxes: { active: 0, limit: 2 } });
+    assert.deepEqual(resA.body.usage, { sandboxHours: { used: 0, limit: 20 }, concurrentSandboxes: { active: 0, limit: 2 }, snapshotStorage: { usedBytes: 0, limitBytes: 5 * 1024 * 1024 * 1024 } });
     assert.equal(JSON.stringify(resA.body).includes('password'), false);
   });
 

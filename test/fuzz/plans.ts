@@ -432,6 +432,10 @@ function semanticFor(route: Route): Semantic {
         return fc.constantFrom('docker.io/library/debian:bookworm-slim', 'docker.io/library/python:3.12-slim', 'evil.example/miner:1', 'localhost:5000/x');
       case 'metadata{}':
         return fc.constantFrom('purpose', 'team', 'a.b/c', 'x');
+      case 'snapshot':
+        // Mostly left out (undefined is not sent): a create that names one fails 404 (there is
+        // none in this world), and the creates feed the churn the destroys take.
+        return fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom(`snap_${'0'.repeat(24)}`, 'snap_', 'sbx_x') }, { weight: 1, arbitrary: fc.string({ maxLength: 20 }) });
       default:
         return undefined;
     }

@@ -28,6 +28,7 @@ const ID_KINDS: Record<string, { code: string; missing: string }> = {
   name: { code: 'secret_not_found', missing: 'NO_SUCH_SECRET' },
   sandboxId: { code: 'sandbox_not_found', missing: `sbx_${'0'.repeat(24)}` },
   webhookId: { code: 'webhook_not_found', missing: `wh_${'0'.repeat(24)}` },
+  snapshotId: { code: 'snapshot_not_found', missing: `snap_${'0'.repeat(24)}` },
   // The path names the owner's sandbox too, which answers first; a process id of another sandbox
   // named in one's own sandbox (process_not_found) is swept in test/exec/background.test.ts.
   procId: { code: 'sandbox_not_found', missing: `proc_${'0'.repeat(24)}` },

@@ -91,11 +91,20 @@ class AccountUsageConcurrentSandboxes(TypedDict):
     limit: int
 
 
+class AccountUsageSnapshotStorage(TypedDict):
+    """The AccountUsageSnapshotStorage object of the API."""
+
+    #: Bytes the account's ready snapshots hold, as stored
+    usedBytes: int
+    limitBytes: int
+
+
 class AccountUsage(TypedDict):
     """The AccountUsage object of the API."""
 
     sandboxHours: AccountUsageSandboxHours
     concurrentSandboxes: AccountUsageConcurrentSandboxes
+    snapshotStorage: AccountUsageSnapshotStorage
 
 
 class AccountPeriod(TypedDict):
