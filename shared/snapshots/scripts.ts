@@ -1,6 +1,7 @@
 // The snapshot scripts: GNU tar (as in every Debian-based image), run in the sandbox as its user,
-// so the sandbox's own view of its file system confines what is read and written, and the work
-// (compression, a damaged archive's expansion) is the sandbox's: its CPU, memory and disk.
+// so the sandbox's own view of its file system confines what is read and written. A snapshot is
+// stored as zstd, compressed by the image's zstd where there is one (the sandbox's CPU), else by
+// Paddock, and always decompressed by Paddock: it restores into any image that has tar.
 
 /** Where a sandbox's work lives: what a snapshot copies and a restore fills. */
 export const WORKSPACE = '/workspace';
@@ -8,22 +9,32 @@ export const WORKSPACE = '/workspace';
 /** The scripts' exit when the workspace cannot be entered. */
 export const NO_WORKSPACE_EXIT = 20;
 
+/** The take's exit when the image's zstd failed. */
+export const ZSTD_FAILED_EXIT = 21;
+
 /**
- * take: the workspace as tar.gz on stdout (its contents as `./…` members: modes, symlinks, empty
- * directories and modification times as tar keeps them), staying on its file system. The
- * members' count first, on stderr, as `members=N`. A file the user cannot read is left out with a
- * warning; tar's exit 1, "a file changed as it was read", still leaves a whole archive.
+ * take: the workspace as tar on stdout (its contents as `./…` members: modes, symlinks, empty
+ * directories and modification times as tar keeps them), staying on its file system; compressed
+ * by the image's zstd where it has one (a zstd frame on stdout, checksummed), else left for
+ * Paddock to compress. The members' count first, on stderr, as `members=N`; tar's exit status
+ * last, as `tar=N`. A file the user cannot read is left out with a warning; tar's 1, "a file
+ * changed as it was read", still leaves a whole archive.
  */
 export const TAKE_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
 n=$(find . -xdev ! -path . 2>/dev/null | wc -l)
 printf 'members=%s\\n' "\${n##* }" >&2
-LC_ALL=C exec tar -c -f - --one-file-system --ignore-failed-read --gzip .
+if command -v zstd >/dev/null 2>&1; then
+  { LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read .; printf 'tar=%s\\n' $? >&2; } | zstd -3 -q -c --check || exit ${ZSTD_FAILED_EXIT}
+else
+  LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read .
+  printf 'tar=%s\\n' $? >&2
+fi
 `;
 
 /**
- * restore: the tar.gz on stdin extracted into the workspace, modes as they were (the user's own
+ * restore: the tar on stdin extracted into the workspace, modes as they were (the user's own
  * files, in the user's own sandbox), owners the user's, modification times kept.
  */
 export const RESTORE_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
-LC_ALL=C exec tar -x -f - --gzip --no-same-owner --same-permissions
+LC_ALL=C exec tar -x -f - --no-same-owner --same-permissions
 `;

@@ -1,4 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { Transform, type Writable } from 'node:stream';
+import { constants as zlib, createZstdCompress, createZstdDecompress } from 'node:zlib';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
@@ -34,6 +36,33 @@ export interface SnapshotDeps {
   store: SnapshotStore;
   announcer: Pick<Announcer, 'announce'>;
   log: Pick<Logger, 'warn'>;
+}
+
+// Level 3 (zstd's default): a few hundred MB/s a core; a checksum in every frame, so damage is
+// told at decompression too.
+const ZSTD_PARAMS = { [zlib.ZSTD_c_compressionLevel]: 3, [zlib.ZSTD_c_checksumFlag]: 1 };
+/** Output a call: each call is a turn through libuv's thread pool, so few and large ones (16 KiB, the default, took 6 times tar | zstd). */
+const ZSTD_CHUNK_BYTES = 1024 * 1024;
+
+/** A zstd frame begins with its magic number, 0xFD2FB528 little-endian; a tar never does (its first member's name). */
+const isZstdFrame = (chunk: Uint8Array) => chunk.byteLength >= 4 && chunk[0] === 0x28 && chunk[1] === 0xb5 && chunk[2] === 0x2f && chunk[3] === 0xfd;
+
+/** zstd's own refusal of its input (ZSTD_error_checksum_wrong, ZSTD_error_corruption_detected…): the bytes are not a whole frame. */
+const isZstdError = (err: unknown) => typeof (err as NodeJS.ErrnoException | undefined)?.code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ZSTD_error_');
+
+/** Resolves once `stream` takes the chunk (or is gone): a slow store holds the tar behind it. */
+function written(stream: Writable, chunk: Uint8Array): Promise<void> | void {
+  if (stream.destroyed) return;
+  if (stream.write(chunk)) return;
+  return new Promise((taken) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      taken();
+    };
+    stream.once('drain', done);
+    stream.once('close', done);
+  });
 }
 
 /** A pending snapshot this long past the longest a copy may take was abandoned. */
@@ -81,13 +110,37 @@ export class Snapshots {
     }
   }
 
-  /** The tar.gz of the workspace into the store; its size, members and digest. */
+  /**
+   * The workspace's tar, compressed here (zstd, on libuv's threads, never the event loop) into the
+   * store, counted and digested as it goes; its size, members and digest.
+   */
   async #copy(row: SnapshotRow, roomBytes: number): Promise<{ sizeBytes: number; files: number; sha256: Buffer }> {
     const upload = await this.#deps.store.create(row.id);
     const hash = createHash('sha256');
     const stop = new AbortController();
+    const compress = createZstdCompress({ params: ZSTD_PARAMS, chunkSize: ZSTD_CHUNK_BYTES });
     let sizeBytes = 0;
     let overLimit = false;
+    /** Compressed bytes to the store, at the store's pace: what feeds them waits. */
+    const store = async (out: Uint8Array) => {
+      if (overLimit) return;
+      sizeBytes += out.byteLength;
+      // Counted as it streams: a workspace larger than the account's room stops here.
+      if (sizeBytes > roomBytes) {
+        overLimit = true;
+        stop.abort();
+        compress.destroy();
+        return;
+      }
+      hash.update(out);
+      await upload.write(out);
+    };
+    const compressed = (async () => {
+      for await (const out of compress as AsyncIterable<Buffer>) await store(out);
+    })();
+    compressed.catch(() => stop.abort());
+    // The image's zstd compressed it already (a frame's magic number first), or tar's bytes come as they are.
+    let mode: 'frames' | 'tar' | undefined;
     const stderr = new BoundedText(STDERR_KEPT_BYTES);
     try {
       const timeoutMs = this.#options.PADDOCK_ARCHIVE_TIMEOUT_SECONDS * 1000;
@@ -97,29 +150,29 @@ export class Snapshots {
         env: {},
         timeoutMs,
         signal: stop.signal,
-        onStdout: async (chunk) => {
-          if (overLimit) return;
-          sizeBytes += chunk.byteLength;
-          // Counted as it streams: a workspace larger than the account's room stops here.
-          if (sizeBytes > roomBytes) {
-            overLimit = true;
-            stop.abort();
-            return;
-          }
-          hash.update(chunk);
-          await upload.write(chunk);
+        onStdout: (chunk) => {
+          mode ??= isZstdFrame(chunk) ? 'frames' : 'tar';
+          return mode === 'frames' ? store(chunk) : written(compress, chunk);
         },
         onStderr: (chunk) => stderr.push(chunk),
+      });
+      compress.end();
+      await compressed.catch((err: unknown) => {
+        if (!overLimit) throw err;
       });
       if (overLimit) throw storageLimit(this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES - roomBytes, this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES);
       if (result.timedOut) throw new ApiError('operation_timed_out', `The workspace was not copied within ${timeoutMs / 1000} s.`);
       if (result.exitCode === NO_WORKSPACE_EXIT) throw new ApiError('file_not_found', 'The sandbox has no /workspace to snapshot.');
       // tar's 1: a file changed as it was read; the archive is whole all the same.
-      if (result.exitCode !== 0 && result.exitCode !== 1) throw new Error(`tar exited with ${String(result.exitCode ?? result.signal)}: ${stderr.text()}`);
+      const tarExit = /(?:^|\n)tar=([0-9]{1,3})\n?$/.exec(stderr.tail())?.[1];
+      if (result.exitCode !== 0 || (tarExit !== '0' && tarExit !== '1')) {
+        throw new Error(`the workspace's copy failed (exit ${String(result.exitCode ?? result.signal)}, tar ${tarExit ?? 'unknown'}): ${stderr.text()}`);
+      }
       await upload.commit();
       const members = /^members=([0-9]{1,12})$/m.exec(stderr.text())?.[1];
       return { sizeBytes, files: Number(members ?? 0), sha256: hash.digest() };
     } catch (err) {
+      compress.destroy();
       await upload.abort();
       if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${row.sandbox_id} ended while its workspace was copied.`);
       throw err;
@@ -137,17 +190,27 @@ export class Snapshots {
     const source = this.#deps.store.read(row.id);
     const hash = createHash('sha256');
     let sizeBytes = 0;
-    let missing = false;
+    let unreadable: 'missing' | 'damaged' | undefined;
     source.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') missing = true;
+      if (err.code === 'ENOENT') unreadable = 'missing';
     });
-    async function* checked(): AsyncGenerator<Uint8Array> {
-      for await (const chunk of source as AsyncIterable<Buffer>) {
-        sizeBytes += chunk.byteLength;
-        hash.update(chunk);
-        yield chunk;
-      }
-    }
+    // The stored bytes digested as they are read, then decompressed for tar.
+    const digested = source.pipe(
+      new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          sizeBytes += chunk.byteLength;
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      }),
+    );
+    source.on('error', (err) => digested.destroy(err));
+    const decompress = createZstdDecompress({ chunkSize: ZSTD_CHUNK_BYTES });
+    digested.pipe(decompress);
+    digested.on('error', (err) => decompress.destroy(err));
+    decompress.on('error', (err: NodeJS.ErrnoException) => {
+      if (isZstdError(err)) unreadable ??= 'damaged';
+    });
     const stderr = new BoundedText(STDERR_KEPT_BYTES);
     let result;
     try {
@@ -155,15 +218,18 @@ export class Snapshots {
         argv: ['/bin/sh', '-c', RESTORE_SCRIPT, 'paddock-restore'],
         cwd: '/',
         env: {},
-        stdin: checked(),
+        stdin: decompress as AsyncIterable<Uint8Array>,
         timeoutMs,
         onStderr: (chunk) => stderr.push(chunk),
       });
     } catch (err) {
-      if (missing) throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
+      if (isZstdError(err)) unreadable ??= 'damaged';
+      if (unreadable === 'missing') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
+      if (unreadable === 'damaged') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy does not decompress.`);
       throw err;
     } finally {
       source.destroy();
+      decompress.destroy();
     }
     const whole = sizeBytes === Number(row.size_bytes) && timingSafeEqual(hash.digest(), row.sha256);
     // A full disk stops tar before the end as well: that is the sandbox's, not the snapshot's.
@@ -228,19 +294,22 @@ function storageLimit(usedBytes: number, limitBytes: number): ApiError {
   });
 }
 
-/** The first bytes of a stream, as text. */
+/** The first bytes of a stream, and its last, as text. */
 class BoundedText {
   readonly #max: number;
   #chunks: Buffer[] = [];
   #kept = 0;
+  #tail = Buffer.alloc(0);
 
   constructor(max: number) {
     this.#max = max;
   }
 
   push(chunk: Uint8Array): void {
+    const bytes = Buffer.from(chunk);
+    this.#tail = Buffer.concat([this.#tail, bytes]).subarray(-TAIL_BYTES);
     if (this.#kept >= this.#max) return;
-    const piece = Buffer.from(chunk).subarray(0, this.#max - this.#kept);
+    const piece = bytes.subarray(0, this.#max - this.#kept);
     this.#chunks.push(piece);
     this.#kept += piece.byteLength;
   }
@@ -248,4 +317,10 @@ class BoundedText {
   text(): string {
     return Buffer.concat(this.#chunks).toString('utf8');
   }
+
+  tail(): string {
+    return this.#tail.toString('utf8');
+  }
 }
+
+const TAIL_BYTES = 256;

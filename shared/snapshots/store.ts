@@ -80,6 +80,6 @@ export class DirectorySnapshotStore implements SnapshotStore {
   #path(id: string): string {
     // Ids are made here (snap_ and 24 of [0-9a-z]): never a path of a request's choosing.
     if (!isId('snap', id)) throw new Error(`not a snapshot id: ${id}`);
-    return join(this.#dir, `${id}.tar.gz`);
+    return join(this.#dir, `${id}.tar.zst`);
   }
 }

@@ -15,7 +15,7 @@ import { fileClient, sandboxFor } from '../files/helpers.ts';
 const QUOTA = 2 * 1024 * 1024;
 const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_SNAPSHOT_BYTES: String(QUOTA), PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '4' } });
 const storeDir = join(stack.config.PADDOCK_DATA_DIR, 'snapshots');
-const stored = (id: string) => join(storeDir, `${id}.tar.gz`);
+const stored = (id: string) => join(storeDir, `${id}.tar.zst`);
 
 const snapshot = (key: string, sandboxId: string, body: unknown = {}) => call(stack.url, 'POST', `/v1/sandboxes/${sandboxId}/snapshots`, { token: key, body });
 
@@ -185,8 +185,8 @@ test("the account shows what its snapshots hold; the workers' sweep deletes thos
     [abandoned, account.id, box.id],
   );
   writeFileSync(`${stored(abandoned)}.partial`, 'half');
-  const swept = await stack.workers[0]!.deps.snapshots.sweep();
-  assert.ok(swept.expired >= 1 && swept.abandoned >= 1, JSON.stringify(swept));
+  // The reaper's own sweep may take them first: what is left afterwards is the same.
+  await stack.workers[0]!.deps.snapshots.sweep();
   assert.equal(existsSync(stored(old.body.id)), false);
   assert.equal(existsSync(`${stored(abandoned)}.partial`), false);
   assertProblem(await call(stack.url, 'GET', `/v1/snapshots/${old.body.id}`, { token: account.key }), 404, 'snapshot_not_found');
