@@ -56,6 +56,9 @@ const DEBIAN_PACKAGES = {
   tmux: 'tmux',
   // The local runtime builds each sandbox's agent (its init, which starts commands) from C.
   cc: 'gcc libc6-dev',
+  // Snapshots are compressed in the sandbox by its zstd (the host's userland on the local runtime);
+  // without it Paddock compresses them itself, slower.
+  zstd: 'zstd',
   // The browser test of previews drives a headless Chromium (test/previews/browser.test.ts).
   chromium: 'chromium',
   // The Python SDK's test builds its wheel (hatchling), installs it into a venv that sees the
@@ -148,6 +151,7 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
     'nft',
     'ip',
     'cc',
+    'zstd',
   ]);
   // Two starts of one stack at once (two `npm start` in one checkout) would both make its
   // passwords and both run initdb on its empty folder, and one would crash: the second waits, then
