@@ -58,7 +58,8 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
   // check and lookup reaches Redis in the order it was sent (auth/key-sessions.ts relies on it).
   const apiKeys = new ApiKeyStore(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_API_KEY_CACHE_SECONDS, log);
   const events = new EventAnnouncer(webhookQueue, redis, config.PADDOCK_REDIS_PREFIX, log, views);
-  const snapshots = new Snapshots({ em: orm.em, runtime, store: snapshotStore(config), announcer: events, log }, config);
+  // Read at each use: the queue is the deps' own, whatever it is then.
+  const snapshots = new Snapshots({ em: orm.em, runtime, store: snapshotStore(config), announcer: events, log, jobs: { add: (jobs) => enqueueAll(deps.queue, jobs) } }, config);
   const deps: AppDeps = {
     config,
     orm,

@@ -18,6 +18,7 @@ import { systemTransport, type WebhookTransport } from '../shared/webhooks/trans
 import { ShutdownSteps } from '../shared/shutdown.ts';
 import type { WorkerDeps } from './context.ts';
 import { refillPoolJob } from './processors/refill-pool.ts';
+import { takeSnapshotJob } from './processors/take-snapshot.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import { createSandboxJob } from './processors/create-sandbox.ts';
 import { destroySandboxJob, expireSandboxJob, expiringSandboxJob } from './processors/destroy-sandbox.ts';
@@ -38,6 +39,7 @@ const PROCESSORS: Record<JobName, Processor> = {
   expire: expireSandboxJob,
   expiring: expiringSandboxJob,
   refill: refillPoolJob,
+  snapshot: takeSnapshotJob,
 };
 
 // The webhook processors take only what they use, cut here from the worker's whole set.

@@ -71,6 +71,13 @@ export const jobCatalogue = {
     // Gone once done, so that the next claim's refill is a new job, not a duplicate of this one.
     keep: false,
   },
+  /** Copies a snapshot taken without waiting (shared/snapshots/); a retry finds it ended and does nothing. */
+  snapshot: {
+    payload: z.object({ snapshotId: z.string().min(1).max(100), accountId: z.string().min(1).max(100) }),
+    attempts: 1,
+    backoff: { type: 'exponential', delay: 1000 },
+    jobId: (p: { snapshotId: string }) => `snapshot-${p.snapshotId}`,
+  },
 } as const;
 
 export type JobName = keyof typeof jobCatalogue;

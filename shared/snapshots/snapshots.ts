@@ -7,6 +7,7 @@ import { ApiError } from '../errors.ts';
 import { isId } from '../ids.ts';
 import type { Announcer } from '../events/announce.ts';
 import type { Logger } from '../logger.ts';
+import type { JobRequest } from '../jobs/catalogue.ts';
 import { SandboxGoneError, type SandboxRuntime } from '../runtime/types.ts';
 import {
   beginSnapshot,
@@ -17,6 +18,7 @@ import {
   listOwnSnapshots,
   readOwnSnapshot,
   stalePendingSnapshots,
+  usedSnapshotBytes,
   type SnapshotRow,
 } from '../repositories/snapshots.ts';
 import type { SnapshotStore } from './store.ts';
@@ -36,6 +38,8 @@ export interface SnapshotDeps {
   store: SnapshotStore;
   announcer: Pick<Announcer, 'announce'>;
   log: Pick<Logger, 'warn'>;
+  /** Queues a snapshot's copy for a worker (a take without waiting); the API's only. */
+  jobs?: { add(jobs: JobRequest[]): Promise<unknown> };
 }
 
 // Level 3 (zstd's default): a few hundred MB/s a core; a checksum in every frame, so damage is
@@ -80,8 +84,12 @@ export class Snapshots {
     this.#options = options;
   }
 
-  /** Copies the running sandbox's workspace into a new snapshot; answers it ready, or throws why not (the snapshot then failed, its bytes gone). */
-  async take(accountId: string, sandboxId: string, input: { name?: string }): Promise<SnapshotRow> {
+  /**
+   * Copies the running sandbox's workspace into a new snapshot; answers it ready, or throws why
+   * not (the snapshot then failed, its bytes gone). Without `wait`, answers it pending at once,
+   * and a worker copies it (`complete`), its end told by its event.
+   */
+  async take(accountId: string, sandboxId: string, input: { name?: string }, options: { wait: boolean } = { wait: true }): Promise<SnapshotRow> {
     if (!isId('sbx', sandboxId)) throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
     const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
     const expiresAt = new Date(Date.now() + this.#options.PADDOCK_SNAPSHOT_RETENTION_DAYS * 86_400_000);
@@ -89,21 +97,45 @@ export class Snapshots {
     if (begun.outcome === 'limit_reached') throw storageLimit(begun.usedBytes, limitBytes);
     if (begun.outcome === 'sandbox_not_found') throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
     if (begun.outcome !== 'begun') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is not running: only a running sandbox's workspace can be snapshotted.`);
-    const row = begun.snapshot;
+    if (options.wait || !this.#deps.jobs) return this.#fill(begun.snapshot, begun.usedBytes);
     try {
-      const copied = await this.#copy(row, limitBytes - begun.usedBytes);
+      await this.#deps.jobs.add([{ name: 'snapshot', payload: { snapshotId: begun.snapshot.id, accountId } }]);
+    } catch (err) {
+      await failSnapshot(this.#deps.em, begun.snapshot, 'service_unavailable', 'The snapshot could not be scheduled.').catch(() => undefined);
+      throw err;
+    }
+    return begun.snapshot;
+  }
+
+  /** A worker's half of a snapshot taken without waiting: the copy, its end recorded as with a wait. */
+  async complete(accountId: string, snapshotId: string): Promise<'ready' | 'failed' | 'skipped'> {
+    const row = await readOwnSnapshot(this.#deps.em, accountId, snapshotId);
+    // Deleted, or ended already (the job ran before, and this is its retry): nothing to do.
+    if (row?.status !== 'pending') return 'skipped';
+    const used = await usedSnapshotBytes(this.#deps.em, accountId);
+    return this.#fill(row, used).then(
+      () => 'ready' as const,
+      () => 'failed' as const,
+    );
+  }
+
+  /** The pending snapshot's copy, and its end recorded: ready, or failed with its failureCode. */
+  async #fill(row: SnapshotRow, usedBytes: number): Promise<SnapshotRow> {
+    const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
+    try {
+      const copied = await this.#copy(row, limitBytes - usedBytes);
       const finished = await finishSnapshot(this.#deps.em, row, { ...copied, limitBytes });
       if (!finished) throw new ApiError('snapshot_not_found', `Snapshot ${row.id} was deleted while it was taken.`);
       if ('failed' in finished) {
         await this.#deps.store.remove(row.id);
         await this.#deps.announcer.announce([finished.event]);
-        throw storageLimit(begun.usedBytes, limitBytes);
+        throw storageLimit(usedBytes, limitBytes);
       }
       await this.#deps.announcer.announce([finished.event]);
       return finished.snapshot;
     } catch (err) {
       const failure = err instanceof ApiError ? err : new ApiError('internal_error');
-      if (!(err instanceof ApiError)) this.#deps.log.warn({ err, snapshotId: row.id, sandboxId }, 'a snapshot failed');
+      if (!(err instanceof ApiError)) this.#deps.log.warn({ err, snapshotId: row.id, sandboxId: row.sandbox_id }, 'a snapshot failed');
       await this.#deps.store.remove(row.id).catch(() => undefined);
       await this.#deps.announcer.announce([await failSnapshot(this.#deps.em, row, failure.code, failure.message)]).catch(() => undefined);
       throw failure;

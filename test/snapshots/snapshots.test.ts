@@ -8,6 +8,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { fileClient, sandboxFor } from '../files/helpers.ts';
+import { newId } from '../../shared/ids.ts';
 
 // Snapshots (docs/api.md, "Snapshots"): a running sandbox's workspace copied into the snapshot
 // store, and sandboxes started from it. Run once per runtime (PADDOCK_TEST_RUNTIME).
@@ -178,7 +179,7 @@ test("the account shows what its snapshots hold; the workers' sweep deletes thos
   // Past its retention, and a copy whose process died before it finished (its partial bytes left).
   const pg = stack.apis[0]!.deps.pg;
   await pg.query(`update snapshots set expires_at = now() - interval '1 second' where id = $1`, [old.body.id]);
-  const abandoned = 'snap_abandonedabandonedabandon'.slice(0, 29);
+  const abandoned = newId('snap');
   await pg.query(
     `insert into snapshots (id, account_id, sandbox_id, image, status, created_at, expires_at)
      values ($1, $2, $3, 'x', 'pending', now() - interval '2 hours', now() + interval '1 day')`,
@@ -195,4 +196,25 @@ test("the account shows what its snapshots hold; the workers' sweep deletes thos
   assert.equal((await call(stack.url, 'GET', `/v1/snapshots/${fresh.body.id}`, { token: account.key })).status, 200);
   const after = (await call(stack.url, 'GET', '/v1/account', { token: account.key })).body.usage.snapshotStorage;
   assert.equal(after.usedBytes, fresh.body.sizeBytes);
+});
+
+test('?wait=false answers the snapshot pending at once; a worker copies it, and it is ready to start from', async () => {
+  const account = await newAccount(stack.url, 'snapshot-nowait');
+  const box = await sandboxFor(stack, account.key);
+  assert.equal((await box.sh('echo later > /workspace/later.txt')).exitCode, 0);
+  const taken = await call(stack.url, 'POST', `/v1/sandboxes/${box.id}/snapshots?wait=false`, { token: account.key, body: { name: 'async' } });
+  assert.equal(taken.status, 201, JSON.stringify(taken.body));
+  assert.deepEqual([taken.body.status, taken.body.sizeBytes], ['pending', 0]);
+  assertProblem(await createSandbox(stack.url, account.key, '', { snapshot: taken.body.id }), 409, 'snapshot_not_ready');
+  const ready = await eventually('the snapshot is ready', 30_000, async () => {
+    const s = await call(stack.url, 'GET', `/v1/snapshots/${taken.body.id}`, { token: account.key });
+    return s.body.status === 'pending' ? undefined : s.body;
+  });
+  assert.equal(ready.status, 'ready', JSON.stringify(ready));
+  assert.ok(ready.sizeBytes > 0);
+  const restored = await createSandbox(stack.url, account.key, '', { snapshot: taken.body.id });
+  assert.equal(restored.body.status, 'running', JSON.stringify(restored.body));
+  assert.equal((await fileClient(stack, account.key, restored.body.id).sh('cat /workspace/later.txt')).stdout, 'later\n');
+  const events = await call(stack.url, 'GET', '/v1/events?limit=100', { token: account.key });
+  assert.ok(events.body.data.some((e: { type: string; data: { snapshot?: { id: string } } }) => e.type === 'snapshot.created' && e.data.snapshot?.id === taken.body.id));
 });

@@ -1,7 +1,7 @@
 import { presentSnapshot } from '../../presenters/snapshot.ts';
 import { accountIdOf, route } from '../route.ts';
 import { SandboxParams } from '../sandboxes/schema.ts';
-import { CreateSnapshotBody, ListSnapshotsQuery, SnapshotList, SnapshotObject, SnapshotParams } from './schema.ts';
+import { CreateSnapshotBody, CreateSnapshotQuery, ListSnapshotsQuery, SnapshotList, SnapshotObject, SnapshotParams } from './schema.ts';
 
 const COMMON = { tag: 'snapshots', auth: 'apiKey' } as const;
 
@@ -16,12 +16,13 @@ export const createSnapshotRoute = route(
     bucket: 'sandbox_ops',
     inFlight: 'archives',
     params: SandboxParams,
+    query: CreateSnapshotQuery,
     body: CreateSnapshotBody,
-    responses: { 201: { description: 'The snapshot, ready', schema: SnapshotObject, headers: { Location: 'The snapshot: /v1/snapshots/{id}' } } },
+    responses: { 201: { description: 'The snapshot: ready, or pending with ?wait=false', schema: SnapshotObject, headers: { Location: 'The snapshot: /v1/snapshots/{id}' } } },
     errors: ['sandbox_not_found', 'sandbox_not_running', 'snapshot_storage_limit_reached', 'operation_timed_out', 'file_not_found'],
   },
-  async (ctx, { params, body }, deps) => {
-    const snapshot = await deps.snapshots.take(accountIdOf(ctx), params.id, body);
+  async (ctx, { params, query, body }, deps) => {
+    const snapshot = await deps.snapshots.take(accountIdOf(ctx), params.id, body, { wait: query.wait });
     ctx.status = 201;
     ctx.set('Location', `/v1/snapshots/${snapshot.id}`);
     ctx.body = presentSnapshot(snapshot);

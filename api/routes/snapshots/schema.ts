@@ -7,6 +7,14 @@ export const CreateSnapshotBody = z.strictObject({
   name: z.string().min(1).max(200).optional().meta({ description: 'A name of your own for it' }),
 });
 
+export const CreateSnapshotQuery = z.strictObject({
+  wait: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .default(true)
+    .meta({ description: 'Answer once the copy is whole (default), or at once with status pending: snapshot.created or snapshot.failed tells its end' }),
+});
+
 export const ListSnapshotsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   after: z.string().max(100).optional().meta({ description: "The previous page's next (a snapshot id): the snapshots taken before it" }),
