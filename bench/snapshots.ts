@@ -4,7 +4,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFil
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PaddockClient } from '../shared/sdk/index.ts';
-import { ProcessSampler } from './paddock-processes.ts';
+import { ProcessSampler, rssOf } from './paddock-processes.ts';
 import { callOk, createRunningSandbox, localRuntimeOn, round, startStack } from './stack.ts';
 import { mintApiKey } from './targets.ts';
 import type { Benchmark, BenchRow } from './types.ts';
@@ -76,8 +76,11 @@ export const snapshotsBenchmark: Benchmark = {
       await client.uploadArchive(source.id, { path: '/workspace', archive: tar.stdout });
       ctx.log(`  a workspace of ${round(tree.bytes / MB)} MiB uploaded`);
 
+      // A create first, so that what any create costs the worker once (its runtime's start) is in the baseline.
+      const warm = await createRunningSandbox(stack.url, key);
+      await callOk(stack.url, key, 'DELETE', `/v1/sandboxes/${warm.id}`);
       const sampler = new ProcessSampler(stack);
-      const baseline = new Map(sampler.sample().entries());
+      const baseline = new Map([...sampler.sample()].map(([name, pid]) => [name, rssOf(pid) ?? 0]));
       const floors = { take: [] as number[], restore: [] as number[] };
       const paddock = { take: [] as number[], restore: [] as number[] };
       let sizeBytes = 0;

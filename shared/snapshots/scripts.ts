@@ -12,6 +12,9 @@ export const NO_WORKSPACE_EXIT = 20;
 /** The take's exit when the image's zstd failed. */
 export const ZSTD_FAILED_EXIT = 21;
 
+/** The restore's exit when the image has no zstd: Paddock decompresses instead. */
+export const NO_ZSTD_EXIT = 22;
+
 /**
  * take: the workspace as tar on stdout (its contents as `./…` members: modes, symlinks, empty
  * directories and modification times as tar keeps them), staying on its file system; compressed
@@ -32,9 +35,18 @@ fi
 `;
 
 /**
- * restore: the tar on stdin extracted into the workspace, modes as they were (the user's own
- * files, in the user's own sandbox), owners the user's, modification times kept.
+ * restore: $1 "zstd" (stdin is the stored zstd, decompressed here by the image's zstd; without
+ * one the script exits NO_ZSTD_EXIT before it reads a byte) or "tar" (stdin is the tar). Extracted
+ * into the workspace, modes as they were (the user's own files, in the user's own sandbox), owners
+ * the user's, modification times kept.
  */
 export const RESTORE_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
+if [ "$1" = zstd ]; then
+  command -v zstd >/dev/null 2>&1 || exit ${NO_ZSTD_EXIT}
+  zstd -d -q -c | LC_ALL=C tar -x -f - --no-same-owner --same-permissions
+  s=$?
+  # The pipeline's status is tar's: zstd's refusal shows as tar's end of input, or not at all.
+  exit $s
+fi
 LC_ALL=C exec tar -x -f - --no-same-owner --same-permissions
 `;
