@@ -47,6 +47,12 @@ export interface SnapshotDeps {
 const ZSTD_PARAMS = { [zlib.ZSTD_c_compressionLevel]: 3, [zlib.ZSTD_c_checksumFlag]: 1 };
 /** Output a call: each call is a turn through libuv's thread pool, so few and large ones (16 KiB, the default, took 6 times tar | zstd). */
 const ZSTD_CHUNK_BYTES = 1024 * 1024;
+/**
+ * The largest window a frame may ask of the decompressor: 8 MiB. The frames were made in the
+ * sandbox (its zstd): one asking for zstd's default most, 128 MiB, would make each restore that
+ * much of the worker's memory. zstd -3 asks for 2 MiB.
+ */
+const ZSTD_WINDOW_LOG_MAX = 23;
 /** Smaller on the way out: what is decompressed waits for the sandbox's tar (1 MiB held the worker 65 MB up, 256 KiB 35). */
 const ZSTD_DECOMPRESS_CHUNK_BYTES = 256 * 1024;
 
@@ -249,7 +255,7 @@ export class Snapshots {
     source.on('error', (err) => digested.destroy(err));
     let stdin: NodeJS.ReadableStream = digested;
     if (where === 'here') {
-      const decompress = createZstdDecompress({ chunkSize: ZSTD_DECOMPRESS_CHUNK_BYTES });
+      const decompress = createZstdDecompress({ chunkSize: ZSTD_DECOMPRESS_CHUNK_BYTES, params: { [zlib.ZSTD_d_windowLogMax]: ZSTD_WINDOW_LOG_MAX } });
       digested.pipe(decompress);
       digested.on('error', (err) => decompress.destroy(err));
       decompress.on('error', (err: NodeJS.ErrnoException) => {

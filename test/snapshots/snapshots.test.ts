@@ -9,6 +9,8 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { fileClient, sandboxFor } from '../files/helpers.ts';
 import { newId } from '../../shared/ids.ts';
+import { Snapshots } from '../../shared/snapshots/snapshots.ts';
+import { snapshotStore } from '../../shared/snapshots/store.ts';
 
 // Snapshots (docs/api.md, "Snapshots"): a running sandbox's workspace copied into the snapshot
 // store, and sandboxes started from it. Run once per runtime (PADDOCK_TEST_RUNTIME).
@@ -217,4 +219,29 @@ test('?wait=false answers the snapshot pending at once; a worker copies it, and 
   assert.equal((await fileClient(stack, account.key, restored.body.id).sh('cat /workspace/later.txt')).stdout, 'later\n');
   const events = await call(stack.url, 'GET', '/v1/events?limit=100', { token: account.key });
   assert.ok(events.body.data.some((e: { type: string; data: { snapshot?: { id: string } } }) => e.type === 'snapshot.created' && e.data.snapshot?.id === taken.body.id));
+});
+
+test('an image without zstd: Paddock compresses the tar and decompresses it back, to the same workspace', async () => {
+  const account = await newAccount(stack.url, 'snapshot-no-zstd');
+  const box = await sandboxFor(stack, account.key);
+  const target = await sandboxFor(stack, account.key);
+  // What the scripts use, without zstd, on a PATH of its own in each sandbox.
+  const noZstd = 'mkdir -p /tmp/no-zstd && for c in sh tar find wc head; do ln -sf "$(command -v $c)" /tmp/no-zstd/$c; done && ! PATH=/tmp/no-zstd command -v zstd';
+  for (const b of [box, target]) assert.equal((await b.sh(noZstd)).exitCode, 0);
+  assert.equal((await box.sh(MAKE_TREE)).exitCode, 0);
+  const before = await box.sh(DESCRIBE_TREE);
+  const deps = stack.apis[0]!.deps;
+  const runtime = deps.runtime;
+  const withoutZstd: Pick<typeof runtime, 'exec'> = { exec: (id, request) => runtime.exec(id, { ...request, env: { ...request.env, PATH: '/tmp/no-zstd' } }) };
+  const probe = await withoutZstd.exec(box.id, { argv: ['sh', '-c', 'command -v zstd'], timeoutMs: 10_000 });
+  assert.notEqual(probe.exitCode, 0, 'the scripts find no zstd');
+  const snapshots = new Snapshots({ em: deps.orm.em, runtime: withoutZstd, store: snapshotStore(stack.config), announcer: deps.events, log: deps.log }, stack.config);
+
+  const taken = await snapshots.take(account.id, box.id, {});
+  assert.equal(taken.status, 'ready');
+  const stored = readFileSync(join(storeDir, `${taken.id}.tar.zst`));
+  assert.deepEqual([...stored.subarray(0, 4)], [0x28, 0xb5, 0x2f, 0xfd], 'a zstd frame, made by Paddock');
+  await snapshots.restore(account.id, target.id, taken.id, 60_000);
+  const after = await target.sh(DESCRIBE_TREE);
+  assert.equal(after.stdout, before.stdout);
 });
