@@ -5,6 +5,7 @@ import { routeErrors } from './routes/chain.ts';
 import { SandboxList, SandboxObject } from './routes/sandboxes/schema.ts';
 import { ExecBody, ExecResult, ExecStreamLine } from './routes/exec/schema.ts';
 import { AccountResponse } from './routes/account/schema.ts';
+import { SnapshotList, SnapshotObject } from './routes/snapshots/schema.ts';
 
 /** The contract's own names for the schemas it is read by (the others are named for their operation). */
 const NAMES = new Map<z.ZodType, string>([
@@ -14,6 +15,8 @@ const NAMES = new Map<z.ZodType, string>([
   [ExecResult, 'ExecResult'],
   [ExecStreamLine, 'ExecStreamEvent'],
   [AccountResponse, 'Account'],
+  [SnapshotObject, 'Snapshot'],
+  [SnapshotList, 'SnapshotList'],
 ]);
 
 const SECURITY: Record<string, Record<string, string[]>[]> = {

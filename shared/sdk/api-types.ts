@@ -181,26 +181,6 @@ export type CreateSnapshotRequest = {
   name?: string;
 };
 
-export type CreateSnapshotResponse = {
-  id: string;
-  name: string | null;
-  /** The sandbox it was taken from */
-  sandboxId: string;
-  /** The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another */
-  image: string;
-  status: "pending" | "ready" | "failed";
-  /** A failed snapshot's reason: the error code a request would have been answered with */
-  failureCode: string | null;
-  /** As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES */
-  sizeBytes: number;
-  /** Files, directories and links in it */
-  files: number;
-  /** RFC 3339 UTC timestamp */
-  createdAt: string;
-  /** It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken) */
-  expiresAt: string;
-};
-
 export type CreateTerminalTicketResponse = {
   /** Single use, for this sandbox only; never logged */
   ticket: string;
@@ -427,30 +407,6 @@ export type ListSecretsResponse = {
   }[];
 };
 
-export type ListSnapshotsResponse = {
-  data: {
-    id: string;
-    name: string | null;
-    /** The sandbox it was taken from */
-    sandboxId: string;
-    /** The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another */
-    image: string;
-    status: "pending" | "ready" | "failed";
-    /** A failed snapshot's reason: the error code a request would have been answered with */
-    failureCode: string | null;
-    /** As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES */
-    sizeBytes: number;
-    /** Files, directories and links in it */
-    files: number;
-    /** RFC 3339 UTC timestamp */
-    createdAt: string;
-    /** It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken) */
-    expiresAt: string;
-  }[];
-  /** Pass as ?after= for the next page; null on the last page */
-  next: string | null;
-};
-
 export type ListWebhookDeliveriesResponse = {
   data: {
     eventId: string;
@@ -608,6 +564,50 @@ export type SignupResponse = {
   token: string;
   /** RFC 3339 UTC timestamp */
   expiresAt: string;
+};
+
+export type Snapshot = {
+  id: string;
+  name: string | null;
+  /** The sandbox it was taken from */
+  sandboxId: string;
+  /** The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another */
+  image: string;
+  status: "pending" | "ready" | "failed";
+  /** A failed snapshot's reason: the error code a request would have been answered with */
+  failureCode: string | null;
+  /** As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES */
+  sizeBytes: number;
+  /** Files, directories and links in it */
+  files: number;
+  /** RFC 3339 UTC timestamp */
+  createdAt: string;
+  /** It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken) */
+  expiresAt: string;
+};
+
+export type SnapshotList = {
+  data: {
+    id: string;
+    name: string | null;
+    /** The sandbox it was taken from */
+    sandboxId: string;
+    /** The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another */
+    image: string;
+    status: "pending" | "ready" | "failed";
+    /** A failed snapshot's reason: the error code a request would have been answered with */
+    failureCode: string | null;
+    /** As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES */
+    sizeBytes: number;
+    /** Files, directories and links in it */
+    files: number;
+    /** RFC 3339 UTC timestamp */
+    createdAt: string;
+    /** It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken) */
+    expiresAt: string;
+  }[];
+  /** Pass as ?after= for the next page; null on the last page */
+  next: string | null;
 };
 
 export type StatPathResponse = {

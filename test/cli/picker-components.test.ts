@@ -40,7 +40,7 @@ function sandbox(id: string, createdAgoS: number, status: Sandbox['status'] = 'r
 const ACCOUNT: Account = {
   id: 'acct_1',
   email: 'a@example.test',
-  usage: { sandboxHours: { used: 1.256, limit: 20 }, concurrentSandboxes: { active: 2, limit: 3 } },
+  usage: { sandboxHours: { used: 1.256, limit: 20 }, concurrentSandboxes: { active: 2, limit: 3 }, snapshotStorage: { usedBytes: 0, limitBytes: 5368709120 } },
   period: { start: '2026-01-01T00:00:00Z', end: '2026-02-01T00:00:00Z' },
 };
 

@@ -237,28 +237,6 @@ class CreateSnapshotRequest(TypedDict, total=False):
     name: str
 
 
-class CreateSnapshotResponse(TypedDict):
-    """The CreateSnapshotResponse object of the API."""
-
-    id: str
-    name: Optional[str]
-    #: The sandbox it was taken from
-    sandboxId: str
-    #: The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another
-    image: str
-    status: Literal["pending", "ready", "failed"]
-    #: A failed snapshot's reason: the error code a request would have been answered with
-    failureCode: Optional[str]
-    #: As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES
-    sizeBytes: int
-    #: Files, directories and links in it
-    files: int
-    #: RFC 3339 UTC timestamp
-    createdAt: str
-    #: It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken)
-    expiresAt: str
-
-
 class CreateTerminalTicketResponse(TypedDict):
     """The CreateTerminalTicketResponse object of the API."""
 
@@ -592,36 +570,6 @@ class ListSecretsResponse(TypedDict):
     data: List[ListSecretsResponseData]
 
 
-class ListSnapshotsResponseData(TypedDict):
-    """The ListSnapshotsResponseData object of the API."""
-
-    id: str
-    name: Optional[str]
-    #: The sandbox it was taken from
-    sandboxId: str
-    #: The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another
-    image: str
-    status: Literal["pending", "ready", "failed"]
-    #: A failed snapshot's reason: the error code a request would have been answered with
-    failureCode: Optional[str]
-    #: As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES
-    sizeBytes: int
-    #: Files, directories and links in it
-    files: int
-    #: RFC 3339 UTC timestamp
-    createdAt: str
-    #: It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken)
-    expiresAt: str
-
-
-class ListSnapshotsResponse(TypedDict):
-    """The ListSnapshotsResponse object of the API."""
-
-    data: List[ListSnapshotsResponseData]
-    #: Pass as ?after= for the next page; null on the last page
-    next: Optional[str]
-
-
 class ListWebhookDeliveriesResponseData(TypedDict):
     """The ListWebhookDeliveriesResponseData object of the API."""
 
@@ -843,6 +791,58 @@ class SignupResponse(TypedDict):
     token: str
     #: RFC 3339 UTC timestamp
     expiresAt: str
+
+
+class Snapshot(TypedDict):
+    """The Snapshot object of the API."""
+
+    id: str
+    name: Optional[str]
+    #: The sandbox it was taken from
+    sandboxId: str
+    #: The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another
+    image: str
+    status: Literal["pending", "ready", "failed"]
+    #: A failed snapshot's reason: the error code a request would have been answered with
+    failureCode: Optional[str]
+    #: As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES
+    sizeBytes: int
+    #: Files, directories and links in it
+    files: int
+    #: RFC 3339 UTC timestamp
+    createdAt: str
+    #: It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken)
+    expiresAt: str
+
+
+class SnapshotListData(TypedDict):
+    """The SnapshotListData object of the API."""
+
+    id: str
+    name: Optional[str]
+    #: The sandbox it was taken from
+    sandboxId: str
+    #: The image of that sandbox: a sandbox started from the snapshot gets it unless its create names another
+    image: str
+    status: Literal["pending", "ready", "failed"]
+    #: A failed snapshot's reason: the error code a request would have been answered with
+    failureCode: Optional[str]
+    #: As stored, compressed: what counts against PADDOCK_QUOTA_SNAPSHOT_BYTES
+    sizeBytes: int
+    #: Files, directories and links in it
+    files: int
+    #: RFC 3339 UTC timestamp
+    createdAt: str
+    #: It is deleted then (PADDOCK_SNAPSHOT_RETENTION_DAYS after it was taken)
+    expiresAt: str
+
+
+class SnapshotList(TypedDict):
+    """The SnapshotList object of the API."""
+
+    data: List[SnapshotListData]
+    #: Pass as ?after= for the next page; null on the last page
+    next: Optional[str]
 
 
 class _StatPathResponseRequired(TypedDict):
