@@ -43,6 +43,8 @@ import type {
   SandboxListState,
   SandboxPage,
   Secret,
+  Snapshot,
+  SnapshotPage,
   SessionToken,
   SignupResult,
   ViewFileInput,
@@ -468,6 +470,37 @@ export class PaddockClient {
   /** Removes the port's preview: every token of it stops at once, and connections open through it are closed. */
   async deletePreview(id: string, port: number, opts: CallOptions = {}): Promise<void> {
     await this.#json({ method: 'DELETE', path: `/v1/sandboxes/${seg(id)}/previews/${seg(String(port))}`, auth: 'apiKey', signal: opts.signal });
+  }
+
+  // ---- snapshots ----
+
+  /** Copies the running sandbox's /workspace into a snapshot; answers it ready (with wait: false, at once and pending). */
+  createSnapshot(id: string, input: { name?: string } = {}, opts: CallOptions & { wait?: boolean } = {}): Promise<Snapshot> {
+    return this.#json({ method: 'POST', path: `/v1/sandboxes/${seg(id)}/snapshots`, auth: 'apiKey', query: { wait: opts.wait }, body: input, signal: opts.signal });
+  }
+
+  /** One page of the account's snapshots, newest first; pass its `next` as `after` for the following one. */
+  snapshotPage(opts: CallOptions & { limit?: number; after?: string } = {}): Promise<SnapshotPage> {
+    return this.#json({ method: 'GET', path: '/v1/snapshots', auth: 'apiKey', query: { limit: opts.limit, after: opts.after }, signal: opts.signal });
+  }
+
+  /** Every snapshot of the account, newest first, fetched a page at a time as the loop asks. */
+  async *snapshots(opts: CallOptions & { pageSize?: number } = {}): AsyncGenerator<Snapshot, void, undefined> {
+    let after: string | undefined;
+    do {
+      const page = await this.snapshotPage({ limit: opts.pageSize, after, signal: opts.signal });
+      yield* page.data;
+      after = page.next ?? undefined;
+    } while (after);
+  }
+
+  getSnapshot(snapshotId: string, opts: CallOptions = {}): Promise<Snapshot> {
+    return this.#json({ method: 'GET', path: `/v1/snapshots/${seg(snapshotId)}`, auth: 'apiKey', signal: opts.signal });
+  }
+
+  /** Deletes a snapshot; sandboxes started from it keep their workspaces. */
+  async deleteSnapshot(snapshotId: string, opts: CallOptions = {}): Promise<void> {
+    await this.#json({ method: 'DELETE', path: `/v1/snapshots/${seg(snapshotId)}`, auth: 'apiKey', signal: opts.signal });
   }
 
   // ---- allowlist ----

@@ -5,6 +5,7 @@ export { Sandbox, type SandboxOpts } from './sandbox.ts';
 export { Commands, type CommandStartOpts } from './sandbox-commands.ts';
 export { Filesystem } from './sandbox-files.ts';
 export { Preview, Previews, PREVIEW_TOKEN_HEADER, type PreviewCreateOpts } from './sandbox-previews.ts';
+export { Snapshots } from './sandbox-snapshots.ts';
 export { CommandHandle, type CommandResult, type OutputHandler } from './process-handle.ts';
 export { MissingConfigError, type ConnectionOpts } from './sandbox-config.ts';
 export type { Sandbox as SandboxInfo } from './types.ts';

@@ -5,6 +5,7 @@ import { Commands } from './sandbox-commands.ts';
 import { clientFrom, type ConnectionOpts } from './sandbox-config.ts';
 import { Filesystem } from './sandbox-files.ts';
 import { Previews } from './sandbox-previews.ts';
+import { Snapshots } from './sandbox-snapshots.ts';
 import type { Sandbox as SandboxInfo, SandboxListState } from './types.ts';
 
 /** Options of `Sandbox.create`. */
@@ -17,6 +18,8 @@ export interface SandboxOpts extends ConnectionOpts {
   metadata?: Record<string, string>;
   /** Seconds until the sandbox is destroyed (at most the session cap, the default). */
   timeout?: number;
+  /** A ready snapshot (snap_…) whose /workspace the sandbox starts with. */
+  snapshot?: string;
 }
 
 // Some Node 20 releases have no Symbol.asyncDispose at run time: the method then sits under the registered symbol.
@@ -24,7 +27,7 @@ const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? (Symbol.
 
 /**
  * A handle on one sandbox: run commands in it (`commands`), read and write its files (`files`),
- * reach the programs it serves (`previews`), and end it (`destroy`, or `await using`). Made by Sandbox.create or Sandbox.connect.
+ * reach the programs it serves (`previews`), keep its workspace past its end (`snapshots`), and end it (`destroy`, or `await using`). Made by Sandbox.create or Sandbox.connect.
  */
 export class Sandbox {
   /** The sandbox's id (sbx_…). */
@@ -35,6 +38,8 @@ export class Sandbox {
   readonly files: Filesystem;
   /** Its ports reachable from outside, at URLs of their own. */
   readonly previews: Previews;
+  /** Copies of its workspace that outlive it. */
+  readonly snapshots: Snapshots;
   readonly #client: PaddockClient;
 
   private constructor(client: PaddockClient, id: string) {
@@ -43,13 +48,14 @@ export class Sandbox {
     this.commands = new Commands(client, id);
     this.files = new Filesystem(client, id);
     this.previews = new Previews(client, id);
+    this.snapshots = new Snapshots(client, id);
   }
 
   /** Creates a sandbox and answers once it is running (a failed start throws). */
   static async create(opts: SandboxOpts = {}): Promise<Sandbox> {
     const client = clientFrom(opts);
     // An idempotency key lets the client retry a create the API asked to have again (429, 503) without a second sandbox.
-    const input = { image: opts.image, env: opts.env, metadata: opts.metadata, timeoutSeconds: opts.timeout, idempotencyKey: crypto.randomUUID() };
+    const input = { image: opts.image, env: opts.env, metadata: opts.metadata, timeoutSeconds: opts.timeout, snapshot: opts.snapshot, idempotencyKey: crypto.randomUUID() };
     const created = await client.createSandbox(input);
     return new Sandbox(client, created.id);
   }

@@ -47,6 +47,8 @@ export interface CreateSandboxInput {
   wait?: boolean;
   /** Makes a retried create return the first sandbox instead of a second one. */
   idempotencyKey?: string;
+  /** A ready snapshot (snap_…): the sandbox's /workspace starts as it was, its image the snapshot's unless `image` names one. */
+  snapshot?: string;
 }
 
 export interface ExecInput {
@@ -259,6 +261,11 @@ export interface CreatePreviewInput {
  */
 export type CreatedPreview = Api.CreatePreviewResponse;
 
+/** A copy of a sandbox's /workspace kept after the sandbox is gone; a new sandbox starts from a ready one. */
+export type Snapshot = Api.Snapshot;
+/** One page of the account's snapshots, newest first; `next` is the following page's `after` (null: the last). */
+export type SnapshotPage = Api.SnapshotList;
+
 export type Allowlist = Api.GetAllowlistResponse;
 
 export interface CreateSecretInput {
@@ -353,4 +360,5 @@ export type ContractChecks = [
   Holds<Same<Scope[], NonNullable<Api.CreateApiKeyRequest['scopes']>>>,
   Holds<Same<SandboxPage, Api.SandboxList>>,
   Holds<Same<CreatePreviewInput, Api.CreatePreviewRequest>>,
+  Holds<Same<Omit<CreateSandboxInput, 'wait' | 'idempotencyKey' | 'timeoutSeconds'>, Omit<Api.CreateSandboxRequest, 'timeoutSeconds'>>>,
 ];

@@ -299,6 +299,25 @@ test('preview.fetch: another host goes through fetch, a *.localhost one on loopb
   }
 });
 
+test('snapshots: the workspace kept, a sandbox created from it sees it; listed through the client, deleted, then not found', async () => {
+  await sbx.files.write('kept/state.txt', 'before the snapshot\n');
+  const snapshot = await sbx.snapshots.create({ name: 'sdk' });
+  assert.deepEqual([snapshot.status, snapshot.name, snapshot.sandboxId], ['ready', 'sdk', sbx.id]);
+  assert.ok((await sbx.snapshots.list()).some((s) => s.id === snapshot.id));
+  const client = new PaddockClient(conn);
+  const listed: string[] = [];
+  for await (const s of client.snapshots({ pageSize: 1 })) listed.push(s.id);
+  assert.ok(listed.includes(snapshot.id));
+  await using forked = await Sandbox.create({ ...conn, snapshot: snapshot.id });
+  assert.equal(await forked.files.readText('kept/state.txt'), 'before the snapshot\n');
+  const pending = await sbx.snapshots.create({ wait: false });
+  assert.equal(pending.status, 'pending');
+  await eventually('the snapshot is ready', 30_000, async () => ((await client.getSnapshot(pending.id)).status === 'ready' ? true : undefined));
+  for (const id of [snapshot.id, pending.id]) await client.deleteSnapshot(id);
+  await assert.rejects(client.getSnapshot(snapshot.id), (err: unknown) => err instanceof PaddockApiError && err.code === 'snapshot_not_found' && err.status === 404);
+  await assert.rejects(Sandbox.create({ ...conn, snapshot: snapshot.id }), (err: unknown) => err instanceof PaddockApiError && err.code === 'snapshot_not_found');
+});
+
 test('setTimeout moves expiresAt; destroy ends it; await using destroys at the end of the block', async () => {
   const before = Date.parse((await sbx.info()).expiresAt);
   await sbx.setTimeout(120);
