@@ -33,8 +33,11 @@ def create_sandbox(
     timeout: Optional[float],
     idempotency_key: Optional[str],
     wait: bool,
+    snapshot: Optional[str] = None,
 ) -> Request:
     body: Dict[str, Any] = {}
+    if snapshot is not None:
+        body["snapshot"] = snapshot
     if image is not None:
         body["image"] = image
     if env is not None:
@@ -179,6 +182,26 @@ def list_previews(sandbox_id: str) -> Request:
 
 def delete_preview(sandbox_id: str, port: int) -> Request:
     return Request("DELETE", _sbx(sandbox_id, f"/previews/{_port(port)}"))
+
+
+# ---- snapshots ----
+
+
+def create_snapshot(sandbox_id: str, name: Optional[str], wait: bool) -> Request:
+    body: Dict[str, Any] = {} if name is None else {"name": name}
+    return Request("POST", _sbx(sandbox_id, "/snapshots"), query={"wait": wait}, body=body)
+
+
+def snapshot_page(limit: Optional[int], after: Optional[str]) -> Request:
+    return Request("GET", "/v1/snapshots", query={"limit": limit, "after": after})
+
+
+def get_snapshot(snapshot_id: str) -> Request:
+    return Request("GET", f"/v1/snapshots/{seg(snapshot_id)}")
+
+
+def delete_snapshot(snapshot_id: str) -> Request:
+    return Request("DELETE", f"/v1/snapshots/{seg(snapshot_id)}")
 
 
 # ---- account-wide routes ----

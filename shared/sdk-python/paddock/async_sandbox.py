@@ -11,6 +11,7 @@ from ._archive import extract_tar, read_chunks, tar_chunks
 from ._errors import PaddockApiError
 from ._models import CommandLogs, CommandResult, OutputCallback, OutputCollector, result_of
 from ._previews import AsyncPreviews
+from ._snapshots import AsyncSnapshots
 from .async_client import AsyncPaddock
 
 AsyncWriteData = Union[str, bytes, bytearray, memoryview, IO[bytes], IO[str], Iterable[bytes], AsyncIterable[bytes]]
@@ -239,6 +240,8 @@ class AsyncSandbox:
         self.files = AsyncFiles(self)
         #: Its ports reached from outside at URLs of their own: ``await sbx.previews.create(8000)``.
         self.previews = AsyncPreviews(client._t, info["id"])
+        #: Copies of its workspace that outlive it: ``await sbx.snapshots.create()``.
+        self.snapshots = AsyncSnapshots(client._t, info["id"])
 
     @property
     def id(self) -> str:
@@ -259,6 +262,7 @@ class AsyncSandbox:
         timeout: Optional[float] = None,
         wait: bool = True,
         idempotency_key: Optional[str] = None,
+        snapshot: Optional[str] = None,
         api_key: Optional[str] = None,
         base_url: Optional[str] = None,
         client: Optional[AsyncPaddock] = None,
@@ -267,10 +271,11 @@ class AsyncSandbox:
 
         ``timeout`` is its lifetime in seconds (at most the operator's cap); ``env`` is given to
         every command. An idempotency key (one is made when not given) makes the retries safe.
+        ``snapshot`` (a ready snapshot's id) starts it with that snapshot's /workspace.
         """
         c, owned = cls._client_of(client, api_key, base_url)
         try:
-            info = await c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait))
+            info = await c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot))
         except BaseException:
             if owned:
                 await c.close()

@@ -83,6 +83,34 @@ class Paddock:
         """Removes the allowlist: every command is allowed again."""
         self._t.json(r.clear_allowlist())
 
+    # ---- snapshots ----
+
+    def create_snapshot(self, sandbox_id: str, *, name: Optional[str] = None, wait: bool = True) -> t.Snapshot:
+        """Copies the running sandbox's /workspace into a snapshot; answers it ready (``wait=False``: at once, pending)."""
+        return cast(t.Snapshot, self._t.json(r.create_snapshot(sandbox_id, name, wait)))
+
+    def snapshot_page(self, *, limit: Optional[int] = None, after: Optional[str] = None) -> t.SnapshotList:
+        """One page of the account's snapshots, newest first; its ``next`` is the following page's ``after``."""
+        return cast(t.SnapshotList, self._t.json(r.snapshot_page(limit, after)))
+
+    def snapshots(self, *, page_size: int = 100) -> Iterator[t.Snapshot]:
+        """Every snapshot of the account, newest first, fetched a page at a time as the loop asks."""
+        after: Optional[str] = None
+        while True:
+            page = self.snapshot_page(limit=page_size, after=after)
+            yield from page["data"]
+            after = page["next"]
+            if not after:
+                return
+
+    def get_snapshot(self, snapshot_id: str) -> t.Snapshot:
+        """One snapshot of the account."""
+        return cast(t.Snapshot, self._t.json(r.get_snapshot(snapshot_id)))
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        """Deletes a snapshot; sandboxes started from it keep their workspaces."""
+        self._t.json(r.delete_snapshot(snapshot_id))
+
     # ---- events and webhooks ----
 
     def list_events(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> List[t.ListEventsResponseData]:

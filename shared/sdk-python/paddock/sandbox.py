@@ -9,6 +9,7 @@ from ._archive import IteratorReader, extract_tar, read_chunks, tar_chunks
 from ._errors import PaddockApiError
 from ._models import CommandLogs, CommandResult, OutputCallback, OutputCollector, result_of
 from ._previews import Previews
+from ._snapshots import Snapshots
 from .client import Paddock
 
 WriteData = Union[str, bytes, bytearray, memoryview, IO[bytes], IO[str], Iterable[bytes]]
@@ -224,6 +225,8 @@ class Sandbox:
         self.files = Files(self)
         #: Its ports reached from outside at URLs of their own: ``sbx.previews.create(8000)``.
         self.previews = Previews(client._t, info["id"])
+        #: Copies of its workspace that outlive it: ``sbx.snapshots.create()``.
+        self.snapshots = Snapshots(client._t, info["id"])
 
     @property
     def id(self) -> str:
@@ -244,6 +247,7 @@ class Sandbox:
         timeout: Optional[float] = None,
         wait: bool = True,
         idempotency_key: Optional[str] = None,
+        snapshot: Optional[str] = None,
         api_key: Optional[str] = None,
         base_url: Optional[str] = None,
         client: Optional[Paddock] = None,
@@ -252,10 +256,11 @@ class Sandbox:
 
         ``timeout`` is its lifetime in seconds (at most the operator's cap); ``env`` is given to
         every command. An idempotency key (one is made when not given) makes the retries safe.
+        ``snapshot`` (a ready snapshot's id) starts it with that snapshot's /workspace.
         """
         c, owned = cls._client_of(client, api_key, base_url)
         try:
-            info = c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait))
+            info = c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot))
         except BaseException:
             if owned:
                 c.close()
