@@ -6,6 +6,7 @@ import { configCommand } from './commands/config.ts';
 import { execCommand } from './commands/exec.ts';
 import { processCommands } from './commands/processes.ts';
 import { previewCommands } from './commands/previews.ts';
+import { snapshotCommands } from './commands/snapshots.ts';
 import { filesCommand } from './commands/files.ts';
 import { secretsCommand } from './commands/secrets.ts';
 import { eventsCommand } from './commands/events.ts';
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   execCommand(program);
   processCommands(program);
   previewCommands(program);
+  snapshotCommands(program);
   shellCommand(program);
   filesCommand(program);
   allowlistCommand(program);

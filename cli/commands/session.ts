@@ -22,15 +22,17 @@ export function sessionCommand(program: Command): void {
       .option('--metadata <key=value>', 'a metadata entry (repeatable)', keyValue)
       .option('--env <NAME=value>', 'an environment variable for every exec (repeatable)', keyValue)
       .option('--timeout <duration>', 'end the session this long after its create: seconds, or 90s, 5m, 1h (default and most: the session cap)', durationSeconds)
+      .option('--from-snapshot <snapshot_id>', "start with that snapshot's /workspace (and its image, unless --image names one)")
       .option('--no-wait', 'answer at once, while the session is still pending'),
   );
-  type CreateOpts = Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; timeout?: number; wait: boolean };
-  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env', 'body.timeoutSeconds': '--timeout' }).action(async (opts: CreateOpts) => {
+  type CreateOpts = Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; timeout?: number; fromSnapshot?: string; wait: boolean };
+  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env', 'body.timeoutSeconds': '--timeout', 'body.snapshot': '--from-snapshot' }).action(async (opts: CreateOpts) => {
     const spinner = startSpinner('Creating a session…');
     try {
       const s = await createSession(apiClient(), {
         ...opts,
         timeoutSeconds: opts.timeout,
+        snapshot: opts.fromSnapshot,
         onStatus: (sb) => spinner.text(`Session ${sb.id} is ${sb.status}…`),
       });
       spinner.stop();

@@ -12,6 +12,8 @@ export interface CreateSessionInput {
   env?: Record<string, string>;
   /** Its own end, this many seconds after the create (the session cap when not given). */
   timeoutSeconds?: number;
+  /** A ready snapshot whose /workspace the session starts with. */
+  snapshot?: string;
   /** Wait until running (default), or answer as soon as it is accepted. */
   wait?: boolean;
   /** Told each status while the session starts. */
@@ -22,7 +24,7 @@ export interface CreateSessionInput {
 /** Creates a session and, unless told not to, polls it until it is running or has failed. */
 export async function createSession(client: PaddockClient, input: CreateSessionInput): Promise<Sandbox> {
   let sandbox = await client.createSandbox(
-    { image: input.image, metadata: input.metadata, env: input.env, timeoutSeconds: input.timeoutSeconds, wait: false },
+    { image: input.image, metadata: input.metadata, env: input.env, timeoutSeconds: input.timeoutSeconds, snapshot: input.snapshot, wait: false },
     { signal: input.signal },
   );
   input.onStatus?.(sandbox);
