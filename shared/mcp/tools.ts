@@ -41,7 +41,8 @@ the file_* tools on it, then sandbox_destroy when done. A sandbox is destroyed a
 default) or sooner with sandbox_create's timeoutSeconds, and each one counts against the account's limit of concurrent sandboxes. When exactly one sandbox is active, tools use \
 it if sandboxId is omitted; otherwise pass sandboxId (see sandbox_list). File paths are inside the sandbox; relative \
 paths are relative to /workspace, the working directory. A server started in a sandbox (process_start) is reached from outside, a browser \
-included, at the URL preview_create answers for its port.`;
+included, at the URL preview_create answers for its port. Work that must outlive a sandbox (its cap included) is kept with snapshot_create; \
+sandbox_create with that snapshot starts a new sandbox from it.`;
 
 // ---- shared input fields ----
 
@@ -220,12 +221,13 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
           .max(255)
           .optional()
           .describe('Any unique text: a retried call with the same key answers the first sandbox instead of making a second.'),
+        snapshot: z.string().min(1).max(100).optional().describe("A ready snapshot (snap_…, see snapshot_create): the sandbox's /workspace starts as it was."),
       },
       outputSchema: SandboxOut,
       annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     guard(async (args, extra) => {
-      const input = { image: args.image, env: args.env, metadata: args.metadata, timeoutSeconds: args.timeoutSeconds, idempotencyKey: args.idempotencyKey };
+      const input = { image: args.image, env: args.env, metadata: args.metadata, timeoutSeconds: args.timeoutSeconds, idempotencyKey: args.idempotencyKey, snapshot: args.snapshot };
       const s = await createSandbox(client(), input, extra);
       if (s.status === 'failed') throw new ToolFailure('sandbox_failed', `Sandbox ${s.id} failed to start: ${s.failureMessage ?? 'no reason given'}.`);
       return structured(`Created sandbox ${s.id}.\n${describeSandbox(s)}`, sandboxOut(s));
@@ -687,6 +689,66 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       const id = await target(args.sandboxId, extra.signal);
       await client().deletePreview(id, args.port, { signal: extra.signal });
       return text(`Removed the preview of port ${args.port} of sandbox ${id}.`);
+    }),
+  );
+
+  server.registerTool(
+    'snapshot_create',
+    {
+      title: "Snapshot a sandbox's workspace",
+      description:
+        "Copies the sandbox's /workspace (files, modes, links) into a snapshot that outlives the sandbox, and answers its id once the copy is whole. " +
+        'sandbox_create with snapshot set to that id starts a new sandbox whose /workspace is the copy, as often as wanted: to continue past the session cap, or to try several things from one state.',
+      inputSchema: {
+        sandboxId,
+        name: z.string().min(1).max(200).optional().describe('A name of your own for it.'),
+      },
+      outputSchema: { id: z.string(), name: z.string().nullable(), sandboxId: z.string(), status: z.string(), sizeBytes: z.number(), files: z.number(), expiresAt: z.string() },
+      annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const id = await target(args.sandboxId, extra.signal);
+      const s = await client().createSnapshot(id, args.name === undefined ? {} : { name: args.name }, { signal: extra.signal });
+      return structured(`Snapshot ${s.id} of sandbox ${id}: ${s.files} files, ${s.sizeBytes} bytes stored, kept until ${s.expiresAt}.`, {
+        id: s.id,
+        name: s.name,
+        sandboxId: s.sandboxId,
+        status: s.status,
+        sizeBytes: s.sizeBytes,
+        files: s.files,
+        expiresAt: s.expiresAt,
+      });
+    }),
+  );
+
+  server.registerTool(
+    'snapshot_list',
+    {
+      title: 'List snapshots',
+      description: "The account's snapshots, newest first: id, name, status, the sandbox taken from, size.",
+      inputSchema: {},
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guard(async (_args, extra) => {
+      const lines: string[] = [];
+      for await (const s of client().snapshots({ signal: extra.signal })) {
+        lines.push(`${s.id}${s.name ? ` (${s.name})` : ''}: ${s.status}${s.failureCode ? ` (${s.failureCode})` : ''}, from ${s.sandboxId}, ${s.sizeBytes} bytes, kept until ${s.expiresAt}`);
+      }
+      return text(lines.length ? lines.join('\n') : 'No snapshots.');
+    }),
+  );
+
+  server.registerTool(
+    'snapshot_delete',
+    {
+      title: 'Delete a snapshot',
+      description: 'Deletes a snapshot; sandboxes started from it keep their workspaces.',
+      inputSchema: { snapshotId: z.string().min(1).max(100).describe('The snapshot (snap_…).') },
+      annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      await client().deleteSnapshot(args.snapshotId, { signal: extra.signal });
+      return text(`Deleted snapshot ${args.snapshotId}.`);
     }),
   );
 

@@ -114,3 +114,27 @@ test("expose a server's port: the URL answers with the token or the signed URL, 
   assert.equal(again.isError, true);
   assert.match(textOf(again), /\[preview_not_found\]/);
 });
+
+test("snapshot a sandbox's workspace, start another from it, list and delete the snapshot; another account's is unknown", async (t) => {
+  const account = await newAccount(stack.url, 'mcpsnap');
+  const client = await connect(account.key);
+  t.after(() => client.close());
+  const created = await createSandbox(stack.url, account.key);
+  const sandboxId = created.body.id as string;
+  await ok(client, 'exec', { command: 'echo kept > /workspace/kept.txt', sandboxId });
+  const snap = (await ok(client, 'snapshot_create', { sandboxId, name: 'mcp' })).structuredContent as { id: string; status: string; name: string };
+  assert.deepEqual([snap.status, snap.name], ['ready', 'mcp']);
+  assert.match(textOf(await ok(client, 'snapshot_list', {})), new RegExp(`^${snap.id} \\(mcp\\): ready, from ${sandboxId}`, 'm'));
+  const forked = (await ok(client, 'sandbox_create', { snapshot: snap.id })).structuredContent as { id: string };
+  assert.equal((((await ok(client, 'exec', { command: 'cat /workspace/kept.txt', sandboxId: forked.id })).structuredContent) as { stdout: string }).stdout, 'kept\n');
+
+  const other = await newAccount(stack.url, 'mcpsnap-other');
+  const otherClient = await connect(other.key);
+  t.after(() => otherClient.close());
+  const foreign = (await otherClient.callTool({ name: 'snapshot_delete', arguments: { snapshotId: snap.id } })) as CallToolResult;
+  assert.equal(foreign.isError, true);
+  assert.match(textOf(foreign), /snapshot_not_found/);
+  await ok(client, 'snapshot_delete', { snapshotId: snap.id });
+  assert.equal(textOf(await ok(client, 'snapshot_list', {})), 'No snapshots.');
+  for (const id of [sandboxId, forked.id]) await ok(client, 'sandbox_destroy', { sandboxId: id });
+});
