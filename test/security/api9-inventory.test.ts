@@ -74,7 +74,7 @@ test('nothing else answers: old versions, admin and debug paths, other document 
     '/v1/users',
     '/v1/accounts',
     '/v1/sandboxes/x/logs',
-    '/v1/sandboxes/x/snapshots',
+    '/v1/sandboxes/x/backups',
     '/v1/api-keys/x/rotate',
     '/v1/metrics',
     '/v1/health',
