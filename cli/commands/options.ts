@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { fieldFlags } from '../output/fields.ts';
 import { PASSWORD_RULE } from '../services/credentials.ts';
+import { CliError, EXIT_USAGE } from '../errors.ts';
 
 /** Collects repeated KEY=VALUE flags into a record. */
 export function keyValue(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -55,4 +56,10 @@ export function credentialOptions(cmd: Command, options: { newPassword?: boolean
       .option('--password-stdin', `read the password${rule} from standard input`),
     { 'body.email': '--email', 'body.password': '--password' },
   );
+}
+
+/** The session named as the argument or as --session (both: only when they agree). */
+export function sameOrOne(positional: string | undefined, flag: string | undefined): string | undefined {
+  if (positional && flag && positional !== flag) throw new CliError('Give the session once: as the argument or as --session.', { exitCode: EXIT_USAGE });
+  return positional ?? flag;
 }

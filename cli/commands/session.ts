@@ -7,7 +7,7 @@ import { sessionDetail, sessionTable } from '../output/sessions.ts';
 import { apiClient } from '../services/client.ts';
 import { confirmImpliedDestroy, createSession, listSessions, pickSession } from '../services/sessions.ts';
 import { startSpinner } from '../ui/spinner.ts';
-import { durationSeconds, jsonOption, keyValue, sessionOption } from './options.ts';
+import { durationSeconds, jsonOption, keyValue, sameOrOne, sessionOption } from './options.ts';
 
 type Json = { json?: boolean };
 
@@ -106,7 +106,3 @@ export function sessionCommand(program: Command): void {
   });
 }
 
-function sameOrOne(positional: string | undefined, flag: string | undefined): string | undefined {
-  if (positional && flag && positional !== flag) throw new CliError('Give the session once: as the argument or as --session.', { exitCode: EXIT_USAGE });
-  return positional ?? flag;
-}

@@ -5,7 +5,8 @@ import { size, snapshotTable } from '../output/snapshots.ts';
 import { apiClient } from '../services/client.ts';
 import { pickSession } from '../services/sessions.ts';
 import { createSnapshot, deleteSnapshot, listSnapshots } from '../services/snapshots.ts';
-import { jsonOption, sessionOption } from './options.ts';
+import { startSpinner } from '../ui/spinner.ts';
+import { jsonOption, sameOrOne, sessionOption } from './options.ts';
 
 type Json = { json?: boolean };
 
@@ -20,17 +21,28 @@ export function snapshotCommands(program: Command): void {
       snapshot
         .command('create')
         .description("copy a session's /workspace into a snapshot and wait until it is ready; prints its id")
+        .argument('[session_id]', 'the session (or --session; default: the one active session)')
         .option('--name <name>', 'a name of your own for it')
         .option('--no-wait', 'answer at once, while the copy is still pending'),
     ),
   );
-  fieldFlags(create, { 'body.name': '--name' }).action(async (opts: Json & { session?: string; name?: string; wait: boolean }) => {
+  fieldFlags(create, { 'body.name': '--name' }).action(async (id: string | undefined, opts: Json & { session?: string; name?: string; wait: boolean }) => {
     const client = apiClient();
-    const sessionId = await pickSession(client, opts.session);
-    const s = await createSnapshot(client, sessionId, { name: opts.name, wait: opts.wait });
-    printResult(opts, s, (x) => x.id);
-    say(s.status === 'ready' ? `Snapshot ${s.id} of ${sessionId}: ${size(s.sizeBytes)}, ${s.files} files, kept until ${s.expiresAt}.` : `Snapshot ${s.id} of ${sessionId} is being copied.`);
-    say(`Start a session from it: paddock session create --from-snapshot ${s.id}`);
+    const sessionId = await pickSession(client, sameOrOne(id, opts.session));
+    const spinner = startSpinner(`Copying the /workspace of ${sessionId}…`);
+    try {
+      const s = await createSnapshot(client, sessionId, { name: opts.name, wait: opts.wait });
+      spinner.stop();
+      printResult(opts, s, (x) => x.id);
+      if (s.status === 'ready') {
+        say(`Snapshot ${s.id} of ${sessionId}: ${size(s.sizeBytes)}, ${s.files} files, kept until ${s.expiresAt}.`);
+        say(`Start a session from it: paddock session create --from-snapshot ${s.id}`);
+      } else {
+        say(`Snapshot ${s.id} of ${sessionId} is being copied: \`paddock snapshot ls\` shows it ready (or failed, and why).`);
+      }
+    } finally {
+      spinner.stop();
+    }
   });
 
   jsonOption(snapshot.command('ls').description("list the account's snapshots, newest first")).action(async (opts: Json) => {

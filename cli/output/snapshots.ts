@@ -2,10 +2,12 @@ import type { Snapshot } from '../api/types.ts';
 import { table } from './format.ts';
 
 const MIB = 1024 * 1024;
+const GIB = 1024 * MIB;
 
-/** A size for a person: bytes under a MiB, else MiB with one decimal. */
+/** A size for a person: bytes under a MiB, else MiB, or GiB from one, with one decimal. */
 export function size(bytes: number): string {
-  return bytes < MIB ? `${bytes} B` : `${(bytes / MIB).toFixed(1)} MiB`;
+  if (bytes < MIB) return `${bytes} B`;
+  return bytes < GIB ? `${(bytes / MIB).toFixed(1)} MiB` : `${(bytes / GIB).toFixed(1)} GiB`;
 }
 
 export function snapshotTable(list: Snapshot[]): string {

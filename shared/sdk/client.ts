@@ -479,7 +479,12 @@ export class PaddockClient {
     return this.#json({ method: 'POST', path: `/v1/sandboxes/${seg(id)}/snapshots`, auth: 'apiKey', query: { wait: opts.wait }, body: input, signal: opts.signal });
   }
 
-  /** One page of the account's snapshots, newest first; pass its `next` as `after` for the following one. */
+  /** A page of the account's snapshots, newest first, as a list (see snapshotPage for its `next`, snapshots for every page). */
+  async listSnapshots(opts: CallOptions & { limit?: number; after?: string } = {}): Promise<Snapshot[]> {
+    return (await this.snapshotPage(opts)).data;
+  }
+
+  /** One page of the account's snapshots, newest first; pass its `next` as `after` for the following one (null: the last). */
   snapshotPage(opts: CallOptions & { limit?: number; after?: string } = {}): Promise<SnapshotPage> {
     return this.#json({ method: 'GET', path: '/v1/snapshots', auth: 'apiKey', query: { limit: opts.limit, after: opts.after }, signal: opts.signal });
   }

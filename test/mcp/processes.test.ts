@@ -1,8 +1,9 @@
 // The MCP tools for background processes (process_start, process_list, process_output,
-// process_stop) and for exposing their ports (preview_create, preview_list, preview_delete) over
-// the remote transport at /v1/mcp, against a real stack: start a server-like process, read its
-// logs, wait for one to end, stop one; another account's process is unknown; a server's port
-// exposed answers at the URL the tool gives.
+// process_stop), for exposing their ports (preview_create, preview_list, preview_delete) and for
+// keeping a workspace (snapshot_create, snapshot_list, snapshot_delete, sandbox_create's snapshot)
+// over the remote transport at /v1/mcp, against a real stack: start a server-like process, read
+// its logs, wait for one to end, stop one; another account's process is unknown; a server's port
+// exposed answers at the URL the tool gives; a snapshot's files are in the sandbox made from it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -119,11 +120,20 @@ test("snapshot a sandbox's workspace, start another from it, list and delete the
   const account = await newAccount(stack.url, 'mcpsnap');
   const client = await connect(account.key);
   t.after(() => client.close());
+  assert.equal(textOf(await ok(client, 'snapshot_list', {})), 'No snapshots.');
   const created = await createSandbox(stack.url, account.key);
   const sandboxId = created.body.id as string;
   await ok(client, 'exec', { command: 'echo kept > /workspace/kept.txt', sandboxId });
-  const snap = (await ok(client, 'snapshot_create', { sandboxId, name: 'mcp' })).structuredContent as { id: string; status: string; name: string };
-  assert.deepEqual([snap.status, snap.name], ['ready', 'mcp']);
+  const made = await ok(client, 'snapshot_create', { sandboxId, name: 'mcp' });
+  const snap = made.structuredContent as { id: string; status: string; name: string; sandboxId: string; sizeBytes: number; files: number };
+  assert.deepEqual([snap.status, snap.name, snap.sandboxId], ['ready', 'mcp', sandboxId]);
+  assert.match(snap.id, /^snap_/);
+  assert.ok(snap.sizeBytes > 0 && snap.files >= 1, JSON.stringify(snap));
+  assert.match(textOf(made), new RegExp(`^Snapshot ${snap.id} of sandbox ${sandboxId}: `));
+  // The one active sandbox when sandboxId is left out, as for the other tools.
+  const implied = (await ok(client, 'snapshot_create', {})).structuredContent as { id: string; sandboxId: string; name: string | null };
+  assert.deepEqual([implied.sandboxId, implied.name], [sandboxId, null]);
+  await ok(client, 'snapshot_delete', { snapshotId: implied.id });
   assert.match(textOf(await ok(client, 'snapshot_list', {})), new RegExp(`^${snap.id} \\(mcp\\): ready, from ${sandboxId}`, 'm'));
   const forked = (await ok(client, 'sandbox_create', { snapshot: snap.id })).structuredContent as { id: string };
   assert.equal((((await ok(client, 'exec', { command: 'cat /workspace/kept.txt', sandboxId: forked.id })).structuredContent) as { stdout: string }).stdout, 'kept\n');
@@ -134,7 +144,18 @@ test("snapshot a sandbox's workspace, start another from it, list and delete the
   const foreign = (await otherClient.callTool({ name: 'snapshot_delete', arguments: { snapshotId: snap.id } })) as CallToolResult;
   assert.equal(foreign.isError, true);
   assert.match(textOf(foreign), /snapshot_not_found/);
+  const foreignStart = (await otherClient.callTool({ name: 'sandbox_create', arguments: { snapshot: snap.id } })) as CallToolResult;
+  assert.equal(foreignStart.isError, true);
+  assert.match(textOf(foreignStart), /\[snapshot_not_found\]/);
+  const foreignTake = (await otherClient.callTool({ name: 'snapshot_create', arguments: { sandboxId } })) as CallToolResult;
+  assert.equal(foreignTake.isError, true);
+  assert.match(textOf(foreignTake), /\[sandbox_not_found\]/);
   await ok(client, 'snapshot_delete', { snapshotId: snap.id });
   assert.equal(textOf(await ok(client, 'snapshot_list', {})), 'No snapshots.');
+  const gone = (await client.callTool({ name: 'sandbox_create', arguments: { snapshot: snap.id } })) as CallToolResult;
+  assert.equal(gone.isError, true);
+  assert.match(textOf(gone), /\[snapshot_not_found\]/);
+  // The sandbox made from it keeps its workspace.
+  assert.equal((((await ok(client, 'exec', { command: 'cat /workspace/kept.txt', sandboxId: forked.id })).structuredContent) as { stdout: string }).stdout, 'kept\n');
   for (const id of [sandboxId, forked.id]) await ok(client, 'sandbox_destroy', { sandboxId: id });
 });

@@ -7,7 +7,9 @@ import { startTestApi } from '../helpers/stack.ts';
 import { newAccount } from '../helpers/accounts.ts';
 
 // The SDK against a real API, for the calls the CLI does not already drive end to end: scoped
-// keys, and the webhook endpoints' whole life; and every webhook call honours its AbortSignal.
+// keys, the webhook endpoints' whole life, snapshots as far as they go without a sandbox (their
+// whole life is test/sdk/sandbox-handle.test.ts's); and every webhook and snapshot call honours
+// its AbortSignal.
 // Endpoints are only added, never delivered to (this API has no worker): nothing leaves loopback.
 
 const api = await startTestApi();
@@ -45,6 +47,25 @@ test('webhooks through the SDK: add (the secret once), list, rotate (a new secre
   await assert.rejects(client.rotateWebhookSecret(created.id), (err) => err instanceof PaddockApiError && err.code === 'webhook_not_found');
 });
 
+test('snapshots through the SDK with no sandbox: none listed, an unknown id is snapshot_not_found, a read-only key lists but does not delete', async () => {
+  const account = await newAccount(api.url, 'sdk-snapshots');
+  const client = new PaddockClient({ baseUrl: api.url, apiKey: account.key });
+  assert.deepEqual(await client.listSnapshots(), []);
+  assert.deepEqual(await client.snapshotPage({ limit: 5 }), { data: [], next: null });
+  assert.deepEqual((await client.account()).usage.snapshotStorage.usedBytes, 0);
+  const notFound = (err: unknown) => err instanceof PaddockApiError && err.status === 404 && err.code === 'snapshot_not_found';
+  await assert.rejects(client.getSnapshot('snap_000000000000000000000000'), notFound);
+  await assert.rejects(client.deleteSnapshot('snap_000000000000000000000000'), notFound);
+  await assert.rejects(client.createSandbox({ snapshot: 'snap_000000000000000000000000', wait: false }), notFound);
+  await assert.rejects(client.createSnapshot('sbx_000000000000000000000000'), (err) => err instanceof PaddockApiError && err.status === 404 && err.code === 'sandbox_not_found');
+  const dashboard = new PaddockClient({ baseUrl: api.url, token: account.token });
+  const reader = new PaddockClient({ baseUrl: api.url, apiKey: (await dashboard.createApiKey({ name: 'reader', scopes: ['sandboxes:read'] })).key });
+  assert.deepEqual(await reader.listSnapshots(), []);
+  const noScope = (err: unknown) => err instanceof PaddockApiError && err.status === 403 && err.code === 'insufficient_scope';
+  await assert.rejects(reader.deleteSnapshot('snap_000000000000000000000000'), noScope);
+  await assert.rejects(reader.createSnapshot('sbx_000000000000000000000000', { name: 'x' }), noScope);
+});
+
 test('every webhook call honours an aborted signal: it rejects and sends nothing', async (t) => {
   let requests = 0;
   const server = createServer((req, res) => {
@@ -63,6 +84,30 @@ test('every webhook call honours an aborted signal: it rejects and sends nothing
     ['testWebhook', () => client.testWebhook('whk_x', { signal })],
     ['rotateWebhookSecret', () => client.rotateWebhookSecret('whk_x', { signal })],
     ['listDeliveries', () => client.listDeliveries('whk_x', { signal })],
+  ];
+  for (const [name, call] of calls) await assert.rejects(call(), (err: Error) => err.name === 'AbortError', name);
+  assert.equal(requests, 0);
+});
+
+test('every snapshot call honours an aborted signal: it rejects and sends nothing', async (t) => {
+  let requests = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    res.writeHead(500).end();
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.after(() => new Promise((ok) => server.close(ok)));
+  const client = new PaddockClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: 'pdk_live_x', retries: 0 });
+  const signal = AbortSignal.abort();
+  const calls: [string, () => Promise<unknown>][] = [
+    ['createSnapshot', () => client.createSnapshot('sbx_x', { name: 'n' }, { signal })],
+    ['listSnapshots', () => client.listSnapshots({ limit: 1, signal })],
+    ['snapshotPage', () => client.snapshotPage({ signal })],
+    ['snapshots', async () => { for await (const _ of client.snapshots({ signal })) break; }],
+    ['getSnapshot', () => client.getSnapshot('snap_x', { signal })],
+    ['deleteSnapshot', () => client.deleteSnapshot('snap_x', { signal })],
+    ['createSandbox from a snapshot', () => client.createSandbox({ snapshot: 'snap_x' }, { signal })],
   ];
   for (const [name, call] of calls) await assert.rejects(call(), (err: Error) => err.name === 'AbortError', name);
   assert.equal(requests, 0);

@@ -299,23 +299,57 @@ test('preview.fetch: another host goes through fetch, a *.localhost one on loopb
   }
 });
 
-test('snapshots: the workspace kept, a sandbox created from it sees it; listed through the client, deleted, then not found', async () => {
+test('snapshots: the workspace kept, a sandbox created from it sees it; listed through the client a page at a time, counted in the account, deleted, then not found', async () => {
   await sbx.files.write('kept/state.txt', 'before the snapshot\n');
   const snapshot = await sbx.snapshots.create({ name: 'sdk' });
-  assert.deepEqual([snapshot.status, snapshot.name, snapshot.sandboxId], ['ready', 'sdk', sbx.id]);
-  assert.ok((await sbx.snapshots.list()).some((s) => s.id === snapshot.id));
+  assert.deepEqual([snapshot.status, snapshot.name, snapshot.sandboxId, snapshot.failureCode], ['ready', 'sdk', sbx.id, null]);
+  assert.match(snapshot.id, /^snap_/);
+  assert.ok(snapshot.sizeBytes > 0 && snapshot.files >= 2, JSON.stringify(snapshot));
+  assert.deepEqual((await sbx.snapshots.list()).map((s) => s.id), [snapshot.id]);
   const client = new PaddockClient(conn);
-  const listed: string[] = [];
-  for await (const s of client.snapshots({ pageSize: 1 })) listed.push(s.id);
-  assert.ok(listed.includes(snapshot.id));
   await using forked = await Sandbox.create({ ...conn, snapshot: snapshot.id });
   assert.equal(await forked.files.readText('kept/state.txt'), 'before the snapshot\n');
+  // The fork is a sandbox of its own: a snapshot of it is not one of sbx's.
+  const ofFork = await forked.snapshots.create();
+  assert.equal(ofFork.name, null);
+  assert.deepEqual((await forked.snapshots.list()).map((s) => s.id), [ofFork.id]);
   const pending = await sbx.snapshots.create({ wait: false });
   assert.equal(pending.status, 'pending');
   await eventually('the snapshot is ready', 30_000, async () => ((await client.getSnapshot(pending.id)).status === 'ready' ? true : undefined));
-  for (const id of [snapshot.id, pending.id]) await client.deleteSnapshot(id);
+  assert.deepEqual((await sbx.snapshots.list()).map((s) => s.id), [pending.id, snapshot.id], "sbx's own, newest first");
+
+  // The account's, newest first: a page as a list, the page with its next, every page.
+  const newestFirst = [pending.id, ofFork.id, snapshot.id];
+  assert.deepEqual((await client.listSnapshots()).map((s) => s.id), newestFirst);
+  assert.deepEqual((await client.listSnapshots({ limit: 1 })).map((s) => s.id), [pending.id]);
+  const first = await client.snapshotPage({ limit: 2 });
+  assert.deepEqual([first.data.map((s) => s.id), typeof first.next], [newestFirst.slice(0, 2), 'string']);
+  assert.deepEqual((await client.listSnapshots({ limit: 2, after: first.next! })).map((s) => s.id), [snapshot.id]);
+  assert.equal((await client.snapshotPage({ limit: 2, after: first.next! })).next, null);
+  const listed: string[] = [];
+  for await (const s of client.snapshots({ pageSize: 1 })) listed.push(s.id);
+  assert.deepEqual(listed, newestFirst);
+  const sizes = await Promise.all(newestFirst.map(async (id) => (await client.getSnapshot(id)).sizeBytes));
+  const storage = (await client.account()).usage.snapshotStorage;
+  assert.equal(storage.usedBytes, sizes.reduce((a, b) => a + b, 0));
+  assert.ok(storage.limitBytes > storage.usedBytes, JSON.stringify(storage));
+
+  for (const id of newestFirst) await client.deleteSnapshot(id);
+  assert.deepEqual(await client.listSnapshots(), []);
+  assert.equal((await client.account()).usage.snapshotStorage.usedBytes, 0);
   await assert.rejects(client.getSnapshot(snapshot.id), (err: unknown) => err instanceof PaddockApiError && err.code === 'snapshot_not_found' && err.status === 404);
+  await assert.rejects(client.deleteSnapshot(snapshot.id), (err: unknown) => err instanceof PaddockApiError && err.code === 'snapshot_not_found' && err.status === 404);
   await assert.rejects(Sandbox.create({ ...conn, snapshot: snapshot.id }), (err: unknown) => err instanceof PaddockApiError && err.code === 'snapshot_not_found');
+  // The forked sandbox keeps its workspace when the snapshot it came from is gone.
+  assert.equal(await forked.files.readText('kept/state.txt'), 'before the snapshot\n');
+});
+
+test("snapshots of another account's sandbox, or of a sandbox that is no longer running, are refused with the API's codes", async () => {
+  const other = new PaddockClient({ apiKey: (await newAccount(api.url, 'sdk-handle-snap-other')).key, baseUrl: api.url });
+  await assert.rejects(other.createSnapshot(sbx.id), (err: unknown) => err instanceof PaddockApiError && err.code === 'sandbox_not_found' && err.status === 404);
+  const gone = await Sandbox.create({ ...conn, timeout: 60 });
+  await gone.destroy();
+  await assert.rejects(gone.snapshots.create(), (err: unknown) => err instanceof PaddockApiError && err.code === 'sandbox_not_running' && err.status === 409);
 });
 
 test('setTimeout moves expiresAt; destroy ends it; await using destroys at the end of the block', async () => {
