@@ -2,6 +2,9 @@ import { z } from 'zod';
 
 export const timestamp = z.iso.datetime().meta({ description: 'RFC 3339 UTC timestamp' });
 
+/** A query flag: exactly `true` or `false`. */
+export const booleanFlag = z.enum(['true', 'false']).transform((v) => v === 'true');
+
 export const email = z
   .string()
   .trim()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestamp } from '../common-schemas.ts';
+import { booleanFlag, timestamp } from '../common-schemas.ts';
 import { MAX_PATTERN_LENGTH } from '../../services/files/limits.ts';
 import { normalisePath, pathProblem, WORKSPACE } from '../../services/files/paths.ts';
 
@@ -22,8 +22,6 @@ const writtenPath = filePath.meta({
 });
 
 const directoryPath = filePath.default(WORKSPACE).meta({ description: `${PATH_DESCRIPTION} Default /workspace.` });
-
-const booleanFlag = z.enum(['true', 'false']).transform((v) => v === 'true');
 
 const lineNumber = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listOf, timestamp } from '../common-schemas.ts';
+import { booleanFlag, listOf, timestamp } from '../common-schemas.ts';
 
 export const ProcessParams = z.strictObject({
   id: z.string().max(100),
@@ -25,9 +25,7 @@ export const ProcessObject = z.object({
 export const ProcessList = listOf(ProcessObject);
 
 export const OutputQuery = z.strictObject({
-  follow: z
-    .enum(['true', 'false'])
-    .transform((v) => v === 'true')
+  follow: booleanFlag
     .default(false)
     .meta({ description: 'Keep the answer open, sending output as it comes, until the process ends' }),
 });

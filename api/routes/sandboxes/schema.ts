@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ENV_NAME, isReservedKey } from '../../../shared/exec/env-names.ts';
-import { listOf, timestamp } from '../common-schemas.ts';
+import { booleanFlag, listOf, timestamp } from '../common-schemas.ts';
 
 // The schema's own bound (a year); the session cap, which is configured, is checked by the engine.
 const MAX_TIMEOUT_SECONDS = 366 * 24 * 3600;
@@ -57,8 +57,6 @@ export const SetTimeoutBody = z.strictObject({
     .max(MAX_TIMEOUT_SECONDS)
     .meta({ description: 'The sandbox ends this many seconds from now: earlier or later than before, never past createdAt + the session cap' }),
 });
-
-const booleanFlag = z.enum(['true', 'false']).transform((v) => v === 'true');
 
 export const CreateSandboxQuery = z.strictObject({
   wait: booleanFlag.default(true).meta({ description: 'Answer once running or failed (default), or at once with status pending' }),

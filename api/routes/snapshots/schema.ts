@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listOf, timestamp } from '../common-schemas.ts';
+import { booleanFlag, listOf, timestamp } from '../common-schemas.ts';
 
 export const SnapshotParams = z.strictObject({ snapshotId: z.string().max(100) });
 
@@ -8,9 +8,7 @@ export const CreateSnapshotBody = z.strictObject({
 });
 
 export const CreateSnapshotQuery = z.strictObject({
-  wait: z
-    .enum(['true', 'false'])
-    .transform((v) => v === 'true')
+  wait: booleanFlag
     .default(true)
     .meta({ description: 'Answer once the copy is whole (default), or at once with status pending: snapshot.created or snapshot.failed tells its end' }),
 });
