@@ -21,6 +21,7 @@ import {
   usedSnapshotBytes,
   type SnapshotRow,
 } from '../repositories/snapshots.ts';
+import { drained } from '../drained.ts';
 import type { SnapshotStore } from './store.ts';
 import { NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
 import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from './restore-error.ts';
@@ -64,17 +65,8 @@ const isZstdError = (err: unknown) => typeof (err as NodeJS.ErrnoException | und
 
 /** Resolves once `stream` takes the chunk (or is gone): a slow store holds the tar behind it. */
 function written(stream: Writable, chunk: Uint8Array): Promise<void> | void {
-  if (stream.destroyed) return;
-  if (stream.write(chunk)) return;
-  return new Promise((taken) => {
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      taken();
-    };
-    stream.once('drain', done);
-    stream.once('close', done);
-  });
+  if (stream.destroyed || stream.write(chunk)) return;
+  return drained(stream);
 }
 
 /** A pending snapshot this long past the longest a copy may take was abandoned. */

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { posix } from 'node:path';
 import type { Writable } from 'node:stream';
+import { drained } from '../../drained.ts';
 import { isStdinStream, type ExecRequest, type ExecResult, type ExecStdin } from '../types.ts';
 import { killGroup, type GroupKill } from './cgroups.ts';
 import { armDeadline } from './deadline.ts';
@@ -230,17 +231,3 @@ async function feed(source: AsyncIterable<Uint8Array>, pipe: Writable, done: () 
   await chunks.return?.();
 }
 
-/** Settles once `pipe` takes more, or will take nothing more (closed, failed). */
-export function drained(pipe: Writable): Promise<void> {
-  return new Promise((resolve) => {
-    const go = () => {
-      pipe.off('drain', go);
-      pipe.off('close', go);
-      pipe.off('error', go);
-      resolve();
-    };
-    pipe.on('drain', go);
-    pipe.on('close', go);
-    pipe.on('error', go);
-  });
-}

@@ -6,7 +6,7 @@ import { constants } from 'node:os';
 import { isStdinStream, STDIN_WINDOW_BYTES, type ExecRequest, type ExecResult } from '../../types.ts';
 import { killGroup, type GroupKill } from '../cgroups.ts';
 import { armDeadline } from '../deadline.ts';
-import { drained } from '../exec.ts';
+import { drained } from '../../../drained.ts';
 import { CHUNK_BYTES, frame, frameHeader, FrameReader, requestFrame } from './protocol.ts';
 import type { Frame } from '../../exec-frame.ts';
 import { bytesMoved } from '../../../reclaim.ts';
