@@ -59,3 +59,10 @@ export function hostProcesses(): { pid: number; ppid: number; args: string[] }[]
   }
   return found;
 }
+
+/**
+ * A `sleep` argument no other process on the host uses: both runtimes' runs of a file look at the
+ * same host's processes at once, and a sleep an earlier run left behind must not be taken for one
+ * of this run's.
+ */
+export const sleepMark = (seconds: number) => `${seconds}.${process.pid}`;

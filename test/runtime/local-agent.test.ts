@@ -11,7 +11,7 @@ import { newId } from '../../shared/ids.ts';
 import { frame, FrameReader } from '../../shared/runtime/local/agent/protocol.ts';
 import { createLocalRuntime } from '../../shared/runtime/local/index.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { hostProcesses as allHostProcesses } from '../helpers/processes.ts';
+import { hostProcesses as allHostProcesses, sleepMark } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // A local sandbox's init is its agent (shared/runtime/local/agent/paddock-agent.c): commands start
@@ -41,9 +41,9 @@ test('a command is the agent\'s child: no nsenter, nothing from the spawner, and
   const id = await sandbox();
   const state = await stateOf(options.dataDir, id);
   assert.equal(state.agent, true);
-  const outcome = run(runtime, id, ['sh', '-c', 'exec sleep 401'], { timeoutMs: 20_000 });
+  const outcome = run(runtime, id, ['sh', '-c', `exec sleep ${sleepMark(401)}`], { timeoutMs: 20_000 });
   outcome.catch(() => undefined);
-  const sleeping = await eventually('the command runs', 5000, async () => hostProcesses('sleep 401')[0]);
+  const sleeping = await eventually('the command runs', 5000, async () => hostProcesses(`sleep ${sleepMark(401)}`)[0]);
   assert.equal(sleeping.ppid, state.pid, 'its parent is the sandbox\'s init, the agent');
   assert.equal(hostProcesses('nsenter').filter((p) => p.args.includes(`--target=${state.pid}`)).length, 0);
   // The spawner started the sandbox (launch.ts); of the command, it started nothing: its only
@@ -185,13 +185,13 @@ test('a process that dies mid-command takes its command\'s session with it: the 
   const script = `
     import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
     const runtime = createLocalRuntime(${JSON.stringify(options)});
-    await runtime.exec(${JSON.stringify(id)}, { argv: ['sh', '-c', 'sleep 403 & sleep 404'], timeoutMs: 60_000 });
+    await runtime.exec(${JSON.stringify(id)}, { argv: ['sh', '-c', 'sleep ${sleepMark(403)} & sleep ${sleepMark(404)}'], timeoutMs: 60_000 });
   `;
   const other = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
-  await eventually('the command runs', 10_000, async () => (hostProcesses('sleep 404').length > 0 ? true : undefined));
+  await eventually('the command runs', 10_000, async () => (hostProcesses(`sleep ${sleepMark(404)}`).length > 0 ? true : undefined));
   other.kill('SIGKILL');
   await eventually('its command is killed', 10_000, async () =>
-    hostProcesses('sleep 403').length + hostProcesses('sleep 404').length === 0 ? true : undefined,
+    hostProcesses(`sleep ${sleepMark(403)}`).length + hostProcesses(`sleep ${sleepMark(404)}`).length === 0 ? true : undefined,
   );
 });
 

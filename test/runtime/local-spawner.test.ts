@@ -14,7 +14,7 @@ import { sandboxMarker, type LaunchRequest } from '../../shared/runtime/local/la
 import { findPrograms } from '../../shared/runtime/local/programs.ts';
 import { PermanentRuntimeError } from '../../shared/runtime/types.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { hostProcesses } from '../helpers/processes.ts';
+import { hostProcesses, sleepMark } from '../helpers/processes.ts';
 import { run, setupLocalRuntime } from '../helpers/local-runtime.ts';
 
 // Without its agent (a sandbox made before it, a host without a C compiler, terminals always), the
@@ -28,12 +28,6 @@ const RUNTIME_MODULE = new URL('../../shared/runtime/local/index.ts', import.met
 async function spawnersOf(parent: number): Promise<number[]> {
   return hostProcesses().filter((p) => p.ppid === parent && p.args.some((a) => a.endsWith('spawner-main.ts'))).map((p) => p.pid);
 }
-
-/**
- * A `sleep` argument no other process on the host uses: both runtimes' runs of this file (and any
- * sleep an earlier run left behind) must not be taken for this one's.
- */
-const mark = (seconds: number) => `${seconds}.${process.pid}`;
 
 /** Host processes running `sleep <marker>`, wherever they are. */
 async function sleepers(marker: string): Promise<number[]> {
@@ -63,7 +57,7 @@ test('commands are forked by one long-lived spawner, a child of the runtime\'s p
   const names = environ.map((e) => e.slice(0, e.indexOf('='))).filter((n) => !n.startsWith('NODE_CHANNEL_')); // Node's IPC
   assert.deepEqual(names, ['PATH']);
 
-  const { outcome } = await startSleeping(runtime, id, mark(301));
+  const { outcome } = await startSleeping(runtime, id, sleepMark(301));
   // The command's session leader (nsenter) is the spawner's child.
   const all = hostProcesses();
   const leaders = all.filter((p) => p.ppid === spawners[0] && p.args.some((a) => a.endsWith('nsenter')));
@@ -77,12 +71,12 @@ test('commands are forked by one long-lived spawner, a child of the runtime\'s p
 test('a spawner killed mid-command fails that call, kills the command, and the next exec starts another', async (t) => {
   const { runtime, sandbox } = await setupLocalRuntime(t, { agent: false });
   const id = await sandbox();
-  const { outcome } = await startSleeping(runtime, id, mark(302));
+  const { outcome } = await startSleeping(runtime, id, sleepMark(302));
   const [spawner] = await spawnersOf(process.pid);
   assert.ok(spawner);
   process.kill(spawner, 'SIGKILL');
   await assert.rejects(outcome, /command spawner exited \(SIGKILL\)/);
-  await until('the command is killed', async () => (await sleepers(mark(302))).length === 0);
+  await until('the command is killed', async () => (await sleepers(sleepMark(302))).length === 0);
 
   assert.equal((await run(runtime, id, ['echo', 'again'])).stdout, 'again\n');
   const now = await spawnersOf(process.pid);
@@ -93,11 +87,11 @@ test('a spawner killed mid-command fails that call, kills the command, and the n
 test('close stops the spawner and what it runs; a later exec starts another', async (t) => {
   const { runtime, sandbox } = await setupLocalRuntime(t, { agent: false });
   const id = await sandbox();
-  const { outcome } = await startSleeping(runtime, id, mark(303));
+  const { outcome } = await startSleeping(runtime, id, sleepMark(303));
   await runtime.close();
   await assert.rejects(outcome, /command spawner exited/);
   assert.deepEqual(await spawnersOf(process.pid), []);
-  await until('the command is killed', async () => (await sleepers(mark(303))).length === 0);
+  await until('the command is killed', async () => (await sleepers(sleepMark(303))).length === 0);
   assert.equal((await run(runtime, id, ['echo', 'after'])).stdout, 'after\n');
 });
 
@@ -128,13 +122,13 @@ test('a process that ran execs exits on its own; one killed takes its spawner an
   assert.equal(code, 0);
   assert.equal(said, 'from elsewhere\n');
 
-  const killed = elsewhere(['sleep', mark(304)]);
-  await until('the command runs', async () => (await sleepers(mark(304))).length > 0);
+  const killed = elsewhere(['sleep', sleepMark(304)]);
+  await until('the command runs', async () => (await sleepers(sleepMark(304))).length > 0);
   const [spawner] = await spawnersOf(killed.pid!);
   assert.ok(spawner, 'the other process has a spawner');
   killed.kill('SIGKILL');
   await until('its spawner exits', async () => readStat(spawner) === undefined || readStat(spawner)!.state === 'Z');
-  await until('its command is killed', async () => (await sleepers(mark(304))).length === 0);
+  await until('its command is killed', async () => (await sleepers(sleepMark(304))).length === 0);
 });
 
 test('the runtime\'s own host commands (the disk\'s truncate, mkfs.ext4, mount) come from the spawner too; a failure carries its stderr', async (t) => {
@@ -171,11 +165,11 @@ test('a spawner that dies under a host command is no permanent failure of the di
   await spawner.host('true', []);
   const [pid] = await spawnersOf(process.pid);
   assert.ok(pid);
-  const sleeping = spawner.host('sleep', [mark(305)]);
-  await until('the command runs', async () => (await sleepers(mark(305))).length > 0);
+  const sleeping = spawner.host('sleep', [sleepMark(305)]);
+  await until('the command runs', async () => (await sleepers(sleepMark(305))).length > 0);
   process.kill(pid, 'SIGKILL');
   await assert.rejects(sleeping, SpawnerGoneError);
-  await until('its command is killed', async () => (await sleepers(mark(305))).length === 0);
+  await until('its command is killed', async () => (await sleepers(sleepMark(305))).length === 0);
   await spawner.host('true', []);
   // mkfs.ext4 or mount lost with their spawner: the error goes up as it is, for the job to retry.
   const dir = await mkdtemp(join(tmpdir(), 'paddock-disk-'));
