@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -66,7 +66,8 @@ test('snapshots through the SDK with no sandbox: none listed, an unknown id is s
   await assert.rejects(reader.createSnapshot('sbx_000000000000000000000000', { name: 'x' }), noScope);
 });
 
-test('every webhook call honours an aborted signal: it rejects and sends nothing', async (t) => {
+/** A client of a server that answers every request 500 and counts them. */
+async function countingServer(t: TestContext): Promise<{ client: PaddockClient; requests: () => number }> {
   let requests = 0;
   const server = createServer((req, res) => {
     requests++;
@@ -76,6 +77,11 @@ test('every webhook call honours an aborted signal: it rejects and sends nothing
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   t.after(() => new Promise((ok) => server.close(ok)));
   const client = new PaddockClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: 'pdk_live_x', retries: 0 });
+  return { client, requests: () => requests };
+}
+
+test('every webhook call honours an aborted signal: it rejects and sends nothing', async (t) => {
+  const { client, requests } = await countingServer(t);
   const signal = AbortSignal.abort();
   const calls: [string, () => Promise<unknown>][] = [
     ['createWebhook', () => client.createWebhook({ url: 'https://hooks.example/x' }, { signal })],
@@ -86,19 +92,11 @@ test('every webhook call honours an aborted signal: it rejects and sends nothing
     ['listDeliveries', () => client.listDeliveries('whk_x', { signal })],
   ];
   for (const [name, call] of calls) await assert.rejects(call(), (err: Error) => err.name === 'AbortError', name);
-  assert.equal(requests, 0);
+  assert.equal(requests(), 0);
 });
 
 test('every snapshot call honours an aborted signal: it rejects and sends nothing', async (t) => {
-  let requests = 0;
-  const server = createServer((req, res) => {
-    requests++;
-    req.resume();
-    res.writeHead(500).end();
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  t.after(() => new Promise((ok) => server.close(ok)));
-  const client = new PaddockClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: 'pdk_live_x', retries: 0 });
+  const { client, requests } = await countingServer(t);
   const signal = AbortSignal.abort();
   const calls: [string, () => Promise<unknown>][] = [
     ['createSnapshot', () => client.createSnapshot('sbx_x', { name: 'n' }, { signal })],
@@ -110,5 +108,5 @@ test('every snapshot call honours an aborted signal: it rejects and sends nothin
     ['createSandbox from a snapshot', () => client.createSandbox({ snapshot: 'snap_x' }, { signal })],
   ];
   for (const [name, call] of calls) await assert.rejects(call(), (err: Error) => err.name === 'AbortError', name);
-  assert.equal(requests, 0);
+  assert.equal(requests(), 0);
 });
