@@ -58,22 +58,20 @@ export function beginSnapshot(
 }
 
 /**
- * The pending snapshot's bytes are stored whole: ready, with its event; unless with them the
- * account's snapshots pass its storage limit (others finished meanwhile), when it fails instead.
+ * The pending snapshot's bytes are stored whole: ready, with its event; 'over_limit', the row left
+ * pending for its failure, when with them the account's snapshots would pass its storage limit
+ * (others finished meanwhile); undefined when it was deleted meanwhile.
  */
 export function finishSnapshot(
   em: EntityManager,
   row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>,
   input: { sizeBytes: number; files: number; sha256: Buffer; limitBytes: number },
-): Promise<{ snapshot: SnapshotRow; event?: RecordedEvent } | { failed: 'snapshot_storage_limit_reached'; event?: RecordedEvent } | undefined> {
+): Promise<{ snapshot: SnapshotRow; event?: RecordedEvent } | 'over_limit' | undefined> {
   return em.fork().transactional(async (tx) => {
     const lock = eventsLockStatement({ accountId: row.account_id });
     await execute(tx, lock.sql, lock.params);
     const [{ used }] = (await execute<{ used: string }>(tx, USED, [row.account_id])) as [{ used: string }];
-    if (Number(used) + input.sizeBytes > input.limitBytes) {
-      const event = await failUnderLock(tx, row, 'snapshot_storage_limit_reached', 'The snapshot would pass the account\'s snapshot storage limit.');
-      return event === null ? undefined : { failed: 'snapshot_storage_limit_reached' as const, event };
-    }
+    if (Number(used) + input.sizeBytes > input.limitBytes) return 'over_limit';
     const [snapshot] = await execute<SnapshotRow>(
       tx,
       `update snapshots set status = 'ready', size_bytes = $2, files = $3, sha256 = $4 where id = $1 and status = 'pending' returning ${COLUMNS}`,
@@ -86,20 +84,15 @@ export function finishSnapshot(
   });
 }
 
-/** The pending snapshot failed (`code`, an error code the API would answer with): its event says why. */
+/** The pending snapshot failed (`code`, an error code the API would answer with): its event says why; none when it was no longer pending. */
 export function failSnapshot(em: EntityManager, row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>, code: string, message: string): Promise<RecordedEvent | undefined> {
   return em.fork().transactional(async (tx) => {
     const lock = eventsLockStatement({ accountId: row.account_id });
     await execute(tx, lock.sql, lock.params);
-    return (await failUnderLock(tx, row, code, message)) ?? undefined;
+    const [failed] = await execute<{ id: string }>(tx, `update snapshots set status = 'failed', failure_code = $2 where id = $1 and status = 'pending' returning id`, [row.id, code]);
+    if (!failed) return undefined;
+    return recordEventUnderLock(tx, { accountId: row.account_id, sandboxId: row.sandbox_id, type: 'snapshot.failed', data: { snapshot: { id: row.id, sandboxId: row.sandbox_id, failureCode: code, message } } });
   });
-}
-
-/** null when the snapshot was no longer pending. */
-async function failUnderLock(tx: EntityManager, row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>, code: string, message: string): Promise<RecordedEvent | undefined | null> {
-  const [failed] = await execute<{ id: string }>(tx, `update snapshots set status = 'failed', failure_code = $2 where id = $1 and status = 'pending' returning id`, [row.id, code]);
-  if (!failed) return null;
-  return recordEventUnderLock(tx, { accountId: row.account_id, sandboxId: row.sandbox_id, type: 'snapshot.failed', data: { snapshot: { id: row.id, sandboxId: row.sandbox_id, failureCode: code, message } } });
 }
 
 /** Removes the account's snapshot, with its event; undefined when it has none of that id. */
