@@ -11,6 +11,7 @@ import { SecretVersions } from './20261126000001_secret_versions.ts';
 import { WebhookRefusalsUnnamed } from './20261127000001_webhook_refusals_unnamed.ts';
 import { Previews } from './20261128000001_previews.ts';
 import { Snapshots } from './20261129000001_snapshots.ts';
+import { FinalSnapshots } from './20261129000002_final_snapshots.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
@@ -27,4 +28,5 @@ export const migrationsList = [
   { name: '20261127000001_webhook_refusals_unnamed', class: WebhookRefusalsUnnamed },
   { name: '20261128000001_previews', class: Previews },
   { name: '20261129000001_snapshots', class: Snapshots },
+  { name: '20261129000002_final_snapshots', class: FinalSnapshots },
 ];

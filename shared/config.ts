@@ -92,6 +92,12 @@ export const configSchema = z.object({
   PADDOCK_SNAPSHOT_RETENTION_DAYS: positiveNumber.default(7),
   /** Where snapshots are stored: a directory every API and worker process reaches (unset: <PADDOCK_DATA_DIR>/snapshots). */
   PADDOCK_SNAPSHOT_DIR: z.string().min(1).optional(),
+  /**
+   * How long a sandbox created with snapshotOnDestroy may take, once its processes are ended, for
+   * the copy of its workspace before it is destroyed; past it the snapshot is given up, never the
+   * cap. Below the runtimes' own deadline grace, which ends the sandbox whatever Paddock does.
+   */
+  PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS: int(1).default(60),
   PADDOCK_SESSION_CAP_SECONDS: int(1).default(1800),
   PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: int(1).default(60),
   PADDOCK_REAPER_SWEEP_SECONDS: int(1).default(30),

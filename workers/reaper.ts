@@ -86,8 +86,8 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
 
   // A destroy whose job was lost (Redis flushed) would otherwise stay "terminating" forever.
   const terminating = await terminatingSandboxes(pool, deployment, BATCH);
-  const reasons = new Map(terminating.map((s) => [s.id, s.destroyReason]));
-  await inParallel([...reasons.keys()], (id) => destroySandbox(deps, id, reasons.get(id) ?? 'user', 'sweep'), deps);
+  const asked = new Map(terminating.map((s) => [s.id, s]));
+  await inParallel([...asked.keys()], (id) => destroySandbox(deps, id, asked.get(id)?.destroyReason ?? 'user', 'sweep', { final: asked.get(id)?.snapshotOnDestroy }), deps);
 
   const orphans = await collectOrphans(deps);
   await tendWarmPool(deps, (ids, work) => inParallel(ids, work, deps));

@@ -176,10 +176,15 @@ function invalid(): ApiError {
 /** A key whose scopes lack the route's answers 403 insufficient_scope naming it; nothing else runs. */
 export function requireScope(scope: Scope) {
   return async function checkScope(ctx: AppContext, next: Next): Promise<void> {
-    const auth = ctx.state.auth;
-    if (auth?.kind === 'apiKey' && !auth.scopes.includes(scope)) {
-      throw new ApiError('insufficient_scope', `This API key lacks the scope ${scope}, which this route needs.`, { extra: { scope } });
-    }
+    requireScopeFor(ctx, scope, 'this route');
     await next();
   };
+}
+
+/** 403 insufficient_scope for a key without `scope`, which `what` (a route, or a field of its body) needs. */
+export function requireScopeFor(ctx: AppContext, scope: Scope, what: string): void {
+  const auth = ctx.state.auth;
+  if (auth?.kind === 'apiKey' && !auth.scopes.includes(scope)) {
+    throw new ApiError('insufficient_scope', `This API key lacks the scope ${scope}, which ${what} needs.`, { extra: { scope } });
+  }
 }

@@ -58,6 +58,10 @@ export const Sandbox = defineEntity({
     destroyedAt: p.datetime().nullable(),
     destroyReason: p.string().$type<DestroyReason>().nullable(),
     failureMessage: p.string().nullable(),
+    /** Its workspace is snapshotted before it is destroyed (shared/snapshots/snapshots.ts, keepFinal). */
+    snapshotOnDestroy: p.boolean().default(false),
+    /** That snapshot, once ready; null until then, or when it failed. */
+    finalSnapshotId: p.string().nullable(),
     /** When sandbox.expiring is due (PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt); null: none. */
     expiryWarningAt: p.datetime().nullable(),
     /** The deployment whose runtime holds it (shared/deployment.ts); null: made before deployments were recorded. */

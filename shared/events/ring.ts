@@ -16,6 +16,7 @@ export interface SandboxTransition {
   destroyedAt: string | null;
   destroyReason: DestroyReason | null;
   failureMessage: string | null;
+  finalSnapshotId: string | null;
 }
 
 export interface Ring {
@@ -37,6 +38,7 @@ export function ringMessage(accountId: string, events: readonly RecordedEvent[])
       destroyedAt: s.destroyedAt ?? null,
       destroyReason: s.destroyReason ?? null,
       failureMessage: s.failureMessage ?? null,
+      finalSnapshotId: s.finalSnapshotId ?? null,
     });
   }
   return sandboxes.length === 0 ? accountId : JSON.stringify({ a: accountId, s: sandboxes });
@@ -76,5 +78,6 @@ export function withTransition(sandbox: Sandbox, t: SandboxTransition): Sandbox 
     destroyedAt: dateOf(t.destroyedAt),
     destroyReason: t.destroyReason,
     failureMessage: t.failureMessage,
+    finalSnapshotId: t.finalSnapshotId ?? null,
   };
 }

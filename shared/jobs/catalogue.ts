@@ -32,13 +32,20 @@ export const jobCatalogue = {
       capAt: z.iso.datetime().optional(),
       /** The snapshot whose workspace the sandbox starts with (shared/snapshots/). */
       snapshotId: z.string().min(1).max(100).optional(),
+      /** Its workspace is snapshotted before it is destroyed: its sandbox.running event says so. */
+      snapshotOnDestroy: z.boolean().optional(),
     }),
     attempts: 5,
     backoff: { type: 'exponential', delay: 500 },
     jobId: (p: { sandboxId: string }) => `create-${p.sandboxId}`,
   },
   destroy: {
-    payload: z.object({ sandboxId, reason: z.enum(['user', 'expired', 'failed']) }),
+    payload: z.object({
+      sandboxId,
+      reason: z.enum(['user', 'expired', 'failed']),
+      /** Its workspace is snapshotted first (snapshotOnDestroy): a user's destroy reads no row without it. */
+      final: z.boolean().optional(),
+    }),
     attempts: 10,
     backoff: { type: 'exponential', delay: 500 },
     jobId: (p: { sandboxId: string }) => `destroy-${p.sandboxId}`,

@@ -47,8 +47,8 @@ const OWN_SANDBOX_WITH_POLICY = {
  */
 export function insertSandboxStatement(sandbox: Sandbox): Statement {
   return {
-    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment)
-     values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12)`,
+    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment, snapshot_on_destroy)
+     values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13)`,
     params: [
       sandbox.id,
       sandbox.accountId,
@@ -62,6 +62,7 @@ export function insertSandboxStatement(sandbox: Sandbox): Statement {
       sandbox.expiresAt,
       sandbox.expiryWarningAt ?? null,
       sandbox.deployment ?? null,
+      sandbox.snapshotOnDestroy ?? false,
     ],
   };
 }
@@ -158,17 +159,18 @@ export function runningSinceStatement(id: string, readyAt: Date): Statement {
 }
 
 /** active → destroyed (status failed when its reason is, else terminated); the row as it now is when it applied. */
-export function destroyedStatement(id: string, reason: DestroyReason, destroyedAt: Date, failureMessage: string | undefined): Statement {
+export function destroyedStatement(id: string, reason: DestroyReason, destroyedAt: Date, failureMessage: string | undefined, finalSnapshotId?: string): Statement {
   return {
     sql: `update sandboxes
             set state = 'destroyed',
                 status = case when coalesce(destroy_reason, $1) = 'failed' then 'failed' else 'terminated' end,
                 destroyed_at = $2,
                 destroy_reason = coalesce(destroy_reason, $1),
-                failure_message = coalesce($3, failure_message)
+                failure_message = coalesce($3, failure_message),
+                final_snapshot_id = coalesce($5, final_snapshot_id)
           where id = $4 and state = 'active'
           returning ${SANDBOX_COLUMNS}`,
-    params: [reason, destroyedAt, failureMessage ? failureMessage.slice(0, 1000) : null, id],
+    params: [reason, destroyedAt, failureMessage ? failureMessage.slice(0, 1000) : null, id, finalSnapshotId ?? null],
   };
 }
 
@@ -260,7 +262,7 @@ export const SWEEP_READS = {
   },
   terminating: {
     name: 'paddock-sweep-terminating',
-    text: `select id, destroy_reason from sandboxes where state = 'active' and status = 'terminating' and ${OURS} limit $2`,
+    text: `select id, destroy_reason, snapshot_on_destroy from sandboxes where state = 'active' and status = 'terminating' and ${OURS} limit $2`,
   },
 } as const;
 
@@ -275,9 +277,9 @@ export async function stuckPendingSandboxIds(pool: Pool, deployment: string, cut
 }
 
 /** Sandboxes of the deployment asked to be destroyed and not yet destroyed, with the reason asked. */
-export async function terminatingSandboxes(pool: Pool, deployment: string, limit: number): Promise<{ id: string; destroyReason: DestroyReason | null }[]> {
-  const { rows } = await pool.query<{ id: string; destroy_reason: DestroyReason | null }>({ ...SWEEP_READS.terminating, values: [deployment, limit] });
-  return rows.map((r) => ({ id: r.id, destroyReason: r.destroy_reason }));
+export async function terminatingSandboxes(pool: Pool, deployment: string, limit: number): Promise<{ id: string; destroyReason: DestroyReason | null; snapshotOnDestroy: boolean }[]> {
+  const { rows } = await pool.query<{ id: string; destroy_reason: DestroyReason | null; snapshot_on_destroy: boolean }>({ ...SWEEP_READS.terminating, values: [deployment, limit] });
+  return rows.map((r) => ({ id: r.id, destroyReason: r.destroy_reason, snapshotOnDestroy: r.snapshot_on_destroy }));
 }
 
 /** Active sandboxes of the deployment whose expiry warning is due and not sent: their delayed job was lost. */
@@ -328,6 +330,8 @@ function sandboxOf(row: SandboxRow): Sandbox {
     destroyedAt: dateOf(row.destroyed_at),
     destroyReason: row.destroy_reason,
     failureMessage: row.failure_message,
+    snapshotOnDestroy: row.snapshot_on_destroy,
+    finalSnapshotId: row.final_snapshot_id,
   };
   return sandbox as Sandbox;
 }

@@ -34,20 +34,27 @@ export type SnapshotBeginning =
 
 /**
  * A pending snapshot of the account's running sandbox, unless the account's snapshots fill its
- * storage already: one transaction under the account's lock, so replicas count alike.
+ * storage already: one transaction under the account's lock, so replicas count alike. A `final`
+ * one is of a sandbox being destroyed that ran and has none yet, and begins whatever the storage: its copy, counted
+ * as it streams, fails at once with its event, where no request is there to answer.
  */
 export function beginSnapshot(
   em: EntityManager,
-  input: { accountId: string; sandboxId: string; name?: string; expiresAt: Date; limitBytes: number },
+  input: { accountId: string; sandboxId: string; name?: string; expiresAt: Date; limitBytes: number; final?: boolean },
 ): Promise<SnapshotBeginning> {
   return em.fork().transactional(async (tx) => {
     const lock = eventsLockStatement({ accountId: input.accountId });
     await execute(tx, lock.sql, lock.params);
-    const [sandbox] = await execute<{ status: string; image: string }>(tx, 'select status, image from sandboxes where id = $1 and account_id = $2', [input.sandboxId, input.accountId]);
+    const [sandbox] = await execute<{ status: string; image: string; ready_at: Date | null; final_snapshot_id: string | null }>(
+      tx,
+      'select status, image, ready_at, final_snapshot_id from sandboxes where id = $1 and account_id = $2',
+      [input.sandboxId, input.accountId],
+    );
     if (!sandbox) return { outcome: 'sandbox_not_found' };
-    if (sandbox.status !== 'running') return { outcome: 'sandbox_not_running' };
+    const takeable = input.final ? sandbox.status === 'terminating' && sandbox.ready_at !== null && sandbox.final_snapshot_id === null : sandbox.status === 'running';
+    if (!takeable) return { outcome: 'sandbox_not_running' };
     const [{ used }] = (await execute<{ used: string }>(tx, USED, [input.accountId])) as [{ used: string }];
-    if (Number(used) >= input.limitBytes) return { outcome: 'limit_reached', usedBytes: Number(used) };
+    if (Number(used) >= input.limitBytes && !input.final) return { outcome: 'limit_reached', usedBytes: Number(used) };
     const [snapshot] = await execute<SnapshotRow>(
       tx,
       `insert into snapshots (id, account_id, sandbox_id, name, image, status, expires_at) values ($1, $2, $3, $4, $5, 'pending', $6) returning ${COLUMNS}`,
@@ -60,12 +67,13 @@ export function beginSnapshot(
 /**
  * The pending snapshot's bytes are stored whole: ready, with its event; 'over_limit', the row left
  * pending for its failure, when with them the account's snapshots would pass its storage limit
- * (others finished meanwhile); undefined when it was deleted meanwhile.
+ * (others finished meanwhile); undefined when it was deleted meanwhile. A `final` one is named on
+ * its sandbox's row at once, so that a retry of the destroy takes no second.
  */
 export function finishSnapshot(
   em: EntityManager,
   row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>,
-  input: { sizeBytes: number; files: number; sha256: Buffer; limitBytes: number },
+  input: { sizeBytes: number; files: number; sha256: Buffer; limitBytes: number; final?: boolean },
 ): Promise<{ snapshot: SnapshotRow; event?: RecordedEvent } | 'over_limit' | undefined> {
   return em.fork().transactional(async (tx) => {
     const lock = eventsLockStatement({ accountId: row.account_id });
@@ -79,6 +87,7 @@ export function finishSnapshot(
     );
     // Deleted while it was copied: nothing to report.
     if (!snapshot) return undefined;
+    if (input.final) await execute(tx, `update sandboxes set final_snapshot_id = $1 where id = $2 and state = 'active'`, [row.id, row.sandbox_id]);
     const event = await recordEventUnderLock(tx, { accountId: row.account_id, sandboxId: row.sandbox_id, type: 'snapshot.created', data: { snapshot: eventData(snapshot) } });
     return { snapshot, event };
   });

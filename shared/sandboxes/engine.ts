@@ -26,6 +26,8 @@ export interface CreateSandboxInput {
   timeoutSeconds?: number;
   /** A snapshot whose workspace it starts with (and whose image, unless `image` names one). */
   snapshot?: string;
+  /** Its workspace snapshotted as it is destroyed (shared/snapshots/snapshots.ts, keepFinal). */
+  snapshotOnDestroy?: boolean;
 }
 
 // A first request with a key that has not finished after this long is presumed dead (its API
@@ -66,8 +68,15 @@ export class SandboxEngine {
     const image = this.#resolveImage(input.image ?? snapshot?.image);
     this.#refuseTimeoutPastCap(input.timeoutSeconds);
     await this.#refuseProtectedEnv(accountId, input.env);
-    // A timeout and a snapshot count in the request's identity only when given: a key's hash from before them stays the same.
-    const identity = [image, input.metadata ?? {}, input.env ?? {}, ...(input.timeoutSeconds === undefined ? [] : [input.timeoutSeconds]), ...(snapshot ? [{ snapshot: snapshot.id }] : [])];
+    // A timeout, a snapshot and a final one count in the request's identity only when given: a key's hash from before them stays the same.
+    const identity = [
+      image,
+      input.metadata ?? {},
+      input.env ?? {},
+      ...(input.timeoutSeconds === undefined ? [] : [input.timeoutSeconds]),
+      ...(snapshot ? [{ snapshot: snapshot.id }] : []),
+      ...(input.snapshotOnDestroy ? [{ snapshotOnDestroy: true }] : []),
+    ];
     const requestHash = createHash('sha256').update(JSON.stringify(identity)).digest('hex');
     // A pooled sandbox runs already, its workspace empty: one from a snapshot is made for it.
     const pooled = !snapshot && isPooled(this.#options, this.#deps.runtime, image);
@@ -116,15 +125,16 @@ export class SandboxEngine {
    */
   async destroy(accountId: string, id: string, options: { wait: boolean }): Promise<Sandbox> {
     const { store, announcer } = this.#deps;
-    const queueDestroy = () => this.#deps.queue.add([{ name: 'destroy', payload: { sandboxId: id, reason: 'user' } }]);
+    const queueDestroy = (s: Sandbox) =>
+      this.#deps.queue.add([{ name: 'destroy', payload: { sandboxId: id, reason: 'user', ...(s.snapshotOnDestroy ? { final: true } : {}) } }]);
     // An id we never issue is unknown without a query (PostgreSQL refuses some strings, such as NUL).
     let sandbox = isId('sbx', id) ? await store.markTerminatingByItsUser(accountId, id) : undefined;
     if (sandbox) {
-      await Promise.all([announcer.changed([accountId]), queueDestroy()]);
+      await Promise.all([announcer.changed([accountId]), queueDestroy(sandbox)]);
     } else {
       sandbox = await this.findOwn(accountId, id);
       // Asked for already: its job again (one job, by its id), should the first have been lost.
-      if (sandbox.state === 'active') await queueDestroy();
+      if (sandbox.state === 'active') await queueDestroy(sandbox);
     }
     if (options.wait && sandbox.state === 'active') {
       sandbox = await this.#waitFor(sandbox, jobCatalogue.destroy.jobId({ sandboxId: id }), DESTROY_WAIT_MS, (s) => s.state === 'destroyed');
@@ -352,6 +362,8 @@ export class SandboxEngine {
       destroyedAt: null,
       destroyReason: null,
       failureMessage: null,
+      snapshotOnDestroy: input.snapshotOnDestroy ?? false,
+      finalSnapshotId: null,
     };
   }
 }
@@ -407,6 +419,7 @@ function createPayload(sandbox: Sandbox, capSeconds: number, snapshotId: string 
   return {
     ...(capAt.getTime() === sandbox.expiresAt.getTime() ? {} : { capAt: capAt.toISOString() }),
     ...(snapshotId ? { snapshotId } : {}),
+    ...(sandbox.snapshotOnDestroy ? { snapshotOnDestroy: true } : {}),
     sandboxId: sandbox.id,
     image: sandbox.image,
     expiresAt: sandbox.expiresAt.toISOString(),

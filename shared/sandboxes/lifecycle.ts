@@ -5,7 +5,7 @@ import type { Logger } from '../logger.ts';
 import { PermanentRuntimeError, type SandboxRuntime } from '../runtime/types.ts';
 import type { SandboxRow } from './snapshot.ts';
 import type { Clock } from './ports.ts';
-import type { PendingSandbox } from './transitions.ts';
+import type { DestroyedEnd, PendingSandbox } from './transitions.ts';
 import { SnapshotRestoreError } from '../snapshots/restore-error.ts';
 
 // The workers' half of a sandbox's life: its start in the runtime once its create has committed,
@@ -19,7 +19,7 @@ export interface LifecycleStore {
   /** True when the sandbox is now being destroyed; with `dueBy`, only one that expires by then is marked. */
   markTerminating(id: string, reason: DestroyReason, dueBy?: Date): Promise<boolean>;
   /** The row as destroyed, or undefined where it was not active. */
-  markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<SandboxRow | undefined>;
+  markDestroyed(id: string, reason: DestroyReason, end?: DestroyedEnd): Promise<SandboxRow | undefined>;
   markExpiring(id: string): Promise<boolean>;
 }
 
@@ -30,8 +30,12 @@ export interface SandboxLifecycleDeps {
   log: Pick<Logger, 'warn'>;
   /** Told of each sandbox a failed start destroyed (the workers count them). */
   onFailed?: () => void;
-  /** Fills a new sandbox's workspace from a snapshot before it runs (shared/snapshots/). */
-  workspaces: { restore(accountId: string, sandboxId: string, snapshotId: string, timeoutMs: number): Promise<void> };
+  /** A workspace from a snapshot before the sandbox runs, and into one before it is destroyed (shared/snapshots/). */
+  workspaces: {
+    restore(accountId: string, sandboxId: string, snapshotId: string, timeoutMs: number): Promise<void>;
+    /** The snapshot's id, or undefined when there is none; never throws. */
+    keepFinal(accountId: string, sandboxId: string): Promise<string | undefined>;
+  };
 }
 
 export type SandboxLifecycleOptions = Pick<Config, 'PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS'>;
@@ -81,7 +85,7 @@ export class SandboxLifecycle {
         return 'skipped';
       }
       if (row.status === 'running') return 'running';
-      pending = { id: sandboxId, account_id: row.accountId, image, metadata: row.metadata, created_at: row.createdAt, expires_at: new Date(expiresAt) };
+      pending = { id: sandboxId, account_id: row.accountId, image, metadata: row.metadata, created_at: row.createdAt, expires_at: new Date(expiresAt), snapshot_on_destroy: row.snapshotOnDestroy };
     }
 
     const readyDeadline = pending.created_at.getTime() + this.#options.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000;
@@ -142,7 +146,7 @@ export class SandboxLifecycle {
   /** The sandbox can never run: its quota is freed at once and whatever the runtime made is cleaned up. True when this failed it. */
   async fail(sandboxId: string, message: string): Promise<boolean> {
     await this.#deps.runtime.destroy(sandboxId).catch((err: unknown) => this.#deps.log.warn({ err, sandboxId }, 'cleanup of failed sandbox failed'));
-    if (!(await this.#deps.store.markDestroyed(sandboxId, 'failed', message))) return false;
+    if (!(await this.#deps.store.markDestroyed(sandboxId, 'failed', { failureMessage: message }))) return false;
     this.#deps.onFailed?.();
     return true;
   }
@@ -155,14 +159,22 @@ export class SandboxLifecycle {
    * Kills the runtime sandbox, then records it destroyed: the row as destroyed, undefined when it
    * was destroyed already (it is still removed from the runtime, in case a crash left it there),
    * 'unknown' for none, 'not-due' for one that expires later (its end moved: engine.ts, setTimeout).
+   * A sandbox created with snapshotOnDestroy has its workspace snapshotted first (`final`: the
+   * row's word, which a user's destroy carries in its job).
    */
-  async end(sandboxId: string, reason: DestroyReason): Promise<SandboxRow | 'unknown' | 'not-due' | undefined> {
+  async end(sandboxId: string, reason: DestroyReason, known: { final?: boolean } = {}): Promise<SandboxRow | 'unknown' | 'not-due' | undefined> {
     const { store, runtime, clock } = this.#deps;
+    let final = known.final === true && reason === 'user';
+    let accountId: string | undefined;
     // Only a user's DELETE queues a destroy for `user`, and it marked the sandbox terminating first
-    // (engine.ts, destroy): nothing to read or mark, and the runtime's destroy starts a round trip sooner.
-    if (reason !== 'user') {
+    // (engine.ts, destroy): nothing to read or mark, and the runtime's destroy starts a round trip
+    // sooner; unless its job says a final snapshot is due, which needs the account.
+    if (reason !== 'user' || final) {
       const row = await store.find(sandboxId);
       if (!row) return 'unknown';
+      // Once: a retry of the destroy finds the one its first try kept.
+      final = row.snapshotOnDestroy && row.state === 'active' && !row.finalSnapshotId && (row.destroyReason ?? reason) !== 'failed';
+      accountId = row.accountId;
       // One asked for already keeps its first reason.
       if (row.state === 'active' && row.status !== 'terminating') {
         // An expiry is checked against the row, in the update itself: a move later that commits
@@ -172,8 +184,9 @@ export class SandboxLifecycle {
         if (!(await store.markTerminating(sandboxId, reason, dueBy)) && dueBy) return 'not-due';
       }
     }
+    const finalSnapshotId = final && accountId ? await this.#deps.workspaces.keepFinal(accountId, sandboxId) : undefined;
     await runtime.destroy(sandboxId);
-    return store.markDestroyed(sandboxId, reason);
+    return store.markDestroyed(sandboxId, reason, { finalSnapshotId });
   }
 
   /** Records sandbox.expiring once for an active sandbox whose cap is near. */
@@ -184,9 +197,9 @@ export class SandboxLifecycle {
 
 /** The row's facts as the job carries them, when the job is fresh; undefined when the row is to be read first. */
 function freshFacts(payload: JobPayload<'create'>, attempt: StartAttempt, now: Date): PendingSandbox | undefined {
-  const { sandboxId, image, expiresAt, accountId, createdAt, metadata } = payload;
+  const { sandboxId, image, expiresAt, accountId, createdAt, metadata, snapshotOnDestroy } = payload;
   if (!accountId || !createdAt || !metadata || attempt.started > 1) return undefined;
   const born = new Date(createdAt);
   if (now.getTime() - born.getTime() > FRESH_MS) return undefined;
-  return { id: sandboxId, account_id: accountId, image, metadata, created_at: born, expires_at: new Date(expiresAt) };
+  return { id: sandboxId, account_id: accountId, image, metadata, created_at: born, expires_at: new Date(expiresAt), snapshot_on_destroy: snapshotOnDestroy ?? false };
 }

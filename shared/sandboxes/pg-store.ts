@@ -10,7 +10,7 @@ import { completeIdempotencyKey, idempotencyInsertStatement, idempotencyReadStat
 import { getAllowlist } from '../repositories/policy.ts';
 import { findSandbox, insertSandboxStatement, markSandboxTerminating, moveSandboxEnd, readOwnSandbox, type MovedEnd } from '../repositories/sandboxes.ts';
 import { claimedFrom, claimWarmStatement } from '../repositories/warm-pool.ts';
-import { markDestroyed, markExpiring, markRunning, markTerminating, type PendingSandbox } from './transitions.ts';
+import { markDestroyed, markExpiring, markRunning, markTerminating, type DestroyedEnd, type PendingSandbox } from './transitions.ts';
 import type { LifecycleStore } from './lifecycle.ts';
 import type { SandboxRow } from './snapshot.ts';
 import type { CreateDecision, CreateFacts, CreateRequest, CreateResult, SandboxStore } from './ports.ts';
@@ -90,7 +90,7 @@ export class PgSandboxStore implements SandboxStore {
   }
 
   async markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<boolean> {
-    return (await markDestroyed(this.#orm.em.fork(), id, reason, failureMessage, this.#announcer)) !== undefined;
+    return (await markDestroyed(this.#orm.em.fork(), id, reason, { failureMessage }, this.#announcer)) !== undefined;
   }
 }
 
@@ -116,8 +116,8 @@ export class PgLifecycleStore implements LifecycleStore {
     return markTerminating(this.#orm.em.fork(), id, reason, this.#announcer, dueBy);
   }
 
-  markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<SandboxRow | undefined> {
-    return markDestroyed(this.#orm.em.fork(), id, reason, failureMessage, this.#announcer);
+  markDestroyed(id: string, reason: DestroyReason, end?: DestroyedEnd): Promise<SandboxRow | undefined> {
+    return markDestroyed(this.#orm.em.fork(), id, reason, end, this.#announcer);
   }
 
   markExpiring(id: string): Promise<boolean> {

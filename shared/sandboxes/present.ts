@@ -17,6 +17,8 @@ export interface PresentableSandbox {
   destroyedAt?: Date | string | null;
   destroyReason?: Sandbox['destroyReason'] | null;
   failureMessage?: string | null;
+  snapshotOnDestroy?: boolean;
+  finalSnapshotId?: string | null;
 }
 
 export type PresentedSandbox = ReturnType<typeof presentSandbox>;
@@ -34,6 +36,8 @@ export function presentSandbox(sandbox: PresentableSandbox) {
     destroyedAt: isoOf(sandbox.destroyedAt ?? null),
     destroyReason: sandbox.destroyReason ?? null,
     failureMessage: sandbox.failureMessage ?? null,
+    snapshotOnDestroy: sandbox.snapshotOnDestroy ?? false,
+    finalSnapshotId: sandbox.finalSnapshotId ?? null,
     metadata: sandbox.metadata,
   };
 }

@@ -4,7 +4,7 @@ import type { PresentableSandbox } from './present.ts';
 // A sandbox as the API presents it, from a row read with SANDBOX_COLUMNS: what an event about it
 // carries (data.sandbox), taken inside the transaction that changed it.
 export const SANDBOX_COLUMNS = `id, account_id, state, status, image, metadata, created_at, ready_at, expires_at,
-  destroyed_at, destroy_reason, failure_message`;
+  destroyed_at, destroy_reason, failure_message, snapshot_on_destroy, final_snapshot_id`;
 
 export interface SandboxRow {
   id: string;
@@ -19,6 +19,8 @@ export interface SandboxRow {
   destroyed_at: Date | null;
   destroy_reason: Sandbox['destroyReason'];
   failure_message: string | null;
+  snapshot_on_destroy: boolean;
+  final_snapshot_id: string | null;
 }
 
 /** The row as the presenter takes it (present.ts): an event's sandbox, as every answer shows it. */
@@ -35,5 +37,7 @@ export function presentableRow(row: SandboxRow): PresentableSandbox {
     destroyedAt: row.destroyed_at,
     destroyReason: row.destroy_reason,
     failureMessage: row.failure_message,
+    snapshotOnDestroy: row.snapshot_on_destroy,
+    finalSnapshotId: row.final_snapshot_id,
   };
 }

@@ -25,7 +25,7 @@ import { dateOf } from '../db/timestamps.ts';
 // change does. `announcer` starts their delivery after the commit.
 
 /** What a pending sandbox's create knows of its row: enough to tell what sandbox.running reports. */
-export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'metadata' | 'created_at' | 'expires_at'>;
+export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'metadata' | 'created_at' | 'expires_at' | 'snapshot_on_destroy'>;
 
 /**
  * pending → running. False when the sandbox was meanwhile destroyed or is being destroyed. One
@@ -34,7 +34,7 @@ export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'm
  */
 export async function markRunning(em: EntityManager, sandbox: PendingSandbox, announcer?: Announcer): Promise<boolean> {
   const readyAt = new Date();
-  const row: SandboxRow = { ...sandbox, state: 'active', status: 'running', ready_at: readyAt, destroyed_at: null, destroy_reason: null, failure_message: null };
+  const row: SandboxRow = { ...sandbox, state: 'active', status: 'running', ready_at: readyAt, destroyed_at: null, destroy_reason: null, failure_message: null, final_snapshot_id: null };
   const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')], undefined, runningSinceStatement(sandbox.id, readyAt));
   const [updated, , rows] = await inBatchedTransaction(em, (tx) =>
     tx.commitWith([runningStatement(sandbox.id, readyAt), eventsLockStatement({ accountId: sandbox.account_id }), statement]),
@@ -60,6 +60,14 @@ export async function markTerminating(em: EntityManager, id: string, reason: Des
   return row?.state === 'active' && row.status === 'terminating';
 }
 
+/** What a destroyed sandbox's row records of its end, beyond its reason. */
+export interface DestroyedEnd {
+  /** Why it failed. */
+  failureMessage?: string;
+  /** The snapshot of its workspace taken before it was destroyed (snapshotOnDestroy). */
+  finalSnapshotId?: string;
+}
+
 /**
  * active → destroyed; a sandbox destroyed for `failed` ends with status failed (events
  * sandbox.failed, then sandbox.destroyed), else terminated (sandbox.destroyed). Two round trips:
@@ -71,11 +79,11 @@ export async function markDestroyed(
   em: EntityManager,
   id: string,
   reason: DestroyReason,
-  failureMessage?: string,
+  end: DestroyedEnd = {},
   announcer?: Announcer,
 ): Promise<SandboxRow | undefined> {
   const destroyed = await inBatchedTransaction(em, async (tx) => {
-    const [changed] = await tx.send([destroyedStatement(id, reason, new Date(), failureMessage), dropOwnSecretsStatement(id)]);
+    const [changed] = await tx.send([destroyedStatement(id, reason, new Date(), end.failureMessage, end.finalSnapshotId), dropOwnSecretsStatement(id)]);
     const row = changed?.[0] as SandboxRow | undefined;
     if (!row) return undefined;
     const types: SandboxEventType[] = row.status === 'failed' ? ['sandbox.failed', 'sandbox.destroyed'] : ['sandbox.destroyed'];

@@ -159,6 +159,8 @@ export type CreateSandboxRequest = {
   timeoutSeconds?: number;
   /** A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one */
   snapshot?: string;
+  /** Snapshot its workspace when it is destroyed, by a DELETE or at its expiresAt (its processes are ended first); the destroyed sandbox's finalSnapshotId names the snapshot. Needs the scope snapshots:write */
+  snapshotOnDestroy?: boolean;
 };
 
 export type CreateSecretRequest = {
@@ -514,6 +516,10 @@ export type Sandbox = {
   destroyReason: ("user" | "expired" | "failed") | null;
   /** Why a failed sandbox failed */
   failureMessage: string | null;
+  /** Its workspace is snapshotted when it is destroyed */
+  snapshotOnDestroy: boolean;
+  /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why) */
+  finalSnapshotId: string | null;
   metadata: Record<string, string>;
 };
 
@@ -533,6 +539,10 @@ export type SandboxList = {
     destroyReason: ("user" | "expired" | "failed") | null;
     /** Why a failed sandbox failed */
     failureMessage: string | null;
+    /** Its workspace is snapshotted when it is destroyed */
+    snapshotOnDestroy: boolean;
+    /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why) */
+    finalSnapshotId: string | null;
     metadata: Record<string, string>;
   }[];
   /** Pass as ?after= for the next page; null on the last page */

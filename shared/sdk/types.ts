@@ -34,6 +34,10 @@ export interface Sandbox {
   destroyedAt: Timestamp | null;
   destroyReason: 'user' | 'expired' | 'failed' | null;
   failureMessage: string | null;
+  /** Its workspace is snapshotted when it is destroyed. */
+  snapshotOnDestroy: boolean;
+  /** That snapshot, once the sandbox is destroyed; null until then, or when the snapshot failed. */
+  finalSnapshotId: string | null;
   metadata: Record<string, string>;
 }
 
@@ -49,6 +53,11 @@ export interface CreateSandboxInput {
   idempotencyKey?: string;
   /** A ready snapshot (snap_…): the sandbox's /workspace starts as it was, its image the snapshot's unless `image` names one. */
   snapshot?: string;
+  /**
+   * Snapshot its workspace when it is destroyed (by `destroy()` or at its expiresAt, its
+   * processes ended first): the destroyed sandbox's finalSnapshotId names it. Needs snapshots:write.
+   */
+  snapshotOnDestroy?: boolean;
 }
 
 export interface ExecInput {

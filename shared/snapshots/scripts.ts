@@ -50,3 +50,13 @@ if [ "$1" = zstd ]; then
 fi
 LC_ALL=C exec tar -x -f - --no-same-owner --same-permissions
 `;
+
+/**
+ * Before a final snapshot (snapshotOnDestroy): every process of the sandbox killed, so that none
+ * runs past the sandbox's end and the workspace holds still while it is copied. kill(-1) reaches
+ * every process the caller may signal but itself and the pid namespace's init (Paddock's: the
+ * local agent or init, the pod's keeper); a fork racing it is restarted with the signal pending,
+ * and the second pass takes what the first may have missed. On Kubernetes the exec's own wrapper
+ * goes too, so its answer is not read.
+ */
+export const HALT_SCRIPT = 'kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null; exit 0';

@@ -23,7 +23,7 @@ import {
 } from '../repositories/snapshots.ts';
 import { drained } from '../drained.ts';
 import type { SnapshotStore } from './store.ts';
-import { NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
+import { HALT_SCRIPT, NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
 import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from './restore-error.ts';
 
 // Snapshots' rules (docs/api.md, "Snapshots"): a running sandbox's workspace copied, compressed,
@@ -31,7 +31,7 @@ import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from './restore-error.
 // the account's storage as it streams; a sandbox started from one gets the workspace back before
 // it runs, each byte checked against the SHA-256 taken as it was written.
 
-export type SnapshotOptions = Pick<Config, 'PADDOCK_QUOTA_SNAPSHOT_BYTES' | 'PADDOCK_SNAPSHOT_RETENTION_DAYS' | 'PADDOCK_ARCHIVE_TIMEOUT_SECONDS'>;
+export type SnapshotOptions = Pick<Config, 'PADDOCK_QUOTA_SNAPSHOT_BYTES' | 'PADDOCK_SNAPSHOT_RETENTION_DAYS' | 'PADDOCK_ARCHIVE_TIMEOUT_SECONDS' | 'PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS'>;
 
 export interface SnapshotDeps {
   em: EntityManager;
@@ -72,6 +72,9 @@ function written(stream: Writable, chunk: Uint8Array): Promise<void> | void {
 /** A pending snapshot this long past the longest a copy may take was abandoned. */
 const ABANDONED_AFTER_MS = 60_000;
 
+/** The kill of a sandbox's processes before its final snapshot: a few milliseconds, unless the host is starved. */
+const HALT_TIMEOUT_MS = 10_000;
+
 /** Of what tar says on stderr, this much is kept for a failure's message. */
 const STDERR_KEPT_BYTES = 4096;
 
@@ -92,8 +95,7 @@ export class Snapshots {
   async take(accountId: string, sandboxId: string, input: { name?: string }, options: { wait: boolean } = { wait: true }): Promise<SnapshotRow> {
     if (!isId('sbx', sandboxId)) throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
     const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
-    const expiresAt = new Date(Date.now() + this.#options.PADDOCK_SNAPSHOT_RETENTION_DAYS * 86_400_000);
-    const begun = await beginSnapshot(this.#deps.em, { accountId, sandboxId, name: input.name, expiresAt, limitBytes });
+    const begun = await beginSnapshot(this.#deps.em, { accountId, sandboxId, name: input.name, expiresAt: this.#expiresAt(), limitBytes });
     if (begun.outcome === 'limit_reached') throw storageLimit(begun.usedBytes, limitBytes);
     if (begun.outcome === 'sandbox_not_found') throw new ApiError('sandbox_not_found', `No sandbox ${sandboxId}.`);
     if (begun.outcome !== 'begun') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is not running: only a running sandbox's workspace can be snapshotted.`);
@@ -105,6 +107,33 @@ export class Snapshots {
       throw err;
     }
     return begun.snapshot;
+  }
+
+  /**
+   * The workspace of a sandbox being destroyed that asked for it (snapshotOnDestroy): every
+   * process of it ended first, so that none runs on and the copy holds still, then copied within
+   * PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS. The snapshot's id once ready; undefined when there was
+   * nothing to take (it never ran) or the copy failed or overran, which its snapshot.failed event
+   * says. Never throws: the destroy goes on either way.
+   */
+  async keepFinal(accountId: string, sandboxId: string): Promise<string | undefined> {
+    const deadline = Date.now() + this.#options.PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS * 1000;
+    try {
+      const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
+      const begun = await beginSnapshot(this.#deps.em, { accountId, sandboxId, expiresAt: this.#expiresAt(), limitBytes, final: true });
+      if (begun.outcome !== 'begun') return undefined;
+      await this.#deps.runtime
+        .exec(sandboxId, { argv: ['/bin/sh', '-c', HALT_SCRIPT, 'paddock-halt'], cwd: '/', env: {}, timeoutMs: Math.max(1000, Math.min(HALT_TIMEOUT_MS, deadline - Date.now())) })
+        .catch(() => undefined);
+      return (await this.#fill(begun.snapshot, begun.usedBytes, { timeoutMs: Math.max(1000, deadline - Date.now()), final: true })).id;
+    } catch (err) {
+      if (!(err instanceof ApiError)) this.#deps.log.warn({ err, sandboxId }, "a sandbox's final snapshot failed");
+      return undefined;
+    }
+  }
+
+  #expiresAt(): Date {
+    return new Date(Date.now() + this.#options.PADDOCK_SNAPSHOT_RETENTION_DAYS * 86_400_000);
   }
 
   /** A worker's half of a snapshot taken without waiting: the copy, its end recorded as with a wait. */
@@ -119,12 +148,15 @@ export class Snapshots {
     );
   }
 
-  /** The pending snapshot's copy, and its end recorded: ready, or failed with its failureCode. */
-  async #fill(row: SnapshotRow, usedBytes: number): Promise<SnapshotRow> {
+  /**
+   * The pending snapshot's copy (within `timeoutMs`, else PADDOCK_ARCHIVE_TIMEOUT_SECONDS), and its
+   * end recorded: ready, or failed with its failureCode. A `final` one is its sandbox's last.
+   */
+  async #fill(row: SnapshotRow, usedBytes: number, options: { timeoutMs?: number; final?: boolean } = {}): Promise<SnapshotRow> {
     const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
     try {
-      const copied = await this.#copy(row, limitBytes - usedBytes);
-      const finished = await finishSnapshot(this.#deps.em, row, { ...copied, limitBytes });
+      const copied = await this.#copy(row, limitBytes - usedBytes, options.timeoutMs ?? this.#options.PADDOCK_ARCHIVE_TIMEOUT_SECONDS * 1000);
+      const finished = await finishSnapshot(this.#deps.em, row, { ...copied, limitBytes, final: options.final });
       if (!finished) throw new ApiError('snapshot_not_found', `Snapshot ${row.id} was deleted while it was taken.`);
       // Others finished meanwhile: it fails below, as any copy past the account's room does.
       if (finished === 'over_limit') throw storageLimit(usedBytes, limitBytes);
@@ -143,7 +175,7 @@ export class Snapshots {
    * The workspace's tar, compressed here (zstd, on libuv's threads, never the event loop) into the
    * store, counted and digested as it goes; its size, members and digest.
    */
-  async #copy(row: SnapshotRow, roomBytes: number): Promise<{ sizeBytes: number; files: number; sha256: Buffer }> {
+  async #copy(row: SnapshotRow, roomBytes: number, timeoutMs: number): Promise<{ sizeBytes: number; files: number; sha256: Buffer }> {
     const upload = await this.#deps.store.create(row.id);
     const hash = createHash('sha256');
     const stop = new AbortController();
@@ -172,7 +204,6 @@ export class Snapshots {
     let mode: 'frames' | 'tar' | undefined;
     const stderr = new BoundedText(STDERR_KEPT_BYTES);
     try {
-      const timeoutMs = this.#options.PADDOCK_ARCHIVE_TIMEOUT_SECONDS * 1000;
       const result = await this.#deps.runtime.exec(row.sandbox_id, {
         argv: ['/bin/sh', '-c', TAKE_SCRIPT, 'paddock-snapshot'],
         cwd: '/',
@@ -190,7 +221,7 @@ export class Snapshots {
         if (!overLimit) throw err;
       });
       if (overLimit) throw storageLimit(this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES - roomBytes, this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES);
-      if (result.timedOut) throw new ApiError('operation_timed_out', `The workspace was not copied within ${timeoutMs / 1000} s.`);
+      if (result.timedOut) throw new ApiError('operation_timed_out', `The workspace was not copied within ${Math.ceil(timeoutMs / 1000)} s.`);
       if (result.exitCode === NO_WORKSPACE_EXIT) throw new ApiError('file_not_found', 'The sandbox has no /workspace to snapshot.');
       // tar's 1: a file changed as it was read; the archive is whole all the same.
       const tarExit = /(?:^|\n)tar=([0-9]{1,3})\n?$/.exec(stderr.tail())?.[1];

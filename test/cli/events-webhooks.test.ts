@@ -111,6 +111,8 @@ test('the picker warns of a session near its cap, with the time left', () => {
     destroyedAt: null,
     destroyReason: null,
     failureMessage: null,
+    snapshotOnDestroy: false,
+    finalSnapshotId: null,
     metadata: {},
   });
   const frame = render(h(SessionTable, { sessions: [session('sbx_soon', 252), session('sbx_later', 1200)], selected: 0, now })).lastFrame() ?? '';

@@ -33,6 +33,8 @@ function sandbox(id: string, createdAgoS: number, status: Sandbox['status'] = 'r
     destroyedAt: null,
     destroyReason: null,
     failureMessage: null,
+    snapshotOnDestroy: false,
+    finalSnapshotId: null,
     metadata: {},
   };
 }

@@ -20,6 +20,7 @@ const transition = (id: string, state: SandboxTransition['state'], status: Sandb
   destroyedAt: state === 'destroyed' ? '2026-11-25T10:00:01.000Z' : null,
   destroyReason: state === 'destroyed' ? 'user' : null,
   failureMessage: null,
+  finalSnapshotId: null,
 });
 
 const message = (accountId: string, sandboxes: SandboxTransition[]) => JSON.stringify({ a: accountId, s: sandboxes });

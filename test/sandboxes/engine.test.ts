@@ -240,7 +240,7 @@ test('a gone account is refused as an invalid credential', async () => {
 });
 
 test('a wait answers the transition it heard, with no further read', async () => {
-  const heard: SandboxTransition = { id: '', state: 'active', status: 'running', readyAt: NOW.toISOString(), destroyedAt: null, destroyReason: null, failureMessage: null };
+  const heard: SandboxTransition = { id: '', state: 'active', status: 'running', readyAt: NOW.toISOString(), destroyedAt: null, destroyReason: null, failureMessage: null, finalSnapshotId: null };
   const { engine, store } = engineWith({ heard });
   store.findOwn = async () => assert.fail('no read once the transition is heard');
   const { sandbox } = await engine.create('acc_1', {}, { wait: true });

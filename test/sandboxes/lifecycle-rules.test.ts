@@ -19,11 +19,11 @@ function sandbox(over: Partial<Sandbox> = {}): Sandbox {
   return {
     id: ID, accountId: 'acc_1', state: 'active', status: 'pending', image: 'base', metadata: {}, env: {},
     createdAt: NOW, readyAt: null, expiresAt: new Date(NOW.getTime() + 3600_000), expiryWarningAt: null,
-    deployment: 'unit', destroyedAt: null, destroyReason: null, failureMessage: null, ...over,
+    deployment: 'unit', destroyedAt: null, destroyReason: null, failureMessage: null, snapshotOnDestroy: false, finalSnapshotId: null, ...over,
   } as Sandbox;
 }
 
-function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; restore?: () => Promise<void>; now?: Date; movedTo?: Date } = {}) {
+function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; restore?: () => Promise<void>; now?: Date; movedTo?: Date; kept?: string } = {}) {
   const calls: string[] = [];
   let current = row;
   const store: LifecycleStore = {
@@ -42,8 +42,8 @@ function world(row: Sandbox | undefined, options: { create?: () => Promise<void>
       // As the conditional update: an expiry applies only to a sandbox due by then (its end may have moved meanwhile).
       return !dueBy || (options.movedTo ?? current!.expiresAt) <= dueBy;
     },
-    markDestroyed: async (_id, reason: DestroyReason, message?: string) => {
-      calls.push(`destroyed ${reason}${message ? `: ${message}` : ''}`);
+    markDestroyed: async (_id, reason: DestroyReason, end = {}) => {
+      calls.push(`destroyed ${reason}${end.failureMessage ? `: ${end.failureMessage}` : ''}${end.finalSnapshotId ? ` with ${end.finalSnapshotId}` : ''}`);
       if (current?.state !== 'active') return undefined;
       current = { ...current, state: 'destroyed' };
       return { destroy_reason: reason } as SandboxRow;
@@ -68,6 +68,10 @@ function world(row: Sandbox | undefined, options: { create?: () => Promise<void>
         restore: async (accountId, sandboxId, snapshotId) => {
           calls.push(`restore ${snapshotId} into ${sandboxId} of ${accountId}`);
           await options.restore?.();
+        },
+        keepFinal: async (accountId, sandboxId) => {
+          calls.push(`keep ${sandboxId} of ${accountId}`);
+          return options.kept;
         },
       },
     },
@@ -157,4 +161,24 @@ test('an expiry ends only a sandbox whose end is due: one moved later (before th
   // A failed start is no expiry: it is not checked against the end.
   const failed = world(sandbox({ status: 'running' }));
   assert.ok(await failed.lifecycle.end(ID, 'failed'));
+});
+
+test('snapshotOnDestroy: the workspace is kept before the runtime destroys it, at the cap or on a DELETE (whose job says so), once, and never for a failed start', async () => {
+  const expired = world(sandbox({ status: 'running', expiresAt: NOW, snapshotOnDestroy: true }), { kept: 'snap_1' });
+  await expired.lifecycle.end(ID, 'expired');
+  assert.deepEqual(expired.calls, ['find', 'terminating expired', `keep ${ID} of acc_1`, 'runtime destroy', 'destroyed expired with snap_1']);
+  const user = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true }), { kept: 'snap_2' });
+  await user.lifecycle.end(ID, 'user', { final: true });
+  assert.deepEqual(user.calls, ['find', `keep ${ID} of acc_1`, 'runtime destroy', 'destroyed user with snap_2']);
+  // A failed copy: the sandbox is destroyed all the same, naming none.
+  const failedCopy = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true }));
+  await failedCopy.lifecycle.end(ID, 'user', { final: true });
+  assert.deepEqual(failedCopy.calls, ['find', `keep ${ID} of acc_1`, 'runtime destroy', 'destroyed user']);
+  // A retry of the destroy finds the one its first try kept.
+  const retried = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true, finalSnapshotId: 'snap_3' }), { kept: 'snap_4' });
+  await retried.lifecycle.end(ID, 'user', { final: true });
+  assert.deepEqual(retried.calls, ['find', 'runtime destroy', 'destroyed user']);
+  const failedStart = world(sandbox({ status: 'running', snapshotOnDestroy: true }), { kept: 'snap_5' });
+  await failedStart.lifecycle.end(ID, 'failed');
+  assert.deepEqual(failedStart.calls, ['find', 'terminating failed', 'runtime destroy', 'destroyed failed']);
 });

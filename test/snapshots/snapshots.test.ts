@@ -11,6 +11,7 @@ import { fileClient, sandboxFor } from '../files/helpers.ts';
 import { newId } from '../../shared/ids.ts';
 import { Snapshots } from '../../shared/snapshots/snapshots.ts';
 import { snapshotStore } from '../../shared/snapshots/store.ts';
+import { HALT_SCRIPT } from '../../shared/snapshots/scripts.ts';
 
 // Snapshots (docs/api.md, "Snapshots"): a running sandbox's workspace copied into the snapshot
 // store, and sandboxes started from it. Run once per runtime (PADDOCK_TEST_RUNTIME).
@@ -110,6 +111,8 @@ test("another account's snapshots and sandboxes are 404, as are ids never issued
   assertProblem(await snapshot(readOnly.body.key, box.id), 403, 'insufficient_scope');
   assertProblem(await call(stack.url, 'DELETE', `/v1/snapshots/${id}`, { token: readOnly.body.key }), 403, 'insufficient_scope');
   assert.equal((await call(stack.url, 'GET', `/v1/snapshots/${id}`, { token: readOnly.body.key })).status, 200);
+  // Nor leave one behind at its sandbox's end.
+  assertProblem(await createSandbox(stack.url, readOnly.body.key, '', { snapshotOnDestroy: true }), 403, 'insufficient_scope');
 });
 
 test('a damaged snapshot starts nothing: 409 snapshot_corrupt when the create waits, a failed sandbox without the wait', async () => {
@@ -244,4 +247,89 @@ test('an image without zstd: Paddock compresses the tar and decompresses it back
   await snapshots.restore(account.id, target.id, taken.id, 60_000);
   const after = await target.sh(DESCRIBE_TREE);
   assert.equal(after.stdout, before.stdout);
+});
+
+const background = (key: string, sandboxId: string, command: string) =>
+  call(stack.url, 'POST', `/v1/sandboxes/${sandboxId}/exec`, { token: key, body: { command, background: true } });
+const TICKS = 'while :; do date +%s%N >> /workspace/ticks; sleep 0.05; done';
+const events = async (key: string) => (await call(stack.url, 'GET', '/v1/events?limit=100', { token: key })).body.data as { type: string; data: any }[];
+
+test('snapshotOnDestroy: a DELETE keeps the workspace first; the destroyed sandbox and its sandbox.destroyed event name the snapshot, which starts a sandbox', async () => {
+  const account = await newAccount(stack.url, 'snapshot-final');
+  const created = await createSandbox(stack.url, account.key, '', { snapshotOnDestroy: true });
+  assert.equal(created.body.status, 'running', JSON.stringify(created.body));
+  assert.deepEqual([created.body.snapshotOnDestroy, created.body.finalSnapshotId], [true, null]);
+  const box = fileClient(stack, account.key, created.body.id);
+  assert.equal((await box.sh('echo kept > /workspace/kept.txt')).exitCode, 0);
+  assert.equal((await background(account.key, box.id, TICKS)).status, 202);
+  await eventually('the ticks are written', 10_000, async () => ((await box.sh('test -s /workspace/ticks')).exitCode === 0 ? true : undefined));
+
+  const destroyed = await call(stack.url, 'DELETE', `/v1/sandboxes/${box.id}`, { token: account.key });
+  assert.equal(destroyed.status, 200, JSON.stringify(destroyed.body));
+  assert.equal(destroyed.body.state, 'destroyed', JSON.stringify(destroyed.body));
+  const finalId = destroyed.body.finalSnapshotId as string;
+  assert.match(finalId, /^snap_/);
+  const final = (await call(stack.url, 'GET', `/v1/snapshots/${finalId}`, { token: account.key })).body;
+  assert.deepEqual([final.status, final.sandboxId], ['ready', box.id]);
+  const said = (await events(account.key)).find((e) => e.type === 'sandbox.destroyed' && e.data.sandbox.id === box.id);
+  assert.equal(said?.data.sandbox.finalSnapshotId, finalId);
+
+  const restored = await createSandbox(stack.url, account.key, '', { snapshot: finalId });
+  assert.equal(restored.body.status, 'running', JSON.stringify(restored.body));
+  assert.equal(restored.body.snapshotOnDestroy, false);
+  const again = fileClient(stack, account.key, restored.body.id);
+  assert.equal((await again.sh('cat /workspace/kept.txt')).stdout, 'kept\n');
+  assert.match((await again.sh('tail -n 1 /workspace/ticks')).stdout, /^[0-9]{19}\n$/);
+  // A sandbox destroyed without it keeps nothing.
+  const plain = await sandboxFor(stack, account.key);
+  const gone = await call(stack.url, 'DELETE', `/v1/sandboxes/${plain.id}`, { token: account.key });
+  assert.equal(gone.body.finalSnapshotId, null);
+  assert.equal((await call(stack.url, 'GET', '/v1/snapshots', { token: account.key })).body.data.length, 1);
+});
+
+test("snapshotOnDestroy at the cap: no process runs on, the workspace is kept, the sandbox ends expired; a copy past the account's storage is given up with snapshot.failed, never the end", async () => {
+  const account = await newAccount(stack.url, 'snapshot-final-cap');
+  const created = await createSandbox(stack.url, account.key, '', { snapshotOnDestroy: true, timeoutSeconds: 3 });
+  assert.equal(created.body.status, 'running', JSON.stringify(created.body));
+  const box = fileClient(stack, account.key, created.body.id);
+  assert.equal((await background(account.key, box.id, TICKS)).status, 202);
+  const ended = await eventually('the sandbox is destroyed at its cap', 30_000, async () => {
+    const s = (await call(stack.url, 'GET', `/v1/sandboxes/${box.id}`, { token: account.key })).body;
+    return s.state === 'destroyed' ? s : undefined;
+  });
+  assert.equal(ended.destroyReason, 'expired');
+  assert.match(ended.finalSnapshotId, /^snap_/, JSON.stringify(ended));
+  const restored = await createSandbox(stack.url, account.key, '', { snapshot: ended.finalSnapshotId });
+  assert.equal(restored.body.status, 'running', JSON.stringify(restored.body));
+  const lastTick = (await fileClient(stack, account.key, restored.body.id).sh('tail -n 1 /workspace/ticks')).stdout.trim();
+  const lastMs = Number(BigInt(lastTick) / 1_000_000n);
+  // Its expire job runs at expiresAt, and the ticks stop as it does (leeway for a loaded host).
+  assert.ok(lastMs <= Date.parse(ended.expiresAt) + 5000, `${new Date(lastMs).toISOString()} vs ${ended.expiresAt}`);
+
+  // Past the storage: the sandbox still ends at its cap, naming no snapshot, and the failure says why.
+  const full = await createSandbox(stack.url, account.key, '', { snapshotOnDestroy: true, timeoutSeconds: 3 });
+  assert.equal(full.body.status, 'running', JSON.stringify(full.body));
+  assert.equal((await fileClient(stack, account.key, full.body.id).sh(`head -c ${QUOTA + 256 * 1024} /dev/urandom > /workspace/big`)).exitCode, 0);
+  const over = await eventually('the full sandbox is destroyed at its cap', 30_000, async () => {
+    const s = (await call(stack.url, 'GET', `/v1/sandboxes/${full.body.id}`, { token: account.key })).body;
+    return s.state === 'destroyed' ? s : undefined;
+  });
+  assert.deepEqual([over.destroyReason, over.finalSnapshotId], ['expired', null]);
+  const failure = (await events(account.key)).find((e) => e.type === 'snapshot.failed' && e.data.snapshot.sandboxId === full.body.id);
+  assert.equal(failure?.data.snapshot.failureCode, 'snapshot_storage_limit_reached');
+});
+
+test("the final snapshot's kill, as a tenant may run it too: every process but the sandbox's own init ends, and the sandbox runs on", async () => {
+  const account = await newAccount(stack.url, 'snapshot-halt');
+  const box = await sandboxFor(stack, account.key);
+  const running = `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done`;
+  assert.equal((await background(account.key, box.id, 'sleep 301')).status, 202);
+  await eventually('the background process runs', 10_000, async () => ((await box.sh(running)).stdout.includes('sleep 301') ? true : undefined));
+  const halted = await call(stack.url, 'POST', `/v1/sandboxes/${box.id}/exec`, { token: account.key, body: { command: HALT_SCRIPT } });
+  // On Kubernetes the exec's own wrapper is killed with the rest: what it answers is not the point, but never a 500.
+  assert.notEqual(halted.status, 500, JSON.stringify(halted.body));
+  const left = await box.sh(running);
+  assert.equal(left.exitCode, 0, left.stderr);
+  assert.doesNotMatch(left.stdout, /sleep 301/);
+  assert.equal((await box.sh('echo alive')).stdout, 'alive\n');
 });

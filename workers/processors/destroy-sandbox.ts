@@ -18,8 +18,8 @@ export interface DestroyJobDeps {
 }
 
 export async function destroySandboxJob(job: Job, deps: DestroyJobDeps): Promise<string> {
-  const { sandboxId, reason } = parsePayload('destroy', job.data);
-  return destroySandbox(deps, sandboxId, reason, 'destroy-job');
+  const { sandboxId, reason, final } = parsePayload('destroy', job.data);
+  return destroySandbox(deps, sandboxId, reason, 'destroy-job', { final });
 }
 
 /** The delayed job scheduled for the sandbox's expiresAt (at its create, and at each move of its end). */
@@ -39,8 +39,8 @@ export async function expiringSandboxJob(job: Job, deps: Pick<DestroyJobDeps, 's
  * nothing left to do. Idempotent: an already destroyed sandbox is still removed from the runtime
  * and reports done.
  */
-export async function destroySandbox(deps: DestroyJobDeps, sandboxId: string, reason: DestroyReason, source: string): Promise<string> {
-  const destroyed = await deps.sandboxes.end(sandboxId, reason);
+export async function destroySandbox(deps: DestroyJobDeps, sandboxId: string, reason: DestroyReason, source: string, known: { final?: boolean } = {}): Promise<string> {
+  const destroyed = await deps.sandboxes.end(sandboxId, reason, known);
   if (destroyed === 'unknown' || destroyed === 'not-due') return destroyed;
   if (destroyed) {
     const finalReason = destroyed.destroy_reason ?? reason;

@@ -1,4 +1,5 @@
 import { ApiError } from '../../../shared/errors.ts';
+import { requireScopeFor } from '../../middleware/authenticate.ts';
 import { presentSandbox } from '../../../shared/sandboxes/present.ts';
 import { listOwnSandboxes, presentedOwnSandbox } from '../../services/sandboxes.ts';
 import { parseInput } from '../../middleware/validate.ts';
@@ -49,6 +50,8 @@ export const createSandboxRoute = route(
   },
   async (ctx, { body, query }, deps) => {
     const accountId = accountIdOf(ctx);
+    // A key that may not take snapshots may not leave one behind either.
+    if (body.snapshotOnDestroy) requireScopeFor(ctx, 'snapshots:write', 'snapshotOnDestroy');
     const header = ctx.get('idempotency-key');
     const key = header ? parseInput(IdempotencyKey, header, 'header') : undefined;
     const { sandbox } = await deps.sandboxes.create(accountId, body, { idempotencyKey: key, wait: query.wait }).catch((err: unknown) => {

@@ -48,6 +48,10 @@ export const CreateSandboxBody = z.strictObject({
     .max(100)
     .optional()
     .meta({ description: "A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one" }),
+  snapshotOnDestroy: z.boolean().optional().meta({
+    description:
+      'Snapshot its workspace when it is destroyed, by a DELETE or at its expiresAt (its processes are ended first); the destroyed sandbox\'s finalSnapshotId names the snapshot. Needs the scope snapshots:write',
+  }),
 });
 
 export const SetTimeoutBody = z.strictObject({
@@ -98,6 +102,11 @@ export const SandboxObject = z.object({
     .nullable()
     .meta({ description: 'user: destroyed on request; expired: its expiresAt (the session cap or its own timeout); failed: never became ready' }),
   failureMessage: z.string().nullable().meta({ description: 'Why a failed sandbox failed' }),
+  snapshotOnDestroy: z.boolean().meta({ description: 'Its workspace is snapshotted when it is destroyed' }),
+  finalSnapshotId: z
+    .string()
+    .nullable()
+    .meta({ description: 'The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)' }),
   metadata: z.record(z.string(), z.string()),
 });
 

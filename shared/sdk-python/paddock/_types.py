@@ -206,6 +206,8 @@ class CreateSandboxRequest(TypedDict, total=False):
     timeoutSeconds: int
     #: A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one
     snapshot: str
+    #: Snapshot its workspace when it is destroyed, by a DELETE or at its expiresAt (its processes are ended first); the destroyed sandbox's finalSnapshotId names the snapshot. Needs the scope snapshots:write
+    snapshotOnDestroy: bool
 
 
 class _CreateSecretRequestRequired(TypedDict):
@@ -723,6 +725,10 @@ class Sandbox(TypedDict):
     destroyReason: Optional[Literal["user", "expired", "failed"]]
     #: Why a failed sandbox failed
     failureMessage: Optional[str]
+    #: Its workspace is snapshotted when it is destroyed
+    snapshotOnDestroy: bool
+    #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)
+    finalSnapshotId: Optional[str]
     metadata: Dict[str, str]
 
 
@@ -743,6 +749,10 @@ class SandboxListData(TypedDict):
     destroyReason: Optional[Literal["user", "expired", "failed"]]
     #: Why a failed sandbox failed
     failureMessage: Optional[str]
+    #: Its workspace is snapshotted when it is destroyed
+    snapshotOnDestroy: bool
+    #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)
+    finalSnapshotId: Optional[str]
     metadata: Dict[str, str]
 
 
