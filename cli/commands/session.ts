@@ -23,10 +23,11 @@ export function sessionCommand(program: Command): void {
       .option('--env <NAME=value>', 'an environment variable for every exec (repeatable)', keyValue)
       .option('--timeout <duration>', 'end the session this long after its create: seconds, or 90s, 5m, 1h (default and most: the session cap)', durationSeconds)
       .option('--from-snapshot <snapshot_id>', "start with that snapshot's /workspace (and its image, unless --image names one)")
+      .option('--snapshot-on-destroy', "snapshot its /workspace when it ends (destroyed, or at its cap); `session get` names the snapshot then")
       .option('--no-wait', 'answer at once, while the session is still pending'),
   );
-  type CreateOpts = Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; timeout?: number; fromSnapshot?: string; wait: boolean };
-  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env', 'body.timeoutSeconds': '--timeout', 'body.snapshot': '--from-snapshot' }).action(async (opts: CreateOpts) => {
+  type CreateOpts = Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; timeout?: number; fromSnapshot?: string; snapshotOnDestroy?: boolean; wait: boolean };
+  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env', 'body.timeoutSeconds': '--timeout', 'body.snapshot': '--from-snapshot', 'body.snapshotOnDestroy': '--snapshot-on-destroy' }).action(async (opts: CreateOpts) => {
     const spinner = startSpinner('Creating a session…');
     try {
       const s = await createSession(apiClient(), {

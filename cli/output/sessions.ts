@@ -27,6 +27,7 @@ export function sessionDetail(s: Sandbox, now = Date.now()): string {
   if (s.destroyedAt) rows.push(['destroyed', s.destroyedAt]);
   if (s.destroyReason) rows.push(['reason', s.destroyReason]);
   if (s.failureMessage) rows.push(['failure', s.failureMessage]);
+  if (s.snapshotOnDestroy) rows.push(['final snapshot', s.finalSnapshotId ?? (s.state === 'destroyed' ? 'none (it failed)' : 'taken when it ends')]);
   for (const [k, v] of Object.entries(s.metadata)) rows.push([`metadata.${k}`, v]);
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${`${k}:`.padEnd(width + 1)} ${v}`).join('\n');

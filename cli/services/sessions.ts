@@ -14,6 +14,8 @@ export interface CreateSessionInput {
   timeoutSeconds?: number;
   /** A ready snapshot whose /workspace the session starts with. */
   snapshot?: string;
+  /** Its /workspace snapshotted when it ends. */
+  snapshotOnDestroy?: boolean;
   /** Wait until running (default), or answer as soon as it is accepted. */
   wait?: boolean;
   /** Told each status while the session starts. */
@@ -24,7 +26,15 @@ export interface CreateSessionInput {
 /** Creates a session and, unless told not to, polls it until it is running or has failed. */
 export async function createSession(client: PaddockClient, input: CreateSessionInput): Promise<Sandbox> {
   let sandbox = await client.createSandbox(
-    { image: input.image, metadata: input.metadata, env: input.env, timeoutSeconds: input.timeoutSeconds, snapshot: input.snapshot, wait: false },
+    {
+      image: input.image,
+      metadata: input.metadata,
+      env: input.env,
+      timeoutSeconds: input.timeoutSeconds,
+      snapshot: input.snapshot,
+      ...(input.snapshotOnDestroy ? { snapshotOnDestroy: true } : {}),
+      wait: false,
+    },
     { signal: input.signal },
   );
   input.onStatus?.(sandbox);

@@ -123,6 +123,7 @@ function describeSandbox(s: Sandbox): string {
   if (s.state === 'active') parts.push(`expires ${s.expiresAt}`);
   if (s.destroyedAt) parts.push(`destroyed ${s.destroyedAt}${s.destroyReason ? ` (${s.destroyReason})` : ''}`);
   if (s.failureMessage) parts.push(`failure: ${s.failureMessage}`);
+  if (s.snapshotOnDestroy) parts.push(s.finalSnapshotId ? `final snapshot ${s.finalSnapshotId}` : s.state === 'active' ? 'snapshotted when destroyed' : 'no final snapshot (it failed)');
   return parts.join(', ');
 }
 
@@ -222,12 +223,24 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
           .optional()
           .describe('Any unique text: a retried call with the same key answers the first sandbox instead of making a second.'),
         snapshot: z.string().min(1).max(100).optional().describe("A ready snapshot (snap_…, see snapshot_create): the sandbox's /workspace starts as it was."),
+        snapshotOnDestroy: z
+          .boolean()
+          .optional()
+          .describe("Keep the sandbox's /workspace as a snapshot when it is destroyed (by sandbox_destroy or at its cap): sandbox_get names it then."),
       },
       outputSchema: SandboxOut,
       annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     guard(async (args, extra) => {
-      const input = { image: args.image, env: args.env, metadata: args.metadata, timeoutSeconds: args.timeoutSeconds, idempotencyKey: args.idempotencyKey, snapshot: args.snapshot };
+      const input = {
+        image: args.image,
+        env: args.env,
+        metadata: args.metadata,
+        timeoutSeconds: args.timeoutSeconds,
+        idempotencyKey: args.idempotencyKey,
+        snapshot: args.snapshot,
+        ...(args.snapshotOnDestroy ? { snapshotOnDestroy: true } : {}),
+      };
       const s = await createSandbox(client(), input, extra);
       if (s.status === 'failed') throw new ToolFailure('sandbox_failed', `Sandbox ${s.id} failed to start: ${s.failureMessage ?? 'no reason given'}.`);
       return structured(`Created sandbox ${s.id}.\n${describeSandbox(s)}`, sandboxOut(s));

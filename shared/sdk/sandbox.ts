@@ -20,6 +20,8 @@ export interface SandboxOpts extends ConnectionOpts {
   timeout?: number;
   /** A ready snapshot (snap_…) whose /workspace the sandbox starts with. */
   snapshot?: string;
+  /** Snapshot its /workspace when it is destroyed, by destroy() or at its end: info().finalSnapshotId names it then. */
+  snapshotOnDestroy?: boolean;
 }
 
 // Some Node 20 releases have no Symbol.asyncDispose at run time: the method then sits under the registered symbol.
@@ -55,7 +57,15 @@ export class Sandbox {
   static async create(opts: SandboxOpts = {}): Promise<Sandbox> {
     const client = clientFrom(opts);
     // An idempotency key lets the client retry a create the API asked to have again (429, 503) without a second sandbox.
-    const input = { image: opts.image, env: opts.env, metadata: opts.metadata, timeoutSeconds: opts.timeout, snapshot: opts.snapshot, idempotencyKey: crypto.randomUUID() };
+    const input = {
+      image: opts.image,
+      env: opts.env,
+      metadata: opts.metadata,
+      timeoutSeconds: opts.timeout,
+      snapshot: opts.snapshot,
+      snapshotOnDestroy: opts.snapshotOnDestroy,
+      idempotencyKey: crypto.randomUUID(),
+    };
     const created = await client.createSandbox(input);
     return new Sandbox(client, created.id);
   }

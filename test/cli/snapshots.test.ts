@@ -88,3 +88,16 @@ test('snapshot create names its session as the argument or --session, answers at
   ok(await user.run(['session', 'rm', first, '--yes']));
   failsWith(await user.run(['snapshot', 'create', first]), 'sandbox_not_running');
 });
+
+test('session create --snapshot-on-destroy: the session ends into a snapshot that session get names and a new session starts from', async () => {
+  const user = await signedUpUser(stack.url, 'clisnap3');
+  const id = ok(await user.run(['session', 'create', '--snapshot-on-destroy'])).trim();
+  assert.match(ok(await user.run(['session', 'get', id])), /^final snapshot: taken when it ends$/m);
+  ok(await user.run(['exec', '--session', id, '--', 'echo last > /workspace/last.txt']));
+  ok(await user.run(['session', 'rm', id]));
+  const ended = json(await user.run(['session', 'get', id, '--json']));
+  assert.match(ended.finalSnapshotId, /^snap_/, JSON.stringify(ended));
+  assert.match(ok(await user.run(['session', 'get', id])), new RegExp(`^final snapshot: ${ended.finalSnapshotId}$`, 'm'));
+  const next = ok(await user.run(['session', 'create', '--from-snapshot', ended.finalSnapshotId])).trim();
+  assert.equal(ok(await user.run(['exec', '--session', next, '--', 'cat /workspace/last.txt'])), 'last\n');
+});

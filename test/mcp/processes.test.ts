@@ -158,4 +158,15 @@ test("snapshot a sandbox's workspace, start another from it, list and delete the
   // The sandbox made from it keeps its workspace.
   assert.equal((((await ok(client, 'exec', { command: 'cat /workspace/kept.txt', sandboxId: forked.id })).structuredContent) as { stdout: string }).stdout, 'kept\n');
   for (const id of [sandboxId, forked.id]) await ok(client, 'sandbox_destroy', { sandboxId: id });
+
+  // One that keeps its workspace when destroyed: sandbox_get names the snapshot afterwards.
+  const keeping = (await ok(client, 'sandbox_create', { snapshotOnDestroy: true })).structuredContent as { id: string };
+  assert.match(textOf(await ok(client, 'sandbox_get', { sandboxId: keeping.id })), /snapshotted when destroyed/);
+  await ok(client, 'exec', { command: 'echo final > /workspace/final.txt', sandboxId: keeping.id });
+  await ok(client, 'sandbox_destroy', { sandboxId: keeping.id });
+  const final = /final snapshot (snap_[0-9a-z]+)/.exec(textOf(await ok(client, 'sandbox_get', { sandboxId: keeping.id })))?.[1];
+  assert.ok(final, 'sandbox_get names the final snapshot');
+  const resumed = (await ok(client, 'sandbox_create', { snapshot: final })).structuredContent as { id: string };
+  assert.equal((((await ok(client, 'exec', { command: 'cat /workspace/final.txt', sandboxId: resumed.id })).structuredContent) as { stdout: string }).stdout, 'final\n');
+  await ok(client, 'sandbox_destroy', { sandboxId: resumed.id });
 });

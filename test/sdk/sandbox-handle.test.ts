@@ -299,6 +299,19 @@ test('preview.fetch: another host goes through fetch, a *.localhost one on loopb
   }
 });
 
+test('snapshotOnDestroy: destroy() keeps the workspace first, and the destroyed sandbox names the snapshot a new one starts from', async () => {
+  const client = new PaddockClient(conn);
+  const kept = await Sandbox.create({ ...conn, snapshotOnDestroy: true });
+  await kept.files.write('last.txt', 'at the end\n');
+  assert.equal((await kept.info()).snapshotOnDestroy, true);
+  await kept.destroy();
+  const ended = await client.getSandbox(kept.id);
+  assert.match(ended.finalSnapshotId ?? '', /^snap_/, JSON.stringify(ended));
+  await using next = await Sandbox.create({ ...conn, snapshot: ended.finalSnapshotId! });
+  assert.equal(await next.files.readText('last.txt'), 'at the end\n');
+  await client.deleteSnapshot(ended.finalSnapshotId!);
+});
+
 test('snapshots: the workspace kept, a sandbox created from it sees it; listed through the client a page at a time, counted in the account, deleted, then not found', async () => {
   await sbx.files.write('kept/state.txt', 'before the snapshot\n');
   const snapshot = await sbx.snapshots.create({ name: 'sdk' });

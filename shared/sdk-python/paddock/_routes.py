@@ -34,10 +34,13 @@ def create_sandbox(
     idempotency_key: Optional[str],
     wait: bool,
     snapshot: Optional[str] = None,
+    snapshot_on_destroy: bool = False,
 ) -> Request:
     body: Dict[str, Any] = {}
     if snapshot is not None:
         body["snapshot"] = snapshot
+    if snapshot_on_destroy:
+        body["snapshotOnDestroy"] = True
     if image is not None:
         body["image"] = image
     if env is not None:

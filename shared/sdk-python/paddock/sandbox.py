@@ -248,6 +248,7 @@ class Sandbox:
         wait: bool = True,
         idempotency_key: Optional[str] = None,
         snapshot: Optional[str] = None,
+        snapshot_on_destroy: bool = False,
         api_key: Optional[str] = None,
         base_url: Optional[str] = None,
         client: Optional[Paddock] = None,
@@ -256,11 +257,13 @@ class Sandbox:
 
         ``timeout`` is its lifetime in seconds (at most the operator's cap); ``env`` is given to
         every command. An idempotency key (one is made when not given) makes the retries safe.
-        ``snapshot`` (a ready snapshot's id) starts it with that snapshot's /workspace.
+        ``snapshot`` (a ready snapshot's id) starts it with that snapshot's /workspace;
+        ``snapshot_on_destroy`` keeps its /workspace as a snapshot when it is destroyed (by
+        ``destroy()`` or at its end), whose answer's ``finalSnapshotId`` names it.
         """
         c, owned = cls._client_of(client, api_key, base_url)
         try:
-            info = c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot))
+            info = c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot, snapshot_on_destroy))
         except BaseException:
             if owned:
                 c.close()

@@ -35,6 +35,19 @@ def test_a_snapshot_keeps_the_workspace_for_a_new_sandbox_and_is_deleted(client:
     assert refused.value.code == "snapshot_not_found"
 
 
+def test_snapshot_on_destroy_keeps_the_workspace_the_destroyed_sandbox_names(client: Paddock):
+    kept = Sandbox.create(client=client, snapshot_on_destroy=True)
+    kept.files.write("last.txt", "at the end\n")
+    assert kept.info()["snapshotOnDestroy"] is True
+    ended = kept.destroy()
+    assert ended["state"] == "destroyed"
+    final = ended["finalSnapshotId"]
+    assert final is not None and final.startswith("snap_")
+    with Sandbox.create(client=client, snapshot=final) as following:
+        assert following.files.read_text("last.txt") == "at the end\n"
+    client.delete_snapshot(final)
+
+
 def test_the_async_handle_takes_and_starts_from_a_snapshot():
     async def main() -> None:
         async with AsyncPaddock() as client:
