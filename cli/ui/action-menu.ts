@@ -2,12 +2,13 @@ import { useState } from 'react';
 import { Box, Text, useInput } from 'ink';
 import { h } from './h.ts';
 
-export type SessionAction = 'shell' | 'exec' | 'files' | 'destroy' | 'back';
+export type SessionAction = 'shell' | 'exec' | 'files' | 'snapshot' | 'destroy' | 'back';
 
 export const ACTIONS: { action: SessionAction; label: string }[] = [
   { action: 'shell', label: 'Open a shell' },
   { action: 'exec', label: 'Run a command' },
   { action: 'files', label: 'Browse files' },
+  { action: 'snapshot', label: 'Snapshot its workspace' },
   { action: 'destroy', label: 'Destroy' },
   { action: 'back', label: 'Back' },
 ];

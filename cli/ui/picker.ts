@@ -10,6 +10,8 @@ import type { PickerApi } from './picker-api.ts';
 import { QuotaFooter } from './quota-footer.ts';
 import { SessionPreviews } from './session-previews.ts';
 import { SessionTable } from './session-table.ts';
+import { SnapshotChooser } from './snapshot-chooser.ts';
+import { bytes } from '../output/format.ts';
 import { errorText, useSessions } from './use-sessions.ts';
 import { colour } from './colour.ts';
 
@@ -18,17 +20,19 @@ type Screen =
   | { kind: 'actions'; sessionId: string }
   | { kind: 'exec'; sessionId: string }
   | { kind: 'files'; sessionId: string }
-  | { kind: 'confirm'; sessionId: string };
+  | { kind: 'confirm'; sessionId: string }
+  | { kind: 'snapshots' };
 
 /** How long a note of what was done stays on the message line. */
 const INFO_SHOWN_MS = 8000;
 
 const KEYS: Record<Screen['kind'], string> = {
-  list: '↑↓ move · enter actions · n new · r refresh · q quit',
+  list: '↑↓ move · enter actions · n new · s new from a snapshot · r refresh · q quit',
   actions: '↑↓ move · enter choose · esc back',
   exec: 'enter run · esc stop / back',
   files: '↑↓ move · enter open · ← up a folder or back from a file · esc back',
   confirm: 'y destroy · any other key cancels',
+  snapshots: '↑↓ move · enter start a session from it · esc back',
 };
 
 export interface PickerProps {
@@ -73,14 +77,27 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
   const selected = found >= 0 ? found : Math.min(list.length - 1, 0);
   const chosen = list[selected];
 
-  const create = async () => {
-    setBusy('Creating a session…');
+  const create = async (snapshot?: string) => {
+    setBusy(snapshot ? `Creating a session from ${snapshot}…` : 'Creating a session…');
     setMessage(undefined);
     try {
-      const s = await api.createSandbox({ wait: false });
+      const s = await api.createSandbox({ wait: false, ...(snapshot ? { snapshot } : {}) });
       setSelectedId(s.id);
-      setMessage({ kind: 'info', text: `Created ${s.id}; it is starting.` });
+      setMessage({ kind: 'info', text: `Created ${s.id}${snapshot ? ` from ${snapshot}` : ''}; it is starting.` });
       await refresh();
+    } catch (err) {
+      setMessage({ kind: 'error', text: errorText(err) });
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  const snapshot = async (id: string) => {
+    setBusy(`Snapshotting the workspace of ${id}…`);
+    setMessage(undefined);
+    try {
+      const s = await api.createSnapshot(id);
+      setMessage({ kind: 'info', text: `Snapshot ${s.id} taken (${bytes(s.sizeBytes)}); s starts a session from it.` });
     } catch (err) {
       setMessage({ kind: 'error', text: errorText(err) });
     } finally {
@@ -108,6 +125,10 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
       if (key.upArrow || input === 'k') setSelectedId(list[Math.max(0, selected - 1)]?.id);
       else if (key.downArrow || input === 'j') setSelectedId(list[Math.min(list.length - 1, selected + 1)]?.id);
       else if (input === 'n') void create();
+      else if (input === 's') {
+        setMessage(undefined);
+        setScreen({ kind: 'snapshots' });
+      }
       else if (input === 'r') {
         setMessage(undefined);
         void refresh();
@@ -134,7 +155,10 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
     }
     else if (action === 'exec') setScreen({ kind: 'exec', sessionId });
     else if (action === 'files') setScreen({ kind: 'files', sessionId });
-    else setScreen({ kind: 'confirm', sessionId });
+    else if (action === 'snapshot') {
+      setScreen({ kind: 'list' });
+      void snapshot(sessionId);
+    } else setScreen({ kind: 'confirm', sessionId });
   };
 
   const back = () => {
@@ -165,6 +189,16 @@ export function Picker({ api, refreshMs = 5000, clock = Date.now, openShell }: P
       break;
     case 'files':
       body = h(FileBrowser, { api, sessionId: screen.sessionId, onBack: back });
+      break;
+    case 'snapshots':
+      body = h(SnapshotChooser, {
+        api,
+        onChoose: (snapshotId: string) => {
+          setScreen({ kind: 'list' });
+          void create(snapshotId);
+        },
+        onBack: back,
+      });
       break;
     case 'confirm': {
       const id = screen.sessionId;

@@ -2,7 +2,7 @@ import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cleanup, render } from 'ink-testing-library';
 import { PaddockApiError, PaddockConnectionError } from '../../cli/api/index.ts';
-import type { Account, ExecStreamEvent, Sandbox } from '../../cli/api/types.ts';
+import type { Account, ExecStreamEvent, Sandbox, Snapshot } from '../../cli/api/types.ts';
 import { h } from '../../cli/ui/h.ts';
 import { Picker } from '../../cli/ui/picker.ts';
 import type { PickerApi } from '../../cli/ui/picker-api.ts';
@@ -53,14 +53,18 @@ function fakeApi(initial: Sandbox[]) {
   let createError: Error | undefined;
   let fileContent = 'print("hi")\n';
   let previewsError: Error | undefined;
+  let snapshotError: Error | undefined;
+  let snapshots: Snapshot[] = [
+    { id: 'snap_old', name: 'half done', sandboxId: 'sbx_gone', image: 'img', status: 'failed', failureCode: 'operation_timed_out', sizeBytes: 0, files: 0, createdAt: '2026-01-01T11:00:00Z', expiresAt: '2026-01-08T11:00:00Z' },
+  ];
   const api: PickerApi = {
     listSandboxes: async () => {
       calls.push('list');
       return sessions;
     },
     account: async () => ACCOUNT,
-    createSandbox: async () => {
-      calls.push('create');
+    createSandbox: async (input: { snapshot?: string } = {}) => {
+      calls.push(input.snapshot ? `create from ${input.snapshot}` : 'create');
       if (createError) throw createError;
       const s = sandbox(`sbx_new${sessions.length}`, 0, 'pending');
       sessions = [s, ...sessions];
@@ -102,6 +106,17 @@ function fakeApi(initial: Sandbox[]) {
       truncated: false,
       size: Buffer.byteLength(fileContent),
     }),
+    createSnapshot: async (id: string) => {
+      calls.push(`snapshot ${id}`);
+      if (snapshotError) throw snapshotError;
+      const s = { id: `snap_${snapshots.length}`, name: null, sandboxId: id, image: 'img', status: 'ready', failureCode: null, sizeBytes: 2048, files: 3, createdAt: '2026-01-01T12:00:00Z', expiresAt: '2026-01-08T12:00:00Z' } as const;
+      snapshots = [s, ...snapshots];
+      return s;
+    },
+    listSnapshots: async () => {
+      calls.push('snapshots');
+      return snapshots;
+    },
     listPreviews: async (id: string) => {
       calls.push(`previews ${id}`);
       if (previewsError) throw previewsError;
@@ -124,6 +139,9 @@ function fakeApi(initial: Sandbox[]) {
     },
     failPreviewsWith: (e: Error) => {
       previewsError = e;
+    },
+    failSnapshotWith: (e: Error) => {
+      snapshotError = e;
     },
   };
 }
@@ -192,7 +210,9 @@ test('ActionMenu moves with the arrows and chooses with enter; esc goes back', a
   stdin.write(DOWN);
   await frameWhere(lastFrame, (f) => /> Browse files/.test(f), 'the third action');
   stdin.write(DOWN);
-  await frameWhere(lastFrame, (f) => /> Destroy/.test(f), 'the fourth action');
+  await frameWhere(lastFrame, (f) => /> Snapshot its workspace/.test(f), 'the fourth action');
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (f) => /> Destroy/.test(f), 'the fifth action');
   stdin.write(ENTER);
   await tick();
   stdin.write(ESC);
@@ -346,9 +366,7 @@ test('Picker: destroy asks for confirmation; n keeps it, y destroys', async () =
   const openDestroy = async () => {
     stdin.write(ENTER);
     await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
-    stdin.write(DOWN);
-    stdin.write(DOWN);
-    stdin.write(DOWN);
+    for (let i = 0; i < 4; i++) stdin.write(DOWN);
     await frameWhere(lastFrame, (x) => x.includes('> Destroy'), 'destroy chosen');
     stdin.write(ENTER);
     await frameWhere(lastFrame, (x) => x.includes('Destroy session sbx_one?'), 'the confirmation');
@@ -385,6 +403,45 @@ test("Picker: a session's actions show its previews' ports and URLs, none, or wh
   stdin.write(ENTER);
   const failed = await frameWhere(lastFrame, (x) => x.includes('Previews could not be loaded'), 'the error');
   assert.match(failed, /> Open a shell/, 'the actions still work');
+});
+
+test('Picker: a session\'s workspace is snapshotted from its actions; s lists the snapshots and starts a session from a ready one, never from a failed one', async () => {
+  const fake = fakeApi([sandbox('sbx_one', 10)]);
+  const { lastFrame, stdin } = render(h(Picker, { api: fake.api, refreshMs: 60_000, clock: () => T0 }));
+  await frameWhere(lastFrame, (x) => x.includes('sbx_one'), 'the list');
+  const chooseSnapshot = async () => {
+    stdin.write(ENTER);
+    await frameWhere(lastFrame, (x) => x.includes('> Open a shell'), 'the actions');
+    for (let i = 0; i < 3; i++) stdin.write(DOWN);
+    await frameWhere(lastFrame, (x) => x.includes('> Snapshot its workspace'), 'snapshot chosen');
+    stdin.write(ENTER);
+  };
+  await chooseSnapshot();
+  await frameWhere(lastFrame, (x) => x.includes('Snapshot snap_1 taken (2 KiB); s starts a session from it.'), 'the snapshot taken');
+  assert.ok(fake.calls.includes('snapshot sbx_one'));
+  fake.failSnapshotWith(new PaddockApiError({ status: 429, code: 'snapshot_storage_limit_reached', detail: 'The account stores 5 GiB of snapshots already.' }));
+  await chooseSnapshot();
+  await frameWhere(lastFrame, (x) => x.includes('snapshot_storage_limit_reached'), 'the refusal');
+  assert.match(lastFrame() ?? '', /sbx_one/, 'the picker keeps running');
+
+  stdin.write('s');
+  await frameWhere(lastFrame, (x) => x.includes('Start a session from a snapshot') && x.includes('snap_old'), 'the snapshots');
+  assert.match(lastFrame() ?? '', /> snap_1 +- +ready +2 KiB +from sbx_one/);
+  // The failed one is shown, and enter on it does nothing.
+  stdin.write(DOWN);
+  await frameWhere(lastFrame, (x) => /> snap_old +half done +failed/.test(x), 'the failed one chosen');
+  stdin.write(ENTER);
+  await tick();
+  assert.ok(!fake.calls.some((c) => c.startsWith('create')));
+  stdin.write(UP);
+  await frameWhere(lastFrame, (x) => x.includes('> snap_1'), 'the ready one chosen');
+  stdin.write(ENTER);
+  await frameWhere(lastFrame, (x) => x.includes('from snap_1; it is starting.'), 'the session created');
+  assert.ok(fake.calls.includes('create from snap_1'));
+  stdin.write('s');
+  await frameWhere(lastFrame, (x) => x.includes('Start a session from a snapshot'), 'the snapshots again');
+  stdin.write(ESC);
+  await frameWhere(lastFrame, (x) => x.includes('s new from a snapshot'), 'back at the list');
 });
 
 test('Picker: q quits', async () => {

@@ -49,7 +49,7 @@ test('paddock with no arguments in a terminal opens the picker: it draws, moves,
     let f = await frameWhere((x) => x.includes(first) && x.includes('sandbox-hours this month'), 'the session list');
     assert.match(f, new RegExp(`> ${first} +running +\\S+ +[0-3]\\d:\\d\\d`));
     assert.match(f, /1\/3 concurrent sandboxes/);
-    assert.match(f, /n new · r refresh · q quit/);
+    assert.match(f, /n new · s new from a snapshot · r refresh · q quit/);
 
     // It creates: n makes a second session, which shows up chosen, at the top.
     child.stdin.write('n');
