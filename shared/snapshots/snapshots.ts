@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Transform, type Writable } from 'node:stream';
-import { constants as zlib, createZstdCompress, createZstdDecompress } from 'node:zlib';
+import { constants as zlib, createZstdCompress, createZstdDecompress, type ZstdCompress } from 'node:zlib';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
@@ -179,7 +179,6 @@ export class Snapshots {
     const upload = await this.#deps.store.create(row.id);
     const hash = createHash('sha256');
     const stop = new AbortController();
-    const compress = createZstdCompress({ params: ZSTD_PARAMS, chunkSize: ZSTD_CHUNK_BYTES });
     let sizeBytes = 0;
     let overLimit = false;
     /** Compressed bytes to the store, at the store's pace: what feeds them waits. */
@@ -190,16 +189,24 @@ export class Snapshots {
       if (sizeBytes > roomBytes) {
         overLimit = true;
         stop.abort();
-        compress.destroy();
+        compress?.destroy();
         return;
       }
       hash.update(out);
       await upload.write(out);
     };
-    const compressed = (async () => {
-      for await (const out of compress as AsyncIterable<Buffer>) await store(out);
-    })();
-    compressed.catch(() => stop.abort());
+    // Made only for an image without zstd: a compressor's context is megabytes of the worker's memory.
+    let compress: ZstdCompress | undefined;
+    let compressed: Promise<void> = Promise.resolve();
+    const compressor = (): ZstdCompress => {
+      if (compress) return compress;
+      const made = createZstdCompress({ params: ZSTD_PARAMS, chunkSize: ZSTD_CHUNK_BYTES });
+      compressed = (async () => {
+        for await (const out of made as AsyncIterable<Buffer>) await store(out);
+      })();
+      compressed.catch(() => stop.abort());
+      return (compress = made);
+    };
     // The image's zstd compressed it already (a frame's magic number first), or tar's bytes come as they are.
     let mode: 'frames' | 'tar' | undefined;
     const stderr = new BoundedText(STDERR_KEPT_BYTES);
@@ -212,11 +219,11 @@ export class Snapshots {
         signal: stop.signal,
         onStdout: (chunk) => {
           mode ??= isZstdFrame(chunk) ? 'frames' : 'tar';
-          return mode === 'frames' ? store(chunk) : written(compress, chunk);
+          return mode === 'frames' ? store(chunk) : written(compressor(), chunk);
         },
         onStderr: (chunk) => stderr.push(chunk),
       });
-      compress.end();
+      compress?.end();
       await compressed.catch((err: unknown) => {
         if (!overLimit) throw err;
       });
@@ -232,7 +239,7 @@ export class Snapshots {
       const members = /^members=([0-9]{1,12})$/m.exec(stderr.text())?.[1];
       return { sizeBytes, files: Number(members ?? 0), sha256: hash.digest() };
     } catch (err) {
-      compress.destroy();
+      compress?.destroy();
       await upload.abort();
       if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${row.sandbox_id} ended while its workspace was copied.`);
       throw err;
