@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statfsSync } from 'node:fs';
@@ -27,6 +28,10 @@ const hostFree = () => {
   const s = statfsSync(stack.config.PADDOCK_DATA_DIR);
   return s.bavail * s.bsize;
 };
+const loopDevices = () =>
+  execFileSync('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(stack.config.PADDOCK_DATA_DIR));
 const loopMounts = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(stack.config.PADDOCK_DATA_DIR));
 
 test('writing past the disk quota fails with ENOSPC inside; the host loses at most the quota; destroy gives it back', { skip: !local }, async () => {
@@ -53,6 +58,8 @@ test('writing past the disk quota fails with ENOSPC inside; the host loses at mo
     assert.equal((await call(stack.url, 'DELETE', `/v1/sandboxes/${s.body.id}`, { token: account.key })).status, 200);
   }
   await eventually('every disk is unmounted', 10_000, async () => (loopMounts().length === 0 ? true : undefined));
+  // Its loop device went with it (detached once mounted: the kernel frees it with the unmount).
+  await eventually('every loop device is freed', 10_000, async () => (loopDevices().length === 0 ? true : undefined));
 });
 
 test('what a sandbox can read of its mounts names no host path', async () => {

@@ -1,4 +1,5 @@
-import { readFile, rmdir } from 'node:fs/promises';
+import { rmdir, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { PermanentRuntimeError } from '../types.ts';
 import { HostCommandError, SpawnerGoneError, type HostCommand } from './spawner.ts';
 
@@ -14,6 +15,16 @@ export interface DiskLimits {
   inodes: number;
 }
 
+/**
+ * The loop device is losetup's (the kernel's first free one, at once), not `mount -o loop`'s, which
+ * first looks for one already backed by the same file by reading every loop device's sysfs entry:
+ * about 37 µs each, 40 ms of every create with 1,000 sandboxes live. Detached once mounted, the
+ * kernel frees it with the last unmount (autoclear), as `mount -o loop` has it.
+ */
+const LOOP_MOUNT =
+  'dev=$(losetup --find --show -- "$1") || exit 1; ' +
+  'mount -t ext4 -o nosuid,nodev,noatime "$dev" "$2"; r=$?; losetup -d "$dev"; exit $r';
+
 /** Formats and mounts the sandbox's disk at `workspace` (an empty directory), owned by `uid`. */
 export async function mountDisk(run: HostCommand, image: string, workspace: string, limits: DiskLimits, uid: number): Promise<void> {
   await run('truncate', ['-s', `${limits.megabytes}M`, image]);
@@ -21,7 +32,7 @@ export async function mountDisk(run: HostCommand, image: string, workspace: stri
     // No journal (a sandbox's files live for 30 minutes, and a crash ends the sandbox anyway), no
     // reserved blocks, and the root directory already the sandbox user's.
     await run('mkfs.ext4', ['-q', '-F', '-O', '^has_journal', '-m', '0', '-N', String(limits.inodes), '-E', `root_owner=${uid}:${uid},lazy_itable_init=1,nodiscard`, image]);
-    await run('mount', ['-t', 'ext4', '-o', 'loop,nosuid,nodev,noatime', image, workspace]);
+    await run('/bin/sh', ['-c', LOOP_MOUNT, 'paddock-mount', image, workspace]);
   } catch (err) {
     // A spawner that died under the commands is not the host's answer: the job's retry starts another.
     if (err instanceof SpawnerGoneError) throw err;
@@ -43,9 +54,8 @@ export async function unmountDisk(run: HostCommand, workspace: string): Promise<
   }
 }
 
+/** A file system of its own is mounted there: another device than its parent's (not a read of the whole mount table, which grows with the sandboxes). */
 async function isMountPoint(path: string): Promise<boolean> {
-  const table = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
-  // Field 5 is the mount point, with spaces and the like escaped as octal.
-  const escaped = path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-  return table.split('\n').some((line) => line.split(' ')[4] === escaped);
+  const [own, parent] = await Promise.all([stat(path).catch(() => undefined), stat(dirname(path)).catch(() => undefined)]);
+  return own !== undefined && parent !== undefined && own.dev !== parent.dev;
 }
