@@ -1,10 +1,9 @@
-import { useEffect, useState } from 'react';
 import { Box, Text } from 'ink';
 import type { PreviewSummary } from '../api/types.ts';
 import { h } from './h.ts';
 import type { PickerApi } from './picker-api.ts';
 import { colour } from './colour.ts';
-import { errorText } from './use-sessions.ts';
+import { useLoaded } from './use-loaded.ts';
 import { visible } from './visible.ts';
 
 export interface SessionPreviewsProps {
@@ -14,18 +13,7 @@ export interface SessionPreviewsProps {
 
 /** The session's previewed ports and their URLs (never a token), loaded when shown. */
 export function SessionPreviews({ api, sessionId }: SessionPreviewsProps) {
-  const [previews, setPreviews] = useState<PreviewSummary[] | undefined>(undefined);
-  const [error, setError] = useState<string | undefined>(undefined);
-  useEffect(() => {
-    let alive = true;
-    api.listPreviews(sessionId).then(
-      (list) => alive && setPreviews(list),
-      (err: unknown) => alive && setError(errorText(err)),
-    );
-    return () => {
-      alive = false;
-    };
-  }, [api, sessionId]);
+  const { value: previews, error } = useLoaded<PreviewSummary[]>(() => api.listPreviews(sessionId), [api, sessionId]);
 
   if (error) return h(Text, { color: colour('red'), wrap: 'wrap' }, `Previews could not be loaded: ${error}`);
   if (!previews) return h(Text, { dimColor: true }, 'Loading previews…');

@@ -1,11 +1,11 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { Box, Text, useInput } from 'ink';
 import type { Snapshot } from '../api/types.ts';
 import { bytes } from '../output/format.ts';
 import { colour } from './colour.ts';
 import { h } from './h.ts';
 import type { PickerApi } from './picker-api.ts';
-import { errorText } from './use-sessions.ts';
+import { useLoaded } from './use-loaded.ts';
 import { visible } from './visible.ts';
 
 /** The newest snapshots offered: a chooser, not a listing (`paddock snapshot ls` has them all). */
@@ -20,19 +20,8 @@ export interface SnapshotChooserProps {
 
 /** The account's snapshots, newest first: enter starts a session from a ready one, esc goes back. */
 export function SnapshotChooser({ api, onChoose, onBack }: SnapshotChooserProps) {
-  const [snapshots, setSnapshots] = useState<Snapshot[] | undefined>(undefined);
-  const [error, setError] = useState<string | undefined>(undefined);
+  const { value: snapshots, error } = useLoaded<Snapshot[]>(() => api.listSnapshots({ limit: SHOWN }), [api]);
   const [selected, setSelected] = useState(0);
-  useEffect(() => {
-    let alive = true;
-    api.listSnapshots({ limit: SHOWN }).then(
-      (list) => alive && setSnapshots(list),
-      (err: unknown) => alive && setError(errorText(err)),
-    );
-    return () => {
-      alive = false;
-    };
-  }, [api]);
 
   const list = snapshots ?? [];
   useInput((input, key) => {
