@@ -256,24 +256,36 @@ open() {
     *) { command exec 6<"$d/$1.$3"; } 2>/dev/null ;;
   esac
 }
+# Descriptor $1 (5 or 6) takes over the segment held on 7.
+held() {
+  case $1 in
+    5) command exec 5<&7 ;;
+    *) command exec 6<&7 ;;
+  esac
+  command exec 7<&-
+}
 # The segment to start at: the one before the newest, less what the newest holds (so that the
-# last K bytes are what is sent first), or when it is gone, the newest.
+# last K bytes are what is sent first), or when it is gone, the newest. The newest is held open
+# (descriptor 7) as soon as it is found: a flood rotates faster than this loop runs on a busy
+# host, and a segment rotated away stays readable through a descriptor already open on it.
 first() {
   i=0
   while [ $i -lt 5 ]; do
     newest "$1"; [ "$L" -lt 0 ] && return 1
-    [ "$L" -eq 0 ] && { n=0; open "$1" "$2" 0; return; }
+    if ! { command exec 7<"$d/$1.$L"; } 2>/dev/null; then i=$((i + 1)); continue; fi
+    [ "$L" -eq 0 ] && { n=0; held "$2"; return 0; }
     z=$(wc -c < "$d/$1.$L" 2>/dev/null) || z=0
     z=\${z##* }
     n=$((L - 1))
     if open "$1" "$2" "$n"; then
+      command exec 7<&-
       [ "$z" -gt 0 ] && dd bs="$z" skip=1 count=0 <&"$2" 2>/dev/null
       return 0
     fi
-    # Rotated away meanwhile (a flood rotates faster than this loop): start at the newest itself.
+    # Rotated away meanwhile: start at the newest itself, held since it was found.
     n=$L
-    open "$1" "$2" "$n" && return 0
-    i=$((i + 1))
+    held "$2"
+    return 0
   done
   return 1
 }
