@@ -16,14 +16,57 @@ export const ZSTD_FAILED_EXIT = 21;
 export const NO_ZSTD_EXIT = 22;
 
 /**
- * take: the workspace as tar on stdout (its contents as `./…` members: modes, symlinks, empty
- * directories and modification times as tar keeps them), staying on its file system; compressed
+ * The freeze's passes at most: a pass finds only what forked while the one before ran, and a fork
+ * bomb under the sandbox's process limit is stopped within a few; past these the copy goes on.
+ */
+const FREEZE_PASSES = 32;
+
+/**
+ * The take's first part: every process of the sandbox stopped (SIGSTOP, which no process can catch
+ * or ignore) but the pid namespace's init, this script and its ancestors (the exec's own chain),
+ * so that the workspace holds still while it is copied; all of them continued (SIGCONT) as the
+ * script exits, however it exits but by SIGKILL (Snapshots resumes them then: RESUME_SCRIPT). No
+ * process is forked until the freeze is whole (builtins only: a fork would be stopped with the
+ * rest), and a pass that stops a process is followed by another, for what its forks made: parents
+ * go before their children, so a stopped parent forks nothing more. The continue goes children
+ * first, so that a parent (a shell with job control) finds its children running, never stopped.
+ */
+const FREEZE = `keep=" 1 $$ "
+p=$PPID
+while [ "$p" -gt 1 ] 2>/dev/null; do
+  keep="$keep$p "
+  read -r s < /proc/$p/stat || break
+  s=\${s##*) }
+  set -- $s
+  p=$2
+done
+thaw=''
+trap 'kill -CONT $thaw 2>/dev/null' EXIT
+trap 'exit 143' TERM INT HUP
+stopped=' '
+pass=0
+while [ $pass -lt ${FREEZE_PASSES} ]; do
+  fresh=0
+  for d in /proc/[0-9]*; do
+    p=\${d#/proc/}
+    case "$keep$stopped" in *" $p "*) continue ;; esac
+    if kill -STOP "$p" 2>/dev/null; then stopped="$stopped$p "; thaw="$p $thaw"; fresh=1; fi
+  done
+  [ $fresh = 0 ] && break
+  pass=$((pass + 1))
+done`;
+
+/**
+ * take: the sandbox frozen (FREEZE), then the workspace as tar on stdout (its contents as `./…`
+ * members: modes, symlinks, empty directories and modification times as tar keeps them), staying
+ * on its file system; compressed
  * by the image's zstd where it has one (a zstd frame on stdout, checksummed), else left for
  * Paddock to compress. The members' count first, on stderr, as `members=N`; tar's exit status
  * last, as `tar=N`. A file the user cannot read is left out with a warning; tar's 1, "a file
  * changed as it was read", still leaves a whole archive.
  */
 export const TAKE_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
+${FREEZE}
 n=$(find . -xdev ! -path . 2>/dev/null | wc -l)
 printf 'members=%s\\n' "\${n##* }" >&2
 if command -v zstd >/dev/null 2>&1; then
@@ -50,6 +93,16 @@ if [ "$1" = zstd ]; then
 fi
 LC_ALL=C exec tar -x -f - --no-same-owner --same-permissions
 `;
+
+/**
+ * After a take that did not end by itself (killed at its timeout, or its connection lost): every
+ * stopped process of the sandbox continued, as the take's own exit would have.
+ */
+export const RESUME_SCRIPT = `for d in /proc/[0-9]*; do
+  read -r s < "$d/stat" 2>/dev/null || continue
+  case "\${s##*) }" in T*) kill -CONT "\${d#/proc/}" 2>/dev/null ;; esac
+done
+exit 0`;
 
 /**
  * Before a final snapshot (snapshotOnDestroy): every process of the sandbox killed, so that none

@@ -23,7 +23,7 @@ import {
 } from '../repositories/snapshots.ts';
 import { drained } from '../drained.ts';
 import type { SnapshotStore } from './store.ts';
-import { HALT_SCRIPT, NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
+import { HALT_SCRIPT, NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_SCRIPT, RESUME_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
 import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from './restore-error.ts';
 
 // Snapshots' rules (docs/api.md, "Snapshots"): a running sandbox's workspace copied, compressed,
@@ -74,6 +74,9 @@ const ABANDONED_AFTER_MS = 60_000;
 
 /** The kill of a sandbox's processes before its final snapshot: a few milliseconds, unless the host is starved. */
 const HALT_TIMEOUT_MS = 10_000;
+
+/** The continue of what a killed take stopped: a pass over /proc, unless the host is starved. */
+const RESUME_TIMEOUT_MS = 10_000;
 
 /** Of what tar says on stderr, this much is kept for a failure's message. */
 const STDERR_KEPT_BYTES = 4096;
@@ -210,6 +213,12 @@ export class Snapshots {
     // The image's zstd compressed it already (a frame's magic number first), or tar's bytes come as they are.
     let mode: 'frames' | 'tar' | undefined;
     const stderr = new BoundedText(STDERR_KEPT_BYTES);
+    let resumed = false;
+    const resume = async () => {
+      if (resumed) return;
+      resumed = true;
+      await this.#resume(row.sandbox_id);
+    };
     try {
       const result = await this.#deps.runtime.exec(row.sandbox_id, {
         argv: ['/bin/sh', '-c', TAKE_SCRIPT, 'paddock-snapshot'],
@@ -223,6 +232,8 @@ export class Snapshots {
         },
         onStderr: (chunk) => stderr.push(chunk),
       });
+      // Killed at its timeout (or by a signal): the take's own exit never continued what it stopped.
+      if (result.timedOut || result.exitCode === null) await resume();
       compress?.end();
       await compressed.catch((err: unknown) => {
         if (!overLimit) throw err;
@@ -241,9 +252,16 @@ export class Snapshots {
     } catch (err) {
       compress?.destroy();
       await upload.abort();
+      // The take's connection was lost, or the copy stopped it (past the account's room): whatever it stopped runs again.
+      if (!(err instanceof SandboxGoneError)) await resume();
       if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${row.sandbox_id} ended while its workspace was copied.`);
       throw err;
     }
+  }
+
+  /** Every stopped process of the sandbox continued: best effort, the sandbox may have ended meanwhile. */
+  async #resume(sandboxId: string): Promise<void> {
+    await this.#deps.runtime.exec(sandboxId, { argv: ['/bin/sh', '-c', RESUME_SCRIPT, 'paddock-resume'], cwd: '/', env: {}, timeoutMs: RESUME_TIMEOUT_MS }).catch(() => undefined);
   }
 
   /**

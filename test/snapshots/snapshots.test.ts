@@ -11,7 +11,7 @@ import { fileClient, sandboxFor } from '../files/helpers.ts';
 import { newId } from '../../shared/ids.ts';
 import { Snapshots } from '../../shared/snapshots/snapshots.ts';
 import { snapshotStore } from '../../shared/snapshots/store.ts';
-import { HALT_SCRIPT } from '../../shared/snapshots/scripts.ts';
+import { HALT_SCRIPT, RESUME_SCRIPT } from '../../shared/snapshots/scripts.ts';
 
 // Snapshots (docs/api.md, "Snapshots"): a running sandbox's workspace copied into the snapshot
 // store, and sandboxes started from it. Run once per runtime (PADDOCK_TEST_RUNTIME).
@@ -332,4 +332,45 @@ test("the final snapshot's kill, as a tenant may run it too: every process but t
   assert.equal(left.exitCode, 0, left.stderr);
   assert.doesNotMatch(left.stdout, /sleep 301/);
   assert.equal((await box.sh('echo alive')).stdout, 'alive\n');
+});
+
+test('a snapshot copies a still workspace: every process of the sandbox is stopped while it is copied, and each runs on after', async () => {
+  const account = await newAccount(stack.url, 'snapshot-freeze');
+  const box = await sandboxFor(stack, account.key);
+  // Files enough that the copy takes a while (a few MB of tar, little once compressed).
+  assert.equal((await box.sh('mkdir /workspace/many && cd /workspace/many && seq 1 8000 | xargs touch')).exitCode, 0);
+  const ticks = async () => (await box.sh('cat /workspace/ticks')).stdout.trim().split('\n');
+  assert.equal((await background(account.key, box.id, 'while :; do date +%s%N >> /workspace/ticks; sleep 0.01; done')).status, 202);
+  await eventually('the ticker ticks', 10_000, async () => ((await ticks()).length >= 5 ? true : undefined));
+
+  const taken = await snapshot(account.key, box.id);
+  assert.equal(taken.status, 201, JSON.stringify(taken.body));
+  const restored = await createSandbox(stack.url, account.key, '', { snapshot: taken.body.id });
+  assert.equal(restored.status, 201, JSON.stringify(restored.body));
+  const copied = (await fileClient(stack, account.key, restored.body.id).sh('tail -n 1 /workspace/ticks')).stdout.trim();
+  assert.match(copied, /^[0-9]{19}$/);
+
+  // The copy's last tick and the live sandbox's next one lie the whole copy apart, not the ticker's 10 ms.
+  const live = await eventually('the ticker ticks again after the copy', 10_000, async () => {
+    const all = await ticks();
+    return all.indexOf(copied) >= 0 && all.indexOf(copied) + 1 < all.length ? all : undefined;
+  });
+  const next = live[live.indexOf(copied) + 1]!;
+  const stillMs = Number((BigInt(next) - BigInt(copied)) / 1_000_000n);
+  assert.ok(stillMs >= 50, `the ticker ran on while the workspace was copied (${stillMs} ms between the copy's last tick and the next)`);
+  const states = await box.sh(`for p in /proc/[0-9]*; do s=$(cat $p/stat 2>/dev/null) && echo "\${s##*) }" | cut -c1; done | sort | uniq -c`);
+  assert.doesNotMatch(states.stdout, / T$/m, 'no process is left stopped');
+});
+
+test("the resume after a take killed midway (its own exit never continued what it stopped): every stopped process runs again", async () => {
+  const account = await newAccount(stack.url, 'snapshot-resume');
+  const box = await sandboxFor(stack, account.key);
+  const state = `for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); s=$(cat $p/stat 2>/dev/null); case "$c" in 'sleep 302 '*) echo "\${s##*) }" | cut -c1;; esac; done`;
+  assert.equal((await background(account.key, box.id, 'sleep 302')).status, 202);
+  await eventually('the background process runs', 10_000, async () => ((await box.sh(state)).stdout === 'S\n' ? true : undefined));
+  assert.equal((await box.sh("pkill -STOP -x sleep || kill -STOP $(pidof sleep)")).exitCode, 0);
+  assert.equal((await box.sh(state)).stdout, 'T\n');
+  const resumed = await box.sh(RESUME_SCRIPT);
+  assert.equal(resumed.exitCode, 0, resumed.stderr);
+  assert.equal((await box.sh(state)).stdout, 'S\n');
 });
