@@ -12,6 +12,7 @@ import { WebhookRefusalsUnnamed } from './20261127000001_webhook_refusals_unname
 import { Previews } from './20261128000001_previews.ts';
 import { Snapshots } from './20261129000001_snapshots.ts';
 import { FinalSnapshots } from './20261129000002_final_snapshots.ts';
+import { SandboxNetwork } from './20261129000003_sandbox_network.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
@@ -29,4 +30,5 @@ export const migrationsList = [
   { name: '20261128000001_previews', class: Previews },
   { name: '20261129000001_snapshots', class: Snapshots },
   { name: '20261129000002_final_snapshots', class: FinalSnapshots },
+  { name: '20261129000003_sandbox_network', class: SandboxNetwork },
 ];

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withinEgressMax } from './network/policy.ts';
 
 // Environment variables arrive as strings; these helpers turn them into typed values with a
 // message that says what was expected, so a bad deployment fails at start naming the variable.
@@ -98,6 +99,10 @@ export const configSchema = z.object({
    * cap. Below the runtimes' own deadline grace, which ends the sandbox whatever Paddock does.
    */
   PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS: int(1).default(60),
+  /** A sandbox's egress when its create names none (shared/network/policy.ts); unset: none, or all with PADDOCK_LOCAL_NETWORK. */
+  PADDOCK_DEFAULT_EGRESS: z.enum(['none', 'all']).optional(),
+  /** The most any request may open: none, allow (listed addresses) or all. */
+  PADDOCK_EGRESS_MAX: z.enum(['none', 'allow', 'all']).default('all'),
   PADDOCK_SESSION_CAP_SECONDS: int(1).default(1800),
   PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: int(1).default(60),
   PADDOCK_REAPER_SWEEP_SECONDS: int(1).default(30),
@@ -181,6 +186,7 @@ export const configSchema = z.object({
   PADDOCK_BULK_TURN_MS: int(0, 60_000).default(1000),
   // local runtime (bubblewrap on this host)
   PADDOCK_DATA_DIR: z.string().min(1).default('.paddock/data'),
+  /** Read as PADDOCK_DEFAULT_EGRESS=all where that is unset (defaultEgress). */
   PADDOCK_LOCAL_NETWORK: bool.default(false),
   PADDOCK_LOCAL_MEMORY_MB: int(16).default(1024),
   PADDOCK_LOCAL_PIDS_MAX: int(8).default(512),
@@ -269,6 +275,9 @@ export function parseConfig(env: Record<string, string | undefined>, role: Role 
   const config = result.data;
   const preview = previewDomainProblem(config);
   if (preview) throw new ConfigError(`Invalid configuration:\n  ${preview}`);
+  if (!withinEgressMax(defaultEgress(config), config.PADDOCK_EGRESS_MAX)) {
+    throw new ConfigError(`Invalid configuration:\n  PADDOCK_DEFAULT_EGRESS: ${defaultEgress(config)} opens more than PADDOCK_EGRESS_MAX (${config.PADDOCK_EGRESS_MAX}) admits`);
+  }
   if (config.NODE_ENV === 'production' && role === 'web') {
     const missing = [
       !config.PADDOCK_JWT_SECRET && '  PADDOCK_JWT_SECRET: is required outside development (at least 32 random characters)',
@@ -277,6 +286,11 @@ export function parseConfig(env: Record<string, string | undefined>, role: Role 
     if (missing.length) throw new ConfigError(`Invalid configuration:\n${missing.join('\n')}`);
   }
   return config;
+}
+
+/** A sandbox's egress when its create names none. */
+export function defaultEgress(config: Pick<Config, 'PADDOCK_DEFAULT_EGRESS' | 'PADDOCK_LOCAL_NETWORK'>): 'none' | 'all' {
+  return config.PADDOCK_DEFAULT_EGRESS ?? (config.PADDOCK_LOCAL_NETWORK ? 'all' : 'none');
 }
 
 /**

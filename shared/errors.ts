@@ -55,6 +55,7 @@ export const errorCatalogue = {
   monthly_usage_limit_reached: { status: 429, title: 'The monthly sandbox-hour limit is used up' },
   process_limit_reached: { status: 429, title: 'The limit on running background processes in the sandbox is reached' },
   insufficient_scope: { status: 403, title: 'The API key lacks the scope this route needs' },
+  egress_not_permitted: { status: 403, title: 'The egress asked for opens more than this deployment allows' },
   too_many_in_flight: { status: 429, title: 'Too many requests of this kind are in progress' },
   preview_limit_reached: { status: 429, title: 'The limit on previewed ports in the sandbox is reached' },
   snapshot_storage_limit_reached: { status: 429, title: "The account's snapshot storage limit is reached" },

@@ -14,6 +14,7 @@ export const SCOPES = [
   'webhooks:write',
   'previews:write',
   'snapshots:write',
+  'network:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

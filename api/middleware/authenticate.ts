@@ -181,10 +181,15 @@ export function requireScope(scope: Scope) {
   };
 }
 
+/** Whether the request may do what `scope` allows: a key with it, or a signed-in user. */
+export function hasScope(ctx: AppContext, scope: Scope): boolean {
+  const auth = ctx.state.auth;
+  return auth?.kind !== 'apiKey' || auth.scopes.includes(scope);
+}
+
 /** 403 insufficient_scope for a key without `scope`, which `what` (a route, or a field of its body) needs. */
 export function requireScopeFor(ctx: AppContext, scope: Scope, what: string): void {
-  const auth = ctx.state.auth;
-  if (auth?.kind === 'apiKey' && !auth.scopes.includes(scope)) {
+  if (!hasScope(ctx, scope)) {
     throw new ApiError('insufficient_scope', `This API key lacks the scope ${scope}, which ${what} needs.`, { extra: { scope } });
   }
 }

@@ -1,3 +1,4 @@
+import type { NetworkPolicy } from '../network/policy.ts';
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 
 // Columns and constraints are owned by migrations/; these definitions only map them.
@@ -62,6 +63,8 @@ export const Sandbox = defineEntity({
     snapshotOnDestroy: p.boolean().default(false),
     /** That snapshot, once ready; null until then, or when it failed. */
     finalSnapshotId: p.string().nullable(),
+    /** Where its programs may connect (shared/network/policy.ts). */
+    network: p.json<NetworkPolicy>(),
     /** When sandbox.expiring is due (PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt); null: none. */
     expiryWarningAt: p.datetime().nullable(),
     /** The deployment whose runtime holds it (shared/deployment.ts); null: made before deployments were recorded. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NetworkPolicy } from '../network/policy.ts';
 import { Queue, type JobsOptions, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { imageKey } from '../pool/warm-pool.ts';
@@ -34,6 +35,8 @@ export const jobCatalogue = {
       snapshotId: z.string().min(1).max(100).optional(),
       /** Its workspace is snapshotted before it is destroyed: its sandbox.running event says so. */
       snapshotOnDestroy: z.boolean().optional(),
+      /** Where its programs may connect; absent: none. */
+      network: NetworkPolicy.optional(),
     }),
     attempts: 5,
     backoff: { type: 'exponential', delay: 500 },

@@ -5,6 +5,7 @@ import type { DestroyReason, Sandbox } from '../db/entities.ts';
 import type { Statement } from '../db/batch.ts';
 import { dateOf } from '../db/timestamps.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
+import type { NetworkPolicy } from '../network/policy.ts';
 import { allowlistOf, storedSecretsOf, type Allowlist, type SecretsRead } from './policy.ts';
 
 // The sandbox aggregate's one way to the database. Its reads are named statements on the driver's
@@ -47,8 +48,8 @@ const OWN_SANDBOX_WITH_POLICY = {
  */
 export function insertSandboxStatement(sandbox: Sandbox): Statement {
   return {
-    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment, snapshot_on_destroy)
-     values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13)`,
+    sql: `insert into sandboxes (id, account_id, state, status, image, metadata, env, created_at, ready_at, expires_at, expiry_warning_at, deployment, snapshot_on_destroy, network)
+     values ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $12, $13, $14::jsonb)`,
     params: [
       sandbox.id,
       sandbox.accountId,
@@ -63,6 +64,7 @@ export function insertSandboxStatement(sandbox: Sandbox): Statement {
       sandbox.expiryWarningAt ?? null,
       sandbox.deployment ?? null,
       sandbox.snapshotOnDestroy ?? false,
+      JSON.stringify(sandbox.network),
     ],
   };
 }
@@ -246,6 +248,55 @@ export async function moveSandboxEnd(
   };
 }
 
+/**
+ * The account's running sandbox's egress set to `policy`, with `apply` (the runtime's change) run
+ * while its row is held: two changes to one sandbox, through any replicas, reach the runtime and
+ * the row in the same order. The sandbox as now; `not_running` (neither applied) for one that is
+ * pending, being destroyed or destroyed; undefined for none of the account's.
+ */
+export async function setSandboxNetwork(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  policy: NetworkPolicy,
+  apply: () => Promise<void>,
+): Promise<Sandbox | 'not_running' | undefined> {
+  const client = await pool.connect();
+  let failed = false;
+  try {
+    await client.query('begin');
+    const { rows } = await client.query<{ state: string; status: string }>({
+      name: 'paddock-sandbox-network-lock',
+      text: 'select state, status from sandboxes where id = $1 and account_id = $2 for update',
+      values: [id, accountId],
+    });
+    const row = rows[0];
+    if (!row || row.state !== 'active' || row.status !== 'running') {
+      await client.query('rollback');
+      return row ? 'not_running' : undefined;
+    }
+    try {
+      await apply();
+    } catch (err) {
+      await client.query('rollback');
+      throw err;
+    }
+    const updated = await client.query<SandboxRow>({
+      name: 'paddock-sandbox-network-set',
+      text: `update sandboxes set network = $3::jsonb where id = $1 and account_id = $2 returning ${SANDBOX_COLUMNS}, env`,
+      values: [id, accountId, JSON.stringify(policy)],
+    });
+    await client.query('commit');
+    return sandboxOf(updated.rows[0]!);
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    // A connection whose transaction broke midway is not handed to the next user.
+    client.release(failed ? true : undefined);
+  }
+}
+
 // The sweeps' reads (workers/reaper.ts, metrics): this deployment's sandboxes, and those from
 // before deployments were recorded. Bounded by `limit`: a sweep takes a batch at a time.
 const OURS = '(deployment = $1 or deployment is null)';
@@ -332,6 +383,7 @@ function sandboxOf(row: SandboxRow): Sandbox {
     failureMessage: row.failure_message,
     snapshotOnDestroy: row.snapshot_on_destroy,
     finalSnapshotId: row.final_snapshot_id,
+    network: row.network,
   };
   return sandbox as Sandbox;
 }

@@ -31,7 +31,6 @@ export async function createRuntime(config: Config, log: Logger, options: { kube
 export function localRuntimeFrom(config: Config, log?: Logger): SandboxRuntime {
   return createLocalRuntime({
     dataDir: resolve(config.PADDOCK_DATA_DIR),
-    network: config.PADDOCK_LOCAL_NETWORK,
     memoryMb: config.PADDOCK_LOCAL_MEMORY_MB,
     pidsMax: config.PADDOCK_LOCAL_PIDS_MAX,
     cpus: config.PADDOCK_LOCAL_CPUS,

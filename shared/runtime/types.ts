@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import type { NetworkPolicy } from '../network/policy.ts';
 
 // The one small interface between Paddock and whatever runs sandboxes. Two implementations:
 // `local` (bubblewrap on this host, the embedded default) and `kubernetes` (one pod per sandbox).
@@ -16,6 +17,8 @@ export interface SandboxSpec {
    * the sandbox's own init).
    */
   capSeconds: number;
+  /** Where its programs may connect (shared/network/policy.ts); absent: nowhere. */
+  network?: NetworkPolicy;
 }
 
 export type RuntimeStatus = 'pending' | 'running' | 'failed' | 'terminated';
@@ -164,6 +167,13 @@ export interface SandboxRuntime {
    * its end() ends nothing toward the program (callers end a request by its framing, not so).
    */
   openPort(id: string, port: number, options?: { signal?: AbortSignal }): Promise<Duplex>;
+  /**
+   * The running sandbox's egress becomes `policy`: connections it opens from then on are let
+   * through or refused by it (one already open to a destination the new policy refuses is cut
+   * where the runtime can). Rejects with SandboxGoneError as exec does, and with a
+   * PermanentRuntimeError where this runtime cannot give the sandbox network at all.
+   */
+  setNetwork(id: string, policy: NetworkPolicy): Promise<void>;
   /** Readies what a first create would otherwise wait for (the local runtime's command spawner). */
   warm?(): Promise<void>;
   close(): Promise<void>;

@@ -14,6 +14,9 @@ import { deploymentOf } from '../deployment.ts';
 import type { IdempotencyRecord } from '../repositories/idempotency.ts';
 import { SNAPSHOT_CORRUPT_MESSAGE } from '../snapshots/restore-error.ts';
 import { presentSandbox } from './present.ts';
+import { defaultEgress } from '../config.ts';
+import { egressMode, NO_EGRESS, samePolicy, withinEgressMax, type NetworkPolicy } from '../network/policy.ts';
+import { PermanentRuntimeError, SandboxGoneError } from '../runtime/types.ts';
 import { limitsOf, refuseOverQuota } from './quotas.ts';
 import { requireRunning, type InSandboxUse } from './running.ts';
 import type { CreateDecision, CreateFacts, SandboxEngineDeps, SandboxEngineOptions } from './ports.ts';
@@ -28,6 +31,14 @@ export interface CreateSandboxInput {
   snapshot?: string;
   /** Its workspace snapshotted as it is destroyed (shared/snapshots/snapshots.ts, keepFinal). */
   snapshotOnDestroy?: boolean;
+  /** Where its programs may connect; the operator's default when absent. */
+  network?: NetworkPolicy;
+}
+
+/** What the key asking may do to a sandbox's network. */
+export interface NetworkGrant {
+  /** The key has network:write: it may set a policy other than the default. */
+  mayOpen: boolean;
 }
 
 // A first request with a key that has not finished after this long is presumed dead (its API
@@ -60,10 +71,11 @@ export class SandboxEngine {
   async create(
     accountId: string,
     input: CreateSandboxInput,
-    options: { idempotencyKey?: string; wait: boolean },
+    options: { idempotencyKey?: string; wait: boolean; network?: NetworkGrant },
   ): Promise<{ sandbox: Sandbox; replayed: boolean }> {
     const { store } = this.#deps;
     const { idempotencyKey } = options;
+    const network = this.#admitNetwork(input.network, options.network ?? { mayOpen: false });
     const snapshot = input.snapshot === undefined ? undefined : await this.#deps.snapshots.source(accountId, input.snapshot);
     const image = this.#resolveImage(input.image ?? snapshot?.image);
     this.#refuseTimeoutPastCap(input.timeoutSeconds);
@@ -76,13 +88,15 @@ export class SandboxEngine {
       ...(input.timeoutSeconds === undefined ? [] : [input.timeoutSeconds]),
       ...(snapshot ? [{ snapshot: snapshot.id }] : []),
       ...(input.snapshotOnDestroy ? [{ snapshotOnDestroy: true }] : []),
+      ...(input.network ? [{ network: input.network }] : []),
     ];
     const requestHash = createHash('sha256').update(JSON.stringify(identity)).digest('hex');
     // A pooled sandbox runs already, its workspace empty: one from a snapshot is made for it.
-    const pooled = !snapshot && isPooled(this.#options, this.#deps.runtime, image);
+    // Pooled sandboxes run with no network: one that needs its own policy is made for it.
+    const pooled = !snapshot && egressMode(network) === 'none' && isPooled(this.#options, this.#deps.runtime, image);
     const result = await store.create(
       { accountId, periodStart: currentMonth(this.#deps.clock.now()).start, deployment: deploymentOf(this.#options), claimImage: pooled ? image : undefined, idempotencyKey },
-      (facts) => this.#decide(accountId, image, input, facts, idempotencyKey ? { key: idempotencyKey, requestHash } : undefined),
+      (facts) => this.#decide(accountId, image, { ...input, network }, facts, idempotencyKey ? { key: idempotencyKey, requestHash } : undefined),
     );
 
     let sandbox: Sandbox;
@@ -328,6 +342,45 @@ export class SandboxEngine {
     if (!verdict.allowed) throw new ApiError('command_not_allowed', verdict.reason, { extra: { variable: verdict.variable } });
   }
 
+  /**
+   * The running sandbox's egress becomes `policy`: in the runtime first, then on its row, both
+   * while the row is held (shared/repositories/sandboxes.ts, setSandboxNetwork), so what the row
+   * says is what the runtime enforces. 409 for a sandbox not running, 404 for none of the account's.
+   */
+  async setNetwork(accountId: string, id: string, policy: NetworkPolicy, grant: NetworkGrant): Promise<Sandbox> {
+    this.#admitNetwork(policy, grant);
+    if (!isId('sbx', id)) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+    const set = await this.#deps.store
+      .setNetwork(accountId, id, policy, () => this.#deps.runtime.setNetwork(id, policy))
+      .catch((err: unknown) => {
+        if (err instanceof SandboxGoneError) return 'not_running' as const;
+        if (err instanceof PermanentRuntimeError) throw new ApiError('egress_not_permitted', `This deployment cannot give sandboxes network: ${err.message}`);
+        throw err;
+      });
+    if (set === undefined) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
+    if (set === 'not_running') throw new ApiError('sandbox_not_running', `Sandbox ${id} is not running: only a running sandbox's network can be set.`);
+    await this.#deps.announcer.changed([accountId]);
+    return set;
+  }
+
+  /**
+   * The policy a create or a change gets: the operator's default when none is named. One other
+   * than the default needs network:write (403 insufficient_scope), and none may open more than
+   * PADDOCK_EGRESS_MAX (403 egress_not_permitted).
+   */
+  #admitNetwork(asked: NetworkPolicy | undefined, grant: NetworkGrant): NetworkPolicy {
+    const fallback: NetworkPolicy = { egress: defaultEgress(this.#options) };
+    const policy = asked ?? fallback;
+    if (!samePolicy(policy, fallback) && !grant.mayOpen) {
+      throw new ApiError('insufficient_scope', 'This API key lacks the scope network:write, which a network other than the default needs.', { extra: { scope: 'network:write' } });
+    }
+    const max = this.#options.PADDOCK_EGRESS_MAX;
+    if (!withinEgressMax(egressMode(policy), max)) {
+      throw new ApiError('egress_not_permitted', `This deployment lets a sandbox's egress be at most ${max}.`, { extra: { max } });
+    }
+    return policy;
+  }
+
   /** A create's own timeout past the session cap is not a valid request (400), as the schema's bounds are not. */
   #refuseTimeoutPastCap(timeoutSeconds: number | undefined): void {
     const cap = this.#options.PADDOCK_SESSION_CAP_SECONDS;
@@ -364,6 +417,7 @@ export class SandboxEngine {
       failureMessage: null,
       snapshotOnDestroy: input.snapshotOnDestroy ?? false,
       finalSnapshotId: null,
+      network: input.network ?? NO_EGRESS,
     };
   }
 }
@@ -420,6 +474,7 @@ function createPayload(sandbox: Sandbox, capSeconds: number, snapshotId: string 
     ...(capAt.getTime() === sandbox.expiresAt.getTime() ? {} : { capAt: capAt.toISOString() }),
     ...(snapshotId ? { snapshotId } : {}),
     ...(sandbox.snapshotOnDestroy ? { snapshotOnDestroy: true } : {}),
+    ...(egressMode(sandbox.network) === 'none' ? {} : { network: sandbox.network }),
     sandboxId: sandbox.id,
     image: sandbox.image,
     expiresAt: sandbox.expiresAt.toISOString(),

@@ -1,3 +1,4 @@
+import { NO_EGRESS } from '../network/policy.ts';
 import type { Config } from '../config.ts';
 import type { DestroyReason, Sandbox } from '../db/entities.ts';
 import type { JobPayload } from '../jobs/catalogue.ts';
@@ -85,7 +86,7 @@ export class SandboxLifecycle {
         return 'skipped';
       }
       if (row.status === 'running') return 'running';
-      pending = { id: sandboxId, account_id: row.accountId, image, metadata: row.metadata, created_at: row.createdAt, expires_at: new Date(expiresAt), snapshot_on_destroy: row.snapshotOnDestroy };
+      pending = { id: sandboxId, account_id: row.accountId, image, metadata: row.metadata, created_at: row.createdAt, expires_at: new Date(expiresAt), snapshot_on_destroy: row.snapshotOnDestroy, network: row.network };
     }
 
     const readyDeadline = pending.created_at.getTime() + this.#options.PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS * 1000;
@@ -100,7 +101,13 @@ export class SandboxLifecycle {
         // The cap runs from the create, as the API set it: a runtime that ends sandboxes by itself
         // (Kubernetes' activeDeadlineSeconds) gets what is left of it, not a whole cap afresh.
         // A sandbox with its own timeout gets the cap's (capAt): its end may move later again.
-        { id: sandboxId, accountId: pending.account_id, image, capSeconds: Math.max(1, Math.ceil((Date.parse(payload.capAt ?? expiresAt) - clock.now().getTime()) / 1000)) },
+        {
+          id: sandboxId,
+          accountId: pending.account_id,
+          image,
+          capSeconds: Math.max(1, Math.ceil((Date.parse(payload.capAt ?? expiresAt) - clock.now().getTime()) / 1000)),
+          network: pending.network,
+        },
         { timeoutMs },
       );
       // A retry restores again over what an earlier try left: tar overwrites.
@@ -197,9 +204,9 @@ export class SandboxLifecycle {
 
 /** The row's facts as the job carries them, when the job is fresh; undefined when the row is to be read first. */
 function freshFacts(payload: JobPayload<'create'>, attempt: StartAttempt, now: Date): PendingSandbox | undefined {
-  const { sandboxId, image, expiresAt, accountId, createdAt, metadata, snapshotOnDestroy } = payload;
+  const { sandboxId, image, expiresAt, accountId, createdAt, metadata, snapshotOnDestroy, network } = payload;
   if (!accountId || !createdAt || !metadata || attempt.started > 1) return undefined;
   const born = new Date(createdAt);
   if (now.getTime() - born.getTime() > FRESH_MS) return undefined;
-  return { id: sandboxId, account_id: accountId, image, metadata, created_at: born, expires_at: new Date(expiresAt), snapshot_on_destroy: snapshotOnDestroy ?? false };
+  return { id: sandboxId, account_id: accountId, image, metadata, created_at: born, expires_at: new Date(expiresAt), snapshot_on_destroy: snapshotOnDestroy ?? false, network: network ?? NO_EGRESS };
 }

@@ -8,11 +8,12 @@ import { eventsStatement, recordedFrom } from '../repositories/events.ts';
 import { lockAccountStatement, overridesFrom, usageFrom, usageStatement } from '../repositories/accounts.ts';
 import { completeIdempotencyKey, idempotencyInsertStatement, idempotencyReadStatement, idempotencyRecordFrom } from '../repositories/idempotency.ts';
 import { getAllowlist } from '../repositories/policy.ts';
-import { findSandbox, insertSandboxStatement, markSandboxTerminating, moveSandboxEnd, readOwnSandbox, type MovedEnd } from '../repositories/sandboxes.ts';
+import { findSandbox, insertSandboxStatement, markSandboxTerminating, moveSandboxEnd, readOwnSandbox, setSandboxNetwork, type MovedEnd } from '../repositories/sandboxes.ts';
 import { claimedFrom, claimWarmStatement } from '../repositories/warm-pool.ts';
 import { markDestroyed, markExpiring, markRunning, markTerminating, type DestroyedEnd, type PendingSandbox } from './transitions.ts';
 import type { LifecycleStore } from './lifecycle.ts';
 import type { SandboxRow } from './snapshot.ts';
+import type { NetworkPolicy } from '../network/policy.ts';
 import type { CreateDecision, CreateFacts, CreateRequest, CreateResult, SandboxStore } from './ports.ts';
 
 /**
@@ -83,6 +84,10 @@ export class PgSandboxStore implements SandboxStore {
 
   async moveEnd(accountId: string, id: string, end: { expiresAt: Date; expiryWarningAt: Date | null; now: Date }): Promise<MovedEnd | undefined> {
     return moveSandboxEnd(await ormPool(this.#orm.em), accountId, id, end);
+  }
+
+  async setNetwork(accountId: string, id: string, policy: NetworkPolicy, apply: () => Promise<void>): Promise<Sandbox | 'not_running' | undefined> {
+    return setSandboxNetwork(await ormPool(this.#orm.em), accountId, id, policy, apply);
   }
 
   async markTerminatingByItsUser(accountId: string, id: string): Promise<Sandbox | undefined> {

@@ -10,6 +10,7 @@ import type { LimitOverrides, Usage } from '../repositories/accounts.ts';
 import type { IdempotencyRecord } from '../repositories/idempotency.ts';
 import type { MovedEnd } from '../repositories/sandboxes.ts';
 import type { SandboxRuntime } from '../runtime/types.ts';
+import type { NetworkPolicy } from '../network/policy.ts';
 
 // What the sandbox engine (engine.ts) needs of the world, and nothing more: the API and the
 // workers build these where they are assembled (api/app.ts, workers/workers.ts); the engine's
@@ -57,6 +58,11 @@ export interface SandboxStore {
   findOwn(accountId: string, id: string): Promise<Sandbox | undefined>;
   /** Moves the account's sandbox's end while it is active and not being destroyed; undefined where it did not apply. */
   moveEnd(accountId: string, id: string, end: { expiresAt: Date; expiryWarningAt: Date | null; now: Date }): Promise<MovedEnd | undefined>;
+  /**
+   * The account's running sandbox's egress set, `apply` (the runtime's change) run while its row is
+   * held; `not_running` (neither applied) for one not running, undefined for none of the account's.
+   */
+  setNetwork(accountId: string, id: string, policy: NetworkPolicy, apply: () => Promise<void>): Promise<Sandbox | 'not_running' | undefined>;
   /** → terminating at its user's request, when active and not asked for yet; the sandbox as now, else undefined. */
   markTerminatingByItsUser(accountId: string, id: string): Promise<Sandbox | undefined>;
   /** active → destroyed, its events recorded and announced; false when it was not active. */
@@ -100,13 +106,16 @@ export type SandboxEngineOptions = Pick<
   | 'PADDOCK_WARM_POOL_SIZE'
   | 'PADDOCK_WARM_POOL_IMAGES'
   | 'PADDOCK_REDIS_PREFIX'
+  | 'PADDOCK_DEFAULT_EGRESS'
+  | 'PADDOCK_EGRESS_MAX'
+  | 'PADDOCK_LOCAL_NETWORK'
 >;
 
 export interface SandboxEngineDeps {
   store: SandboxStore;
   queue: SandboxQueue;
   announcer: Announcer;
-  runtime: Pick<SandboxRuntime, 'resolveImage' | 'defaultImage' | 'setExpiresAt'>;
+  runtime: Pick<SandboxRuntime, 'resolveImage' | 'defaultImage' | 'setExpiresAt' | 'setNetwork'>;
   watcher: SandboxWatcher;
   clock: Clock;
   log: Pick<Logger, 'warn'>;

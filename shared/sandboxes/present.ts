@@ -1,5 +1,6 @@
 import type { Sandbox } from '../db/entities.ts';
 import { dateOf, isoOf } from '../db/timestamps.ts';
+import { NO_EGRESS, type NetworkPolicy } from '../network/policy.ts';
 
 /**
  * What of a sandbox the API shows: a row as read (timestamps as Date or, through the ORM's pool,
@@ -19,6 +20,8 @@ export interface PresentableSandbox {
   failureMessage?: string | null;
   snapshotOnDestroy?: boolean;
   finalSnapshotId?: string | null;
+  /** Absent: a row read before the column (none, as the migration's default). */
+  network?: NetworkPolicy;
 }
 
 export type PresentedSandbox = ReturnType<typeof presentSandbox>;
@@ -38,6 +41,7 @@ export function presentSandbox(sandbox: PresentableSandbox) {
     failureMessage: sandbox.failureMessage ?? null,
     snapshotOnDestroy: sandbox.snapshotOnDestroy ?? false,
     finalSnapshotId: sandbox.finalSnapshotId ?? null,
+    network: sandbox.network ?? NO_EGRESS,
     metadata: sandbox.metadata,
   };
 }

@@ -1,10 +1,11 @@
 import type { Sandbox } from '../db/entities.ts';
 import type { PresentableSandbox } from './present.ts';
+import type { NetworkPolicy } from '../network/policy.ts';
 
 // A sandbox as the API presents it, from a row read with SANDBOX_COLUMNS: what an event about it
 // carries (data.sandbox), taken inside the transaction that changed it.
 export const SANDBOX_COLUMNS = `id, account_id, state, status, image, metadata, created_at, ready_at, expires_at,
-  destroyed_at, destroy_reason, failure_message, snapshot_on_destroy, final_snapshot_id`;
+  destroyed_at, destroy_reason, failure_message, snapshot_on_destroy, final_snapshot_id, network`;
 
 export interface SandboxRow {
   id: string;
@@ -21,6 +22,7 @@ export interface SandboxRow {
   failure_message: string | null;
   snapshot_on_destroy: boolean;
   final_snapshot_id: string | null;
+  network: NetworkPolicy;
 }
 
 /** The row as the presenter takes it (present.ts): an event's sandbox, as every answer shows it. */
@@ -39,5 +41,6 @@ export function presentableRow(row: SandboxRow): PresentableSandbox {
     failureMessage: row.failure_message,
     snapshotOnDestroy: row.snapshot_on_destroy,
     finalSnapshotId: row.final_snapshot_id,
+    network: row.network,
   };
 }

@@ -25,7 +25,7 @@ import { dateOf } from '../db/timestamps.ts';
 // change does. `announcer` starts their delivery after the commit.
 
 /** What a pending sandbox's create knows of its row: enough to tell what sandbox.running reports. */
-export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'metadata' | 'created_at' | 'expires_at' | 'snapshot_on_destroy'>;
+export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'metadata' | 'created_at' | 'expires_at' | 'snapshot_on_destroy' | 'network'>;
 
 /**
  * pending → running. False when the sandbox was meanwhile destroyed or is being destroyed. One

@@ -57,6 +57,7 @@ export type ErrorCode =
   | "monthly_usage_limit_reached"
   | "process_limit_reached"
   | "insufficient_scope"
+  | "egress_not_permitted"
   | "too_many_in_flight"
   | "preview_limit_reached"
   | "snapshot_storage_limit_reached"
@@ -98,8 +99,8 @@ export type Account = {
 export type CreateApiKeyRequest = {
   /** A label to tell keys apart; defaults to "default" */
   name?: string;
-  /** What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write, snapshots:write */
-  scopes?: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write")[];
+  /** What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write, snapshots:write, network:write */
+  scopes?: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write" | "network:write")[];
 };
 
 export type CreateApiKeyResponse = {
@@ -108,7 +109,7 @@ export type CreateApiKeyResponse = {
   /** The raw key (pdk_live_…); shown this once and never again */
   key: string;
   /** What the key may do */
-  scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write")[];
+  scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write" | "network:write")[];
   start: string;
   /** RFC 3339 UTC timestamp */
   createdAt: string;
@@ -159,6 +160,13 @@ export type CreateSandboxRequest = {
   timeoutSeconds?: number;
   /** A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one */
   snapshot?: string;
+  /** Where its programs may connect: the operator's default (PADDOCK_DEFAULT_EGRESS) when omitted; another needs the scope network:write */
+  network?: {
+    egress: ("none" | "all") | {
+      /** Where its programs may connect; nothing else */
+      allow: string[];
+    };
+  };
   /** Snapshot its workspace when it is destroyed, by a DELETE or at its expiresAt (its processes are ended first); the destroyed sandbox's finalSnapshotId names the snapshot. Needs the scope snapshots:write */
   snapshotOnDestroy?: boolean;
 };
@@ -339,7 +347,7 @@ export type ListApiKeysResponse = {
     id: string;
     name: string;
     /** What the key may do */
-    scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write")[];
+    scopes: ("sandboxes:read" | "sandboxes:write" | "exec" | "files:read" | "files:write" | "secrets:write" | "allowlist:write" | "webhooks:write" | "previews:write" | "snapshots:write" | "network:write")[];
     /** The first characters of the key, to recognise it */
     start: string;
     /** RFC 3339 UTC timestamp */
@@ -487,7 +495,7 @@ export type Problem = {
   title: string;
   status: number;
   detail: string;
-  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "preview_unauthorized" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "preview_not_found" | "snapshot_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "snapshot_not_ready" | "snapshot_corrupt" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "directory_not_empty" | "payload_too_large" | "file_too_large" | "range_not_satisfiable" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "timeout_past_cap" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "too_many_in_flight" | "preview_limit_reached" | "snapshot_storage_limit_reached" | "internal_error" | "service_unavailable" | "server_busy" | "preview_busy" | "port_not_listening" | "operation_timed_out" | "insufficient_storage";
+  code: "invalid_json" | "invalid_request" | "missing_credential" | "invalid_credential" | "wrong_credential_type" | "preview_unauthorized" | "invalid_login" | "command_not_allowed" | "permission_denied" | "not_found" | "api_key_not_found" | "sandbox_not_found" | "secret_not_found" | "file_not_found" | "event_not_found" | "webhook_not_found" | "process_not_found" | "preview_not_found" | "snapshot_not_found" | "method_not_allowed" | "not_acceptable" | "upgrade_required" | "email_taken" | "idempotency_conflict" | "sandbox_not_running" | "process_not_running" | "snapshot_not_ready" | "snapshot_corrupt" | "file_exists" | "is_a_directory" | "not_a_directory" | "not_a_regular_file" | "file_io_error" | "directory_not_empty" | "payload_too_large" | "file_too_large" | "range_not_satisfiable" | "headers_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "image_not_allowed" | "image_not_supported" | "secret_limit_reached" | "webhook_url_not_allowed" | "webhook_limit_reached" | "edit_no_match" | "edit_ambiguous" | "invalid_archive" | "timeout_past_cap" | "rate_limited" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "process_limit_reached" | "insufficient_scope" | "egress_not_permitted" | "too_many_in_flight" | "preview_limit_reached" | "snapshot_storage_limit_reached" | "internal_error" | "service_unavailable" | "server_busy" | "preview_busy" | "port_not_listening" | "operation_timed_out" | "insufficient_storage";
   requestId: string;
 };
 
@@ -520,6 +528,13 @@ export type Sandbox = {
   snapshotOnDestroy: boolean;
   /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why) */
   finalSnapshotId: string | null;
+  /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges */
+  network: {
+    egress: ("none" | "all") | {
+      /** Where its programs may connect; nothing else */
+      allow: string[];
+    };
+  };
   metadata: Record<string, string>;
 };
 
@@ -543,6 +558,13 @@ export type SandboxList = {
     snapshotOnDestroy: boolean;
     /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why) */
     finalSnapshotId: string | null;
+    /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges */
+    network: {
+      egress: ("none" | "all") | {
+        /** Where its programs may connect; nothing else */
+        allow: string[];
+      };
+    };
     metadata: Record<string, string>;
   }[];
   /** Pass as ?after= for the next page; null on the last page */
@@ -552,6 +574,13 @@ export type SandboxList = {
 export type SetAllowlistRequest = {
   /** Program names (compared by basename); duplicates are removed and the list is sorted. */
   commands: string[];
+};
+
+export type SetSandboxNetworkRequest = {
+  egress: ("none" | "all") | {
+    /** Where its programs may connect; nothing else */
+    allow: string[];
+  };
 };
 
 export type SetSandboxTimeoutRequest = {
@@ -722,6 +751,7 @@ export interface Operations {
   revokeApiKey: 'DELETE /v1/api-keys/{keyId}';
   rotateWebhookSecret: 'POST /v1/webhooks/{webhookId}/secret';
   setAllowlist: 'PUT /v1/allowlist';
+  setSandboxNetwork: 'PATCH /v1/sandboxes/{id}/network';
   setSandboxTimeout: 'POST /v1/sandboxes/{id}/timeout';
   signup: 'POST /v1/auth/signup';
   statPath: 'GET /v1/sandboxes/{id}/files/stat';

@@ -31,6 +31,7 @@ import type {
   ListResponse,
   McpConfig,
   MovePathInput,
+  NetworkPolicy,
   PaddockEvent,
   PreviewSummary,
   ProblemDocument,
@@ -225,6 +226,15 @@ export class PaddockClient {
    */
   setSandboxTimeout(id: string, timeoutSeconds: number, opts: CallOptions = {}): Promise<Sandbox> {
     return this.#json({ method: 'POST', path: `/v1/sandboxes/${seg(id)}/timeout`, auth: 'apiKey', body: { timeoutSeconds }, signal: opts.signal });
+  }
+
+  /**
+   * Changes the running sandbox's egress policy: connections it opens from now on follow it. A
+   * policy other than the deployment's default needs network:write (`insufficient_scope`), and none
+   * may pass the deployment's maximum (`egress_not_permitted`). Answers the sandbox with its network.
+   */
+  setSandboxNetwork(id: string, policy: NetworkPolicy, opts: CallOptions = {}): Promise<Sandbox> {
+    return this.#json({ method: 'PATCH', path: `/v1/sandboxes/${seg(id)}/network`, auth: 'apiKey', body: policy, signal: opts.signal });
   }
 
   // ---- exec ----

@@ -6,7 +6,7 @@ import { clientFrom, type ConnectionOpts } from './sandbox-config.ts';
 import { Filesystem } from './sandbox-files.ts';
 import { Previews } from './sandbox-previews.ts';
 import { Snapshots } from './sandbox-snapshots.ts';
-import type { Sandbox as SandboxInfo, SandboxListState } from './types.ts';
+import type { NetworkPolicy, Sandbox as SandboxInfo, SandboxListState } from './types.ts';
 
 /** Options of `Sandbox.create`. */
 export interface SandboxOpts extends ConnectionOpts {
@@ -22,6 +22,8 @@ export interface SandboxOpts extends ConnectionOpts {
   snapshot?: string;
   /** Snapshot its /workspace when it is destroyed, by destroy() or at its end: info().finalSnapshotId names it then. */
   snapshotOnDestroy?: boolean;
+  /** Where its programs may connect (the deployment's default when omitted): `{ egress: 'none' | 'all' }` or `{ egress: { allow: [...] } }`. */
+  network?: NetworkPolicy;
 }
 
 // Some Node 20 releases have no Symbol.asyncDispose at run time: the method then sits under the registered symbol.
@@ -64,6 +66,7 @@ export class Sandbox {
       timeoutSeconds: opts.timeout,
       snapshot: opts.snapshot,
       snapshotOnDestroy: opts.snapshotOnDestroy,
+      network: opts.network,
       idempotencyKey: crypto.randomUUID(),
     };
     const created = await client.createSandbox(input);
@@ -92,6 +95,14 @@ export class Sandbox {
   /** Ends the sandbox `seconds` from now, earlier or later than before, never past its session cap (`timeout_past_cap`). */
   async setTimeout(seconds: number): Promise<void> {
     await this.#client.setSandboxTimeout(this.id, seconds);
+  }
+
+  /**
+   * Where its programs may connect from now on: `{ egress: 'none' | 'all' }` or
+   * `{ egress: { allow: ['203.0.113.0/24', '198.51.100.7:443'] } }`.
+   */
+  async setNetwork(policy: NetworkPolicy): Promise<void> {
+    await this.#client.setSandboxNetwork(this.id, policy);
   }
 
   /** Destroys the sandbox and answers once it is gone; destroying one already gone is success. */

@@ -38,8 +38,17 @@ export interface Sandbox {
   snapshotOnDestroy: boolean;
   /** That snapshot, once the sandbox is destroyed; null until then, or when the snapshot failed. */
   finalSnapshotId: string | null;
+  /** Where its programs may connect. */
+  network: NetworkPolicy;
   metadata: Record<string, string>;
 }
+
+/**
+ * A sandbox's egress: `none`, `all` (outside the hard floor: loopback, private, link-local and
+ * metadata ranges, Paddock's own services, other sandboxes), or `{ allow: [...] }`: IPv4
+ * addresses or CIDRs, IPv6 ones in brackets, each with an optional `:port`.
+ */
+export type NetworkPolicy = Api.SetSandboxNetworkRequest;
 
 export interface CreateSandboxInput {
   image?: string;
@@ -58,6 +67,8 @@ export interface CreateSandboxInput {
    * processes ended first): the destroyed sandbox's finalSnapshotId names it. Needs snapshots:write.
    */
   snapshotOnDestroy?: boolean;
+  /** Where its programs may connect: the deployment's default when omitted; another needs network:write. */
+  network?: NetworkPolicy;
 }
 
 export interface ExecInput {
@@ -369,5 +380,6 @@ export type ContractChecks = [
   Holds<Same<Scope[], NonNullable<Api.CreateApiKeyRequest['scopes']>>>,
   Holds<Same<SandboxPage, Api.SandboxList>>,
   Holds<Same<CreatePreviewInput, Api.CreatePreviewRequest>>,
+  Holds<Same<NetworkPolicy, Api.Sandbox['network']>>,
   Holds<Same<Omit<CreateSandboxInput, 'wait' | 'idempotencyKey' | 'timeoutSeconds'>, Omit<Api.CreateSandboxRequest, 'timeoutSeconds'>>>,
 ];

@@ -35,6 +35,7 @@ function sandbox(id: string, createdAgoS: number, status: Sandbox['status'] = 'r
     failureMessage: null,
     snapshotOnDestroy: false,
     finalSnapshotId: null,
+    network: { egress: 'none' },
     metadata: {},
   };
 }

@@ -65,7 +65,7 @@ test('Ctrl-C destroys the sandboxes the stack runs, records them destroyed, and 
   const created = await createSandbox(url, account.key);
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const id = created.body.id as string;
-  const runtime = createLocalRuntime({ dataDir, network: false, memoryMb: 1024, pidsMax: 512 });
+  const runtime = createLocalRuntime({ dataDir, memoryMb: 1024, pidsMax: 512 });
   try {
     assert.deepEqual((await runtime.list()).map((r) => r.id), [id]);
     s.child.kill('SIGINT');
@@ -95,7 +95,7 @@ test('a Ctrl-C that also ends the reader of its output (npm start | tee) still s
   const account = await newAccount(url, 'devstack-tee');
   const created = await createSandbox(url, account.key);
   assert.equal(created.status, 201, JSON.stringify(created.body));
-  const runtime = createLocalRuntime({ dataDir, network: false, memoryMb: 1024, pidsMax: 512 });
+  const runtime = createLocalRuntime({ dataDir, memoryMb: 1024, pidsMax: 512 });
   try {
     // The reader goes first, as tee does: every later line of the stack meets a broken pipe.
     s.child.stdout.destroy();

@@ -1,5 +1,5 @@
-// deploy/kubernetes rendered with kustomize (the base, the example overlay, and the base with the
-// internet-egress component) and every object validated against the Kubernetes schemas; then
+// deploy/kubernetes rendered with kustomize (the base and the example overlay) and every object
+// validated against the Kubernetes schemas, with the NetworkPolicies the runtime adds per sandbox; then
 // what the schemas cannot see: that the pieces fit each other and the code (Procfile commands,
 // the configuration schema, the runtime's namespace, labels, verbs and pod resources).
 import { describe, test } from 'node:test';
@@ -26,6 +26,7 @@ import {
 import { parseConfig, unknownPaddockVariables, type Role } from '../../shared/config.ts';
 import { kubernetesOptions } from '../../shared/runtime/index.ts';
 import { sandboxPodManifest } from '../../shared/runtime/kubernetes/index.ts';
+import { egressPolicyManifest } from '../../shared/runtime/kubernetes/network-policy.ts';
 import { describeViolations, restrictedViolations } from './pod-security.ts';
 import {
   DEPLOY,
@@ -42,19 +43,10 @@ import {
 const CONTROL_NS = 'paddock';
 const SANDBOX_NS = 'paddock-sandboxes';
 
-// The base with the opt-in component, as an operator's overlay would add it.
-const WITH_INTERNET = `apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - ../../base
-components:
-  - ../../components/sandbox-internet-egress
-`;
-
-type RenderName = 'base' | 'example' | 'internet';
+type RenderName = 'base' | 'example';
 let rendered: Record<RenderName, KubeObject[]> | undefined;
 
-/** The three renders, made once, on first use (the validator's own tests need none). */
+/** The two renders, made once, on first use (the validator's own tests need none). */
 function renders(): Record<RenderName, KubeObject[]> {
   rendered ??= renderAll();
   return rendered;
@@ -62,12 +54,11 @@ function renders(): Record<RenderName, KubeObject[]> {
 
 function renderAll(): Record<RenderName, KubeObject[]> {
   const renderer = findRenderer();
-  const copy = workingCopy({ 'ci-internet': WITH_INTERNET });
+  const copy = workingCopy({});
   try {
     return {
       base: render(renderer, join(copy, 'base')),
       example: render(renderer, join(copy, 'overlays/example')),
-      internet: render(renderer, join(copy, 'overlays/ci-internet')),
     };
   } finally {
     rmSync(dirname(copy), { recursive: true, force: true });
@@ -239,6 +230,11 @@ function egressAllowed(objects: KubeObject[], namespace: string, podLabels: Reco
   );
 }
 
+/** A sandbox's own NetworkPolicy where the runtime makes it (the client names the namespace in the request's path). */
+function inSandboxNamespace(policy: V1NetworkPolicy): KubeObject {
+  return { ...policy, metadata: { ...policy.metadata, namespace: SANDBOX_NS } } as KubeObject;
+}
+
 function ingressRules(objects: KubeObject[], namespace: string, podLabels: Record<string, string>): number {
   return ofKind<V1NetworkPolicy>(objects, 'NetworkPolicy')
     .filter((p) => p.metadata?.namespace === namespace && selects(p.spec?.podSelector, podLabels))
@@ -304,7 +300,7 @@ describe('the schema validator', () => {
 // ---- rendering and schemas ------------------------------------------------------------------
 
 describe('deploy/kubernetes renders and validates', () => {
-  for (const name of ['base', 'example', 'internet'] as const) {
+  for (const name of ['base', 'example'] as const) {
     test(`${name}: every object is valid against the Kubernetes schemas`, async () => {
       const objects = renders()[name];
       assert.ok(objects.length >= 15, `only ${objects.length} objects rendered`);
@@ -484,11 +480,12 @@ describe('access to the cluster', () => {
     for (const o of objects.filter((x) => x.kind === 'Role' || x.kind === 'RoleBinding')) assert.equal(o.metadata.namespace, SANDBOX_NS, o.metadata.name);
   });
 
-  test('workers may do exactly what the runtime does with pods; the API may only read them, exec and port-forward', () => {
+  test("workers may do exactly what the runtime does with pods; the API may only read them, exec and port-forward; both keep a sandbox's own NetworkPolicy", () => {
     const rules = (name: string) =>
       Object.fromEntries(
         (find<V1Role>(renders().example, 'Role', name, SANDBOX_NS).rules ?? []).flatMap((r) => {
-          assert.deepEqual(r.apiGroups, [''], `${name}: rules outside the core group`);
+          // NetworkPolicies are networking.k8s.io's; everything else the core group's.
+          assert.deepEqual(r.apiGroups, r.resources?.includes('networkpolicies') ? ['networking.k8s.io'] : [''], `${name}: rules outside the core group`);
           assert.equal(r.resourceNames, undefined);
           return (r.resources ?? []).map((res) => [res, [...r.verbs].sort()]);
         }),
@@ -496,8 +493,9 @@ describe('access to the cluster', () => {
     assert.deepEqual(rules('paddock-worker'), {
       pods: ['create', 'delete', 'get', 'list', 'watch'],
       'pods/exec': ['create', 'get'],
+      networkpolicies: ['create', 'delete', 'update'],
     });
-    assert.deepEqual(rules('paddock-api'), { pods: ['get'], 'pods/exec': ['create', 'get'], 'pods/portforward': ['create', 'get'] });
+    assert.deepEqual(rules('paddock-api'), { pods: ['get'], 'pods/exec': ['create', 'get'], 'pods/portforward': ['create', 'get'], networkpolicies: ['create', 'delete', 'update'] });
   });
 
   test("each Role is bound to the service account of the Deployment that needs it, and to nothing else", () => {
@@ -537,9 +535,12 @@ describe('the sandbox namespace', () => {
     }
   });
 
-  test('opting in to the internet: public addresses yes; the cluster, private networks and metadata no', () => {
-    const objects = renders().internet;
-    const labels = sandboxPod(workerEnvironment(renders().example)).metadata!.labels!;
+  test("a sandbox whose egress is all: its own NetworkPolicy, valid, opens public addresses and the cluster's DNS; the cluster, private networks and metadata no", async () => {
+    const pod = sandboxPod(workerEnvironment(renders().example));
+    const labels = pod.metadata!.labels!;
+    const own = inSandboxNamespace(egressPolicyManifest(pod, labels['paddock.dev/sandbox-id']!, { egress: 'all' })!);
+    assert.deepEqual(await validateObject(own), []);
+    const objects = [...renders().example, own];
     const allowed = (ip: string, port = 443) => egressAllowed(objects, SANDBOX_NS, labels, { ip, port });
     for (const ip of ['8.8.8.8', '1.1.1.1', '151.101.1.69', '2001:4860:4860::8888', '2606:4700::1111']) assert.ok(allowed(ip), `no egress to ${ip}`);
     for (const ip of [
@@ -565,6 +566,27 @@ describe('the sandbox namespace', () => {
     assert.equal(dns(443, 'TCP'), false, 'more than DNS reaches the DNS pods');
     assert.equal(dns(53, 'UDP', { 'k8s-app': 'metrics-server' }), false, 'DNS port open to other kube-system pods');
     assert.equal(ingressRules(objects, SANDBOX_NS, labels), 0, 'ingress to sandboxes');
+  });
+
+  test('a sandbox whose egress allows a list: what it lists, on its ports, and nothing of the floor it overlaps; no DNS', async () => {
+    const pod = sandboxPod(workerEnvironment(renders().example));
+    const labels = pod.metadata!.labels!;
+    const own = inSandboxNamespace(egressPolicyManifest(pod, labels['paddock.dev/sandbox-id']!, { egress: { allow: ['198.51.100.0/24:443', '0.0.0.0/1', '[2001:db8::/32]:8443', '10.96.0.0/12'] } })!);
+    assert.deepEqual(await validateObject(own), []);
+    const objects = [...renders().example, own];
+    const allowed = (ip: string, port: number) => egressAllowed(objects, SANDBOX_NS, labels, { ip, port });
+    assert.ok(allowed('198.51.100.7', 443));
+    assert.equal(allowed('198.51.100.7', 80), false, 'another port of a listed range');
+    assert.ok(allowed('8.8.8.8', 80), 'a range without a port: every port');
+    assert.ok(allowed('2001:db8::1', 8443));
+    assert.equal(allowed('2001:db8::1', 443), false);
+    for (const ip of ['203.0.113.9', '151.101.1.69', '2606:4700::1111']) assert.equal(allowed(ip, 443), false, `egress to ${ip}, which it does not list`);
+    // Inside 0.0.0.0/1, or listed outright: the floor holds.
+    for (const ip of ['10.96.0.1', '10.244.1.7', '100.100.100.200', '127.0.0.1']) assert.equal(allowed(ip, 443), false, `egress to ${ip}`);
+    const kubeDns = { namespaceLabels: { 'kubernetes.io/metadata.name': 'kube-system' }, podLabels: { 'k8s-app': 'kube-dns' }, port: 53, protocol: 'UDP' };
+    assert.equal(egressAllowed(objects, SANDBOX_NS, labels, kubeDns), false, 'DNS under allow');
+    // none is the namespace's denial alone.
+    assert.equal(egressPolicyManifest(pod, labels['paddock.dev/sandbox-id']!, { egress: 'none' }), undefined);
   });
 
   test("the LimitRange admits the runtime's pods, and the quota admits as many as its pod count", () => {

@@ -55,7 +55,7 @@ export async function startStandinCluster(dir: string, diskMb = 2048, pidsMax = 
   if (testRuntime() !== 'kubernetes') return undefined;
   // Loaded here: the Kubernetes client costs every local test process most of a second of CPU.
   const { startKubeStandin } = await import('../k8s-standin/index.ts');
-  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), network: false, memoryMb: 256, pidsMax, diskMb, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
+  const backend = createLocalRuntime({ dataDir: join(dir, 'cluster'), memoryMb: 256, pidsMax, diskMb, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
   const standin = await startKubeStandin({ backend }).catch(async (err: unknown) => {
     await backend.close();
     throw err;
@@ -73,6 +73,8 @@ export interface SandboxStack {
   /** The first API's base URL. */
   url: string;
   kubeConfig?: KubeConfig;
+  /** The Kubernetes API stand-in, on the kubernetes runtime. */
+  standin?: KubeStandin;
   /** Starts one more worker process-equivalent on the same queue and runtime. */
   addWorker(overrides?: { reaper?: boolean }): Promise<RunningWorkers>;
 }
@@ -151,13 +153,12 @@ async function startStack(
   };
   for (let i = 0; i < (options.workers ?? 1); i++) await addWorker();
   for (let i = 0; i < (options.apis ?? 1); i++) apis.push(await startApi(config, { kubeConfig, log: apiLog }));
-  return { config, apis, workers, url: apis[0]!.url, kubeConfig, addWorker };
+  return { config, apis, workers, url: apis[0]!.url, kubeConfig, standin: cluster?.standin, addWorker };
 }
 
 function localRuntimeOf(config: Config): SandboxRuntime {
   return createLocalRuntime({
     dataDir: config.PADDOCK_DATA_DIR,
-    network: false,
     memoryMb: config.PADDOCK_LOCAL_MEMORY_MB,
     pidsMax: config.PADDOCK_LOCAL_PIDS_MAX,
     sandboxesCpuWeight: config.PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT,

@@ -27,7 +27,7 @@ export interface StandinFixture {
  */
 export async function startStandinFixture(options: { pullBackOffMs?: number; eventWindow?: number } = {}): Promise<StandinFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'paddock-k8s-standin-'));
-  const local = createLocalRuntime({ dataDir, network: false, memoryMb: 512, pidsMax: 256, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
+  const local = createLocalRuntime({ dataDir, memoryMb: 512, pidsMax: 256, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
   const backend = observe(local);
   const standin = await startKubeStandin({ backend, ...options });
   return {
@@ -64,6 +64,7 @@ function observe(runtime: SandboxRuntime): ObservedBackend {
     exec: (id, request) => runtime.exec(id, request),
     terminal: (id, request) => runtime.terminal(id, request),
     openPort: (id: string, port: number, options?: { signal?: AbortSignal }) => runtime.openPort(id, port, options),
+    setNetwork: (id, policy) => runtime.setNetwork(id, policy),
     close: () => runtime.close(),
   };
   return observed;

@@ -8,6 +8,7 @@ import { chooseSubprotocol, handleExecUpgrade } from './exec.ts';
 import { choosePortForwardSubprotocol, handlePortForwardUpgrade } from './port-forward.ts';
 import { handleRest, POD_PORTFORWARD } from './rest.ts';
 import { PodStore } from './store.ts';
+import { NetworkPolicyStore } from './network-policies.ts';
 
 export { UNPULLABLE } from './store.ts';
 export { SUBPROTOCOLS } from './exec.ts';
@@ -18,6 +19,8 @@ export interface KubeStandin {
   kubeConfig: KubeConfig;
   /** The bearer token the stand-in accepts, for tests that speak to it without client-node. */
   token: string;
+  /** The NetworkPolicies it was given, as it keeps them. */
+  networkPolicies: NetworkPolicyStore;
   close(): Promise<void>;
 }
 
@@ -39,12 +42,13 @@ export async function startKubeStandin(options: {
     eventWindow: options.eventWindow ?? 1000,
   });
   const openWatches = new Set<ServerResponse>();
+  const networkPolicies = new NetworkPolicyStore();
   const wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol });
   // Port-forward speaks other subprotocols than exec (no v5), so it has a server of its own.
   const portForwardWss = new WebSocketServer({ noServer: true, handleProtocols: choosePortForwardSubprotocol });
   // Go's default header limit rather than Node's 16 KiB: an exec's argv and environment all
   // travel in its URL.
-  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => void handleRest({ store, token, openWatches }, req, res));
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => void handleRest({ store, networkPolicies, token, openWatches }, req, res));
   server.on('upgrade', (req, socket, head: Buffer) => {
     if (POD_PORTFORWARD.test(new URL(req.url ?? '/', 'http://standin').pathname)) {
       handlePortForwardUpgrade({ store, backend: options.backend, token, wss: portForwardWss }, req, socket, head);
@@ -69,6 +73,7 @@ export async function startKubeStandin(options: {
     url,
     kubeConfig,
     token,
+    networkPolicies,
     async close() {
       for (const res of openWatches) res.end();
       for (const ws of [...wss.clients, ...portForwardWss.clients]) ws.terminate();

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fieldSelector, labelSelector } from './selectors.ts';
 import { badRequest, sendJson, sendStatus, StatusError, unauthorized } from './status.ts';
 import type { PodStore } from './store.ts';
+import { NETWORK_POLICY, NETWORK_POLICY_COLLECTION, type NetworkPolicyStore } from './network-policies.ts';
 import type { PodJson } from './types.ts';
 import { serveWatch } from './watch.ts';
 
@@ -14,6 +15,7 @@ export const POD_PORTFORWARD = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/
 
 export interface RestContext {
   store: PodStore;
+  networkPolicies: NetworkPolicyStore;
   token: string;
   openWatches: Set<ServerResponse>;
 }
@@ -22,7 +24,7 @@ export function isAuthorized(req: IncomingMessage, token: string): boolean {
   return req.headers.authorization === `Bearer ${token}`;
 }
 
-/** The plain HTTP part of the API: pods, their list and watch, and the version endpoint. */
+/** The plain HTTP part of the API: pods, their list and watch, NetworkPolicies, and the version endpoint. */
 export async function handleRest(ctx: RestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
     if (!isAuthorized(req, ctx.token)) throw unauthorized();
@@ -59,8 +61,24 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
       if (req.method === 'DELETE') {
         const body = await readJson(req, true);
         const grace = query.get('gracePeriodSeconds') ?? (body as { gracePeriodSeconds?: number } | undefined)?.gracePeriodSeconds;
-        return sendJson(res, 200, ctx.store.delete(namespace, name, grace === undefined ? undefined : Number(grace)));
+        const deleted = ctx.store.delete(namespace, name, grace === undefined ? undefined : Number(grace));
+        ctx.networkPolicies.ownerGone(deleted.metadata.uid);
+        return sendJson(res, 200, deleted);
       }
+      throw methodNotAllowed(req.method);
+    }
+    if ((m = NETWORK_POLICY_COLLECTION.exec(path))) {
+      const namespace = decodeURIComponent(m[1]!);
+      if (req.method === 'POST') return sendJson(res, 201, ctx.networkPolicies.create(namespace, await readJson(req)));
+      if (req.method === 'GET') return sendJson(res, 200, { kind: 'NetworkPolicyList', apiVersion: 'networking.k8s.io/v1', metadata: {}, items: ctx.networkPolicies.list(namespace) });
+      throw methodNotAllowed(req.method);
+    }
+    if ((m = NETWORK_POLICY.exec(path))) {
+      const namespace = decodeURIComponent(m[1]!);
+      const name = decodeURIComponent(m[2]!);
+      if (req.method === 'GET') return sendJson(res, 200, ctx.networkPolicies.get(namespace, name));
+      if (req.method === 'PUT') return sendJson(res, 200, ctx.networkPolicies.replace(namespace, name, await readJson(req)));
+      if (req.method === 'DELETE') return sendJson(res, 200, ctx.networkPolicies.delete(namespace, name));
       throw methodNotAllowed(req.method);
     }
     if (POD_EXEC.exec(path) || POD_PORTFORWARD.exec(path)) throw badRequest('Upgrade request required');

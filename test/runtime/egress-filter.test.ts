@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { BLOCKED_V4, BLOCKED_V6, egressRuleset, SLIRP } from '../../shared/runtime/local/egress-filter.ts';
+import { egressRuleset, policyUpdate, SLIRP } from '../../shared/runtime/local/egress-filter.ts';
+import { BLOCKED_V4, BLOCKED_V6 } from '../../shared/network/floor.ts';
+import type { NetworkPolicy } from '../../shared/network/policy.ts';
 
 // The egress filter's own tests: which destinations a sandbox with network is refused, read from
 // the ruleset itself. No traffic is sent; test/security/network.test.ts shows the rules at work
@@ -30,7 +32,8 @@ function coveredV4(address: string, cidrs: string[]): boolean {
   });
 }
 
-const ruleset = egressRuleset({ hostAddresses: ['127.0.0.1', '203.0.113.77', '::1', 'fe80::1%eth0', '2001:db8::5'] });
+const HOST = ['127.0.0.1', '203.0.113.77', '::1', 'fe80::1%eth0', '2001:db8::5'];
+const ruleset = egressRuleset({ hostAddresses: HOST, policy: { egress: 'all' } });
 
 test('every refused IPv4 range is in the ruleset, and each kind of local address falls in one', () => {
   const v4 = setOf(ruleset, 'blocked4');
@@ -63,20 +66,53 @@ test("the host's own addresses are refused, whatever range they are in", () => {
   assert.ok(v6.includes('fe80::1/128'), 'the zone is dropped from a link-local address');
 });
 
-test('public and documentation addresses are not refused; the one allowed private one is slirp DNS on port 53', () => {
+test('public and documentation addresses are not refused by the floor; the one private one a policy may open is slirp DNS on port 53', () => {
   const v4 = setOf(ruleset, 'blocked4');
   for (const address of ['1.1.1.1', '8.8.8.8', '198.51.100.2', '192.0.2.10', '203.0.113.9', '172.32.0.1', '100.128.0.1', '11.0.0.1']) {
     assert.ok(!coveredV4(address, v4), `${address} is refused`);
   }
   const lines = ruleset.split('\n').map((line) => line.trim());
   const dns = lines.findIndex((line) => line.startsWith(`ip daddr ${SLIRP.dns} `));
-  assert.match(lines[dns]!, /th dport 53 accept$/);
+  assert.match(lines[dns]!, /th dport 53 jump dns$/);
   assert.ok(dns < lines.findIndex((line) => line.includes('@blocked4')), 'the DNS exception comes before the refusals');
-  // Nothing else is accepted ahead of the refusals but the sandbox's own loopback device.
-  const accepts = lines.filter((line) => line.endsWith('accept') && !line.startsWith('type '));
-  assert.deepEqual(accepts, ['oifname "lo" accept', lines[dns]]);
+  // In the output chain nothing is accepted ahead of the refusals but the sandbox's own loopback
+  // device; the policy's chain comes after them.
+  const output = lines.slice(lines.indexOf('chain output {'));
+  const accepts = output.filter((line) => line.endsWith('accept') && !line.startsWith('type '));
+  assert.deepEqual(accepts, ['oifname "lo" accept']);
   assert.match(ruleset, /policy accept;/);
-  assert.equal(lines.filter((line) => /daddr @blocked[46] .*reject/.test(line)).length, 4);
+  assert.equal(lines.filter((line) => /daddr @blocked[46] .*counter name "refused" reject/.test(line)).length, 4);
+  assert.ok(output.indexOf('jump allowed') > output.findLastIndex((line) => line.includes('@blocked6')), 'the policy is asked only after the floor');
+});
+
+/** The lines of one chain of a script. */
+function chain(script: string, name: string): string[] {
+  const lines = script.split('\n').map((line) => line.trim());
+  const start = lines.indexOf(`chain ${name} {`);
+  assert.ok(start >= 0, `no chain ${name}`);
+  return lines.slice(start + 1, lines.indexOf('}', start));
+}
+
+test("each policy's chains: all opens DNS and everything past the floor; none opens nothing; allow its ranges and ports, then refuses, counted", () => {
+  const refusals = ['meta l4proto tcp counter name "refused" reject with tcp reset', 'counter name "refused" reject with icmpx admin-prohibited'];
+  const all = egressRuleset({ hostAddresses: HOST, policy: { egress: 'all' } });
+  assert.deepEqual(chain(all, 'dns'), ['accept']);
+  assert.deepEqual(chain(all, 'allowed'), []);
+  const none = egressRuleset({ hostAddresses: HOST, policy: { egress: 'none' } });
+  assert.deepEqual(chain(none, 'dns'), []);
+  assert.deepEqual(chain(none, 'allowed'), refusals);
+  const allow = egressRuleset({ hostAddresses: HOST, policy: { egress: { allow: ['198.51.100.0/24', '203.0.113.9:443', '[2001:db8::/32]:8443'] } } });
+  assert.deepEqual(chain(allow, 'dns'), [], 'no DNS: the host resolvers would answer any name, and carry what a query spells');
+  assert.deepEqual(chain(allow, 'allowed'), [
+    'ip daddr 198.51.100.0/24 accept',
+    'ip daddr 203.0.113.9/32 meta l4proto { tcp, udp } th dport 443 accept',
+    'ip6 daddr 2001:db8::/32 meta l4proto { tcp, udp } th dport 8443 accept',
+    ...refusals,
+  ]);
+  // A change empties both chains and fills them in the one script nft applies as one transaction.
+  const update = policyUpdate({ egress: 'none' }).split('\n');
+  assert.deepEqual(update.slice(0, 2), ['flush chain inet paddock_egress dns', 'flush chain inet paddock_egress allowed']);
+  assert.deepEqual(chain(update.join('\n'), 'allowed'), refusals);
 });
 
 test('nft accepts the ruleset as written (a dry run: nothing is installed)', { skip: process.getuid?.() !== 0 && 'nft --check needs root' }, () => {
@@ -85,5 +121,8 @@ test('nft accepts the ruleset as written (a dry run: nothing is installed)', { s
   } catch {
     assert.fail('nft is not installed: scripts/services.ts installs nftables');
   }
-  execFileSync('nft', ['--check', '-f', '-'], { input: ruleset, stdio: ['pipe', 'ignore', 'pipe'] });
+  const policies: NetworkPolicy[] = [{ egress: 'all' }, { egress: 'none' }, { egress: { allow: ['198.51.100.0/24', '[2001:db8::1]:443'] } }];
+  for (const policy of policies) {
+    execFileSync('nft', ['--check', '-f', '-'], { input: egressRuleset({ hostAddresses: HOST, policy }), stdio: ['pipe', 'ignore', 'pipe'] });
+  }
 });

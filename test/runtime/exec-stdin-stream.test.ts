@@ -64,7 +64,7 @@ describe(`streamed stdin on the ${RUNTIME} runtime`, () => {
       };
     } else {
       const dataDir = await mkdtemp(join(tmpdir(), 'paddock-stdin-'));
-      runtime = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 128 });
+      runtime = createLocalRuntime({ dataDir, memoryMb: 256, pidsMax: 128 });
       cleanup = async () => {
         for (const s of await runtime.list()) await runtime.destroy(s.id);
         await runtime.close();

@@ -275,9 +275,9 @@ test('the sandbox ends itself at its cap plus the grace, and follows a deadline 
 });
 
 test('at its deadline, what runs outside the sandbox for it ends too: its network\'s slirp4netns', { skip: process.getuid?.() !== 0 && 'network needs root' }, async (t) => {
-  const { runtime, options } = await setupLocalRuntime(t, { deadlineGraceSeconds: 1, network: true });
+  const { runtime, options } = await setupLocalRuntime(t, { deadlineGraceSeconds: 1 });
   const id = newId('sbx');
-  await runtime.create({ id, accountId: 'acct_test', capSeconds: 4 });
+  await runtime.create({ id, accountId: 'acct_test', capSeconds: 4, network: { egress: 'all' } });
   const { network } = JSON.parse(await readFile(join(options.dataDir, 'sandboxes', id, 'state.json'), 'utf8')) as { network?: { pid: number } };
   assert.ok(network, 'the sandbox has its network');
   assert.ok(existsSync(`/proc/${network.pid}`), 'slirp4netns runs');

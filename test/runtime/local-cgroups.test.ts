@@ -158,8 +158,8 @@ test('no cgroups at all: the local runtime refuses to start sandboxes, unless th
   const root = layout(t, { '.': [] });
   assert.equal(await openCgroups({ root, privileged: true }), undefined);
   const dataDir = mkdtempSync(join(tmpdir(), 'paddock-nocgroups-'));
-  const strict = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 64, cgroupRoot: root });
-  const lax = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 64, cgroupRoot: root, allowUnlimited: true });
+  const strict = createLocalRuntime({ dataDir, memoryMb: 256, pidsMax: 64, cgroupRoot: root });
+  const lax = createLocalRuntime({ dataDir, memoryMb: 256, pidsMax: 64, cgroupRoot: root, allowUnlimited: true });
   // One hook, in this order: hooks run in the order they were added, and a data folder removed
   // first leaves destroy nothing to find, so the sandbox ran on after the test (one per run).
   t.after(async () => {

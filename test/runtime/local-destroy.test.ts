@@ -54,7 +54,7 @@ test('a runtime that closes right after a destroy waits for its files to be remo
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   const lines: string[] = [];
   const log = createLogger('warn', 'test', { write: (line: string) => void lines.push(line) });
-  const runtime = createLocalRuntime({ dataDir, network: false, memoryMb: 256, pidsMax: 128, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT, log });
+  const runtime = createLocalRuntime({ dataDir, memoryMb: 256, pidsMax: 128, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT, log });
   const id = newId('sbx');
   await runtime.create({ id, accountId: 'acct_test', capSeconds: 600 });
   const made = await run(runtime, id, ['sh', '-c', 'cd /workspace && mkdir many && cd many && seq 1 20000 | xargs touch && echo made'], { timeoutMs: 120_000 });

@@ -111,8 +111,8 @@ test('no network by default: not even the host loopback', async (t) => {
 });
 
 test('with network, a sandbox has a link out but still not the host loopback', { skip: !asRoot && 'network needs root' }, async (t) => {
-  const { runtime, sandbox } = await setupLocalRuntime(t, { network: true });
-  const id = await sandbox();
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox({ egress: 'all' });
   const port = await listening(t);
   // The device is there, so a refusal below is the filter's, not a missing network.
   assert.match((await run(runtime, id, ['cat', '/proc/net/dev'])).stdout, /\btap0:/);

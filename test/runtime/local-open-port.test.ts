@@ -280,8 +280,8 @@ test('a malformed port request is refused on its connection; the agent goes on s
 });
 
 test('with the sandbox\'s network on, programs on every address and on ::1 are reached through its loopback', { skip: process.getuid?.() !== 0 && 'network needs root' }, async (t) => {
-  const { runtime, sandbox } = await setupLocalRuntime(t, { network: true });
-  const id = await sandbox();
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox({ egress: 'all' });
   for (const [family, address] of [['AF_INET', '0.0.0.0'], ['AF_INET6', '::1']] as const) {
     const server = await serveInSandbox(runtime, id, UPPER(family, address));
     t.after(() => server.stop());

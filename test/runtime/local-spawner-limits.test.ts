@@ -20,7 +20,7 @@ test('a spawner out of descriptors fails the commands it cannot start and goes o
   // The spawner inherits the limit of the process that forks it.
   const script = `
     import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
-    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512, agent: false });
+    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, memoryMb: 256, pidsMax: 512, agent: false });
     const id = 'sbx_emfile' + process.pid;
     await runtime.create({ id, accountId: 'acct_t', capSeconds: 120 });
     // Running before the flood begins (on a loaded host the spawner may start it late, and then
@@ -58,7 +58,7 @@ test('commands timing out together are killed through their own groups: the spaw
   t.after(() => rm(dataDir, { recursive: true, force: true }));
   const script = `
     import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
-    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512, agent: false });
+    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, memoryMb: 256, pidsMax: 512, agent: false });
     const id = 'sbx_killstorm' + process.pid;
     await runtime.create({ id, accountId: 'acct_t', capSeconds: 120 });
     // Each leaves a process in a session of its own behind, as a timeout's kill must still find.
@@ -103,7 +103,7 @@ test('a command whose timeout comes before it has joined its group is still kill
   // cgroup (as any timeout may on a loaded host): the group is empty when the kill reads it.
   const script = `
     import { createLocalRuntime } from ${JSON.stringify(RUNTIME_MODULE)};
-    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, network: false, memoryMb: 256, pidsMax: 512, agent: false });
+    const runtime = createLocalRuntime({ dataDir: ${JSON.stringify(dataDir)}, memoryMb: 256, pidsMax: 512, agent: false });
     const id = 'sbx_earlykill' + process.pid;
     await runtime.create({ id, accountId: 'acct_t', capSeconds: 120 });
     const started = Date.now();

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { NetworkPolicy } from '../../shared/network/policy.ts';
 import type { DestroyReason, Sandbox } from '../../shared/db/entities.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { Announcer } from '../../shared/events/announce.ts';
@@ -26,6 +27,8 @@ const OPTIONS: SandboxEngineOptions = {
   PADDOCK_WARM_POOL_SIZE: 0,
   PADDOCK_WARM_POOL_IMAGES: '',
   PADDOCK_REDIS_PREFIX: 'unit',
+  PADDOCK_EGRESS_MAX: 'allow',
+  PADDOCK_LOCAL_NETWORK: false,
 };
 
 const NOW = new Date('2026-11-20T12:00:00.000Z');
@@ -85,6 +88,16 @@ class MemoryStore implements SandboxStore {
     return { sandbox: structuredClone(s), previous };
   }
 
+  async setNetwork(accountId: string, id: string, policy: NetworkPolicy, apply: () => Promise<void>): Promise<Sandbox | 'not_running' | undefined> {
+    const s = this.sandboxes.get(id);
+    if (s?.accountId !== accountId) return undefined;
+    if (s.state !== 'active' || s.status !== 'running') return 'not_running';
+    await apply();
+    this.log.push(`network ${JSON.stringify(policy)}`);
+    s.network = policy;
+    return structuredClone(s);
+  }
+
   async markDestroyed(id: string, reason: DestroyReason, failureMessage?: string): Promise<boolean> {
     const s = this.sandboxes.get(id);
     if (s?.state !== 'active') return false;
@@ -112,7 +125,11 @@ function engineWith(overrides: { queueFails?: boolean; heard?: SandboxTransition
         },
       },
       announcer,
-      runtime: { defaultImage: 'base', resolveImage: (image) => image ?? 'base' },
+      runtime: {
+        defaultImage: 'base',
+        resolveImage: (image) => image ?? 'base',
+        setNetwork: async (id, policy) => void store.log.push(`runtime ${id} ${JSON.stringify(policy)}`),
+      },
       watcher: {
         watch: () => ({ heard: () => overrides.heard, jobFinished: () => false, next: async () => undefined, release: () => undefined }),
       },
@@ -280,5 +297,34 @@ test('one presenter: a row read as text and a sandbox held as dates show the sam
   const held = { id: 'sbx_x', state: 'active', status: 'running', image: 'base', metadata: {}, createdAt: NOW, readyAt: NOW, expiresAt: NOW, destroyedAt: null } as const;
   const read = { ...held, createdAt: NOW.toISOString(), readyAt: NOW.toISOString(), expiresAt: NOW.toISOString() };
   assert.deepEqual(presentSandbox(read), presentSandbox(held));
-  assert.deepEqual(Object.keys(presentSandbox(held)), ['id', 'state', 'status', 'image', 'createdAt', 'readyAt', 'expiresAt', 'destroyedAt', 'destroyReason', 'failureMessage', 'snapshotOnDestroy', 'finalSnapshotId', 'metadata']);
+  assert.deepEqual(Object.keys(presentSandbox(held)), ['id', 'state', 'status', 'image', 'createdAt', 'readyAt', 'expiresAt', 'destroyedAt', 'destroyReason', 'failureMessage', 'snapshotOnDestroy', 'finalSnapshotId', 'network', 'metadata']);
+});
+
+test("a sandbox's network: the default without the scope; another needs network:write and stays within PADDOCK_EGRESS_MAX; a change reaches the runtime before the row", async () => {
+  const { engine, store, jobs } = engineWith();
+  const plain = await engine.create('acc_1', {}, { wait: false });
+  assert.deepEqual(plain.sandbox.network, { egress: 'none' });
+  assert.equal((jobs[0]!.payload as { network?: unknown }).network, undefined, 'none goes without a word');
+  // Naming the default needs no scope; anything else does.
+  assert.deepEqual((await engine.create('acc_1', { network: { egress: 'none' } }, { wait: false })).sandbox.network, { egress: 'none' });
+  const allow: NetworkPolicy = { egress: { allow: ['198.51.100.0/24:443'] } };
+  const scopeless = await refusal(engine.create('acc_2', { network: allow }, { wait: false }));
+  assert.deepEqual([scopeless.code, scopeless.extra?.scope], ['insufficient_scope', 'network:write']);
+  const over = await refusal(engine.create('acc_2', { network: { egress: 'all' } }, { wait: false, network: { mayOpen: true } }));
+  assert.deepEqual([over.code, over.extra?.max], ['egress_not_permitted', 'allow']);
+  assert.equal([...store.sandboxes.values()].filter((s) => s.accountId === 'acc_2').length, 0, 'a refusal records nothing');
+  jobs.length = 0;
+  const opened = await engine.create('acc_2', { network: allow }, { wait: false, network: { mayOpen: true } });
+  assert.deepEqual(opened.sandbox.network, allow);
+  assert.deepEqual((jobs[0]!.payload as { network?: unknown }).network, allow);
+
+  const id = opened.sandbox.id;
+  await assert.rejects(engine.setNetwork('acc_2', id, { egress: 'none' }, { mayOpen: true }), (err: unknown) => err instanceof ApiError && err.code === 'sandbox_not_running');
+  store.sandboxes.get(id)!.status = 'running';
+  store.log.length = 0;
+  const changed = await engine.setNetwork('acc_2', id, { egress: 'none' }, { mayOpen: false });
+  assert.deepEqual(changed.network, { egress: 'none' });
+  assert.deepEqual(store.log, [`runtime ${id} {"egress":"none"}`, 'network {"egress":"none"}']);
+  assert.equal((await refusal(engine.setNetwork('acc_2', id, allow, { mayOpen: false }))).code, 'insufficient_scope');
+  assert.equal((await refusal(engine.setNetwork('acc_1', id, { egress: 'none' }, { mayOpen: true }))).code, 'sandbox_not_found');
 });

@@ -384,3 +384,11 @@ test('setTimeout moves expiresAt; destroy ends it; await using destroys at the e
   await sbx.destroy();
   await assert.rejects(sbx.commands.run('true'), (e) => e instanceof PaddockApiError && e.status === 409);
 });
+
+test("network: Sandbox.create({ network }) and setNetwork() set the sandbox's egress policy, as info() shows it; a rule that is not one is the API's refusal", async () => {
+  await using open = await Sandbox.create({ ...conn, network: { egress: { allow: ['198.51.100.0/24:443'] } } });
+  assert.deepEqual((await open.info()).network, { egress: { allow: ['198.51.100.0/24:443'] } });
+  await open.setNetwork({ egress: 'none' });
+  assert.deepEqual((await open.info()).network, { egress: 'none' });
+  await assert.rejects(open.setNetwork({ egress: { allow: ['pypi.org'] } }), (err: unknown) => err instanceof PaddockApiError && err.code === 'invalid_request' && err.status === 400);
+});

@@ -225,6 +225,7 @@ const VALID: Record<string, Maker> = {
   'DELETE /v1/sandboxes/:id': async (w) => ({ path: `/v1/sandboxes/${await w.victimSandboxId()}?wait=false`, ok: [200] }),
   // Well within the default cap (1800 s) of a sandbox the suite made minutes ago: it outlives the suite.
   'POST /v1/sandboxes/:id/timeout': async (w) => ({ path: await sbx(w, '/timeout'), body: { timeoutSeconds: 1500 }, ok: [200] }),
+  'PATCH /v1/sandboxes/:id/network': async (w) => ({ path: await sbx(w, '/network'), body: { egress: 'none' }, ok: [200] }),
   'POST /v1/sandboxes/:id/exec': async (w) => ({ path: await sbx(w, '/exec'), body: { command: ['true'] }, ok: [200] }),
   'POST /v1/sandboxes/:id/previews': async (w) => ({ path: await sbx(w, '/previews'), body: { port: 8000 }, ok: [201] }),
   'GET /v1/sandboxes/:id/previews': async (w) => ({ path: await sbx(w, '/previews'), ok: [200] }),

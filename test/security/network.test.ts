@@ -1,114 +1,19 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomInt } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { hostListener, makeTestHost } from '../helpers/test-host.ts';
 import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 
-// A sandbox with network (PADDOCK_LOCAL_NETWORK=true), through the HTTP API: it reaches a host
+// A sandbox with network (PADDOCK_LOCAL_NETWORK=true: egress all by default), through the HTTP API: it reaches a host
 // outside, and nothing of the host it runs on. The host outside is one this test makes: a network
 // namespace of its own, joined to this one by a veth pair on a documentation range (RFC 5737)
-// that routes nowhere else. No traffic goes to any other address: that private and link-local
-// ranges are refused is shown by the filter's own tests (test/runtime/egress-filter.test.ts).
-// Kubernetes sandboxes get network through a NetworkPolicy, tested with the manifests.
+// that routes nowhere else (test/helpers/test-host.ts). No traffic goes to any other address: that
+// private and link-local ranges are refused is shown by the filter's own tests
+// (test/runtime/egress-filter.test.ts). A policy per sandbox: test/sandboxes/network.test.ts.
 
 const skip =
   testRuntime() !== 'local' ? 'the local runtime only' : process.getuid?.() !== 0 ? 'needs root (network namespaces)' : false;
-
-/** A test host in a namespace of its own, at 198.51.100.x; the host end of its link at another x. */
-interface TestHost {
-  address: string;
-  hostEnd: string;
-  port: number;
-  /** Connections the test host's server took. */
-  served(): Promise<number>;
-}
-
-async function makeTestHost(): Promise<TestHost> {
-  const tag = randomBytes(4).toString('hex');
-  const netns = `paddock-t-${tag}`;
-  const [outer, inner] = [`pdk${tag}h`, `pdk${tag}n`];
-  // A /30 of its own within 198.51.100.0/24, so that two runs on one machine do not collide.
-  const base = 4 * randomInt(64);
-  const [hostEnd, address] = [`198.51.100.${base + 1}`, `198.51.100.${base + 2}`];
-  const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  after(() => {
-    for (const args of [['link', 'del', outer], ['netns', 'del', netns]]) {
-      try {
-        ip(...args);
-      } catch {
-        // already gone (the link goes with the namespace)
-      }
-    }
-  });
-  ip('netns', 'add', netns);
-  ip('link', 'add', outer, 'type', 'veth', 'peer', 'name', inner);
-  ip('link', 'set', inner, 'netns', netns);
-  ip('addr', 'add', `${hostEnd}/30`, 'dev', outer);
-  ip('link', 'set', outer, 'up');
-  ip('-n', netns, 'addr', 'add', `${address}/30`, 'dev', inner);
-  ip('-n', netns, 'link', 'set', inner, 'up');
-  ip('-n', netns, 'link', 'set', 'lo', 'up');
-
-  // A web server inside it, that says how many connections it took on each line of its stdin.
-  const script = `
-    let served = 0;
-    const server = require('node:http').createServer((req, res) => res.end('hello from the test host\\n'));
-    server.on('connection', () => served++);
-    server.listen(0, ${JSON.stringify(address)}, () => console.log(server.address().port));
-    process.stdin.on('data', () => console.log(served));
-    process.stdin.on('end', () => process.exit(0));`;
-  const child: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
-  after(() => {
-    child.stdin?.end();
-    child.kill();
-  });
-  const lines: string[] = [];
-  const waiting: ((line: string) => void)[] = [];
-  let buffered = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffered += String(chunk);
-    for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
-      const line = buffered.slice(0, at);
-      buffered = buffered.slice(at + 1);
-      const next = waiting.shift();
-      if (next) next(line);
-      else lines.push(line);
-    }
-  });
-  const nextLine = () =>
-    lines.length > 0
-      ? Promise.resolve(lines.shift()!)
-      : Promise.race([
-          new Promise<string>((resolve) => waiting.push(resolve)),
-          once(child, 'exit').then(() => Promise.reject(new Error('the test host exited'))),
-        ]);
-  const port = Number(await nextLine());
-  return {
-    address,
-    hostEnd,
-    port,
-    async served() {
-      child.stdin!.write('\n');
-      return Number(await nextLine());
-    },
-  };
-}
-
-/** A listener on this host that counts who connects. */
-async function hostListener(address: string): Promise<{ port: number; connections: () => number }> {
-  let connections = 0;
-  const server: Server = createServer((socket) => {
-    connections++;
-    socket.end('hello from the host\n');
-  });
-  await new Promise<void>((resolve) => server.listen(0, address, resolve));
-  after(() => server.close());
-  return { port: (server.address() as AddressInfo).port, connections: () => connections };
-}
 
 test('with network, a sandbox reaches a host outside but nothing of its own host', { skip }, async () => {
   const testHost = await makeTestHost();

@@ -1,5 +1,5 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { requireScopeFor } from '../../middleware/authenticate.ts';
+import { hasScope, requireScopeFor } from '../../middleware/authenticate.ts';
 import { presentSandbox } from '../../../shared/sandboxes/present.ts';
 import { listOwnSandboxes, presentedOwnSandbox } from '../../services/sandboxes.ts';
 import { parseInput } from '../../middleware/validate.ts';
@@ -15,6 +15,7 @@ import {
   SandboxParams,
   SetTimeoutBody,
 } from './schema.ts';
+import { NetworkPolicy } from '../../../shared/network/policy.ts';
 
 
 export const createSandboxRoute = route(
@@ -46,6 +47,7 @@ export const createSandboxRoute = route(
       'snapshot_not_found',
       'snapshot_not_ready',
       'snapshot_corrupt',
+      'egress_not_permitted',
     ],
   },
   async (ctx, { body, query }, deps) => {
@@ -54,7 +56,8 @@ export const createSandboxRoute = route(
     if (body.snapshotOnDestroy) requireScopeFor(ctx, 'snapshots:write', 'snapshotOnDestroy');
     const header = ctx.get('idempotency-key');
     const key = header ? parseInput(IdempotencyKey, header, 'header') : undefined;
-    const { sandbox } = await deps.sandboxes.create(accountId, body, { idempotencyKey: key, wait: query.wait }).catch((err: unknown) => {
+    const network = { mayOpen: hasScope(ctx, 'network:write') };
+    const { sandbox } = await deps.sandboxes.create(accountId, body, { idempotencyKey: key, wait: query.wait, network }).catch((err: unknown) => {
       if (err instanceof ApiError && err.status === 429) deps.metrics.quotaRefusals.inc({ code: err.code });
       throw err;
     });
@@ -143,5 +146,26 @@ export const setSandboxTimeoutRoute = route(
   },
 );
 
-export const sandboxRoutes = [createSandboxRoute, listSandboxes, getSandbox, destroySandboxRoute, setSandboxTimeoutRoute];
+export const setSandboxNetworkRoute = route(
+  {
+    method: 'patch',
+    path: '/v1/sandboxes/:id/network',
+    operationId: 'setSandboxNetwork',
+    summary: "Change a running sandbox's egress policy: connections it opens from now on follow it (a policy other than the default needs network:write)",
+    tag: 'sandboxes',
+    auth: 'apiKey',
+    scope: 'sandboxes:write',
+    bucket: 'sandbox_lifecycle',
+    params: SandboxParams,
+    body: NetworkPolicy,
+    responses: { 200: { description: 'The sandbox with its new network', schema: SandboxObject } },
+    errors: ['sandbox_not_found', 'sandbox_not_running', 'egress_not_permitted'],
+  },
+  async (ctx, { params, body }, deps) => {
+    const sandbox = await deps.sandboxes.setNetwork(accountIdOf(ctx), params.id, body, { mayOpen: hasScope(ctx, 'network:write') });
+    ctx.body = presentSandbox(sandbox);
+  },
+);
+
+export const sandboxRoutes = [createSandboxRoute, listSandboxes, getSandbox, destroySandboxRoute, setSandboxTimeoutRoute, setSandboxNetworkRoute];
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ENV_NAME, isReservedKey } from '../../../shared/exec/env-names.ts';
 import { booleanFlag, listOf, timestamp } from '../common-schemas.ts';
+import { NetworkPolicy } from '../../../shared/network/policy.ts';
 
 // The schema's own bound (a year); the session cap, which is configured, is checked by the engine.
 const MAX_TIMEOUT_SECONDS = 366 * 24 * 3600;
@@ -48,6 +49,9 @@ export const CreateSandboxBody = z.strictObject({
     .max(100)
     .optional()
     .meta({ description: "A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one" }),
+  network: NetworkPolicy.optional().meta({
+    description: "Where its programs may connect: the operator's default (PADDOCK_DEFAULT_EGRESS) when omitted; another needs the scope network:write",
+  }),
   snapshotOnDestroy: z.boolean().optional().meta({
     description:
       'Snapshot its workspace when it is destroyed, by a DELETE or at its expiresAt (its processes are ended first); the destroyed sandbox\'s finalSnapshotId names the snapshot. Needs the scope snapshots:write',
@@ -107,6 +111,7 @@ export const SandboxObject = z.object({
     .string()
     .nullable()
     .meta({ description: 'The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)' }),
+  network: NetworkPolicy,
   metadata: z.record(z.string(), z.string()),
 });
 

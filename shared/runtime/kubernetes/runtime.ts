@@ -19,6 +19,8 @@ import { MANAGED_BY, MANAGED_BY_LABEL, podNameFor } from './names.ts';
 import { chooseImage, type KubernetesRuntimeOptions } from './options.ts';
 import { sandboxFromPod, startupVerdict } from './pod-state.ts';
 import { PodClient } from './pods.ts';
+import { egressPolicyManifest, egressPolicyName, NetworkPolicyClient } from './network-policy.ts';
+import { egressMode, NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { waitForPod, WaitTimeoutError, type Decision } from './wait.ts';
 
 const DEFAULT_CREATE_TIMEOUT_MS = 60_000;
@@ -29,6 +31,7 @@ const DELETE_GRACE_SECONDS = 1;
 /** One pod per sandbox, through the Kubernetes API (KUBECONFIG or the in-cluster account). */
 export function createKubernetesRuntime(options: KubernetesRuntimeOptions): SandboxRuntime {
   const pods = new PodClient(options.kubeConfig, options.namespace);
+  const networkPolicies = new NetworkPolicyClient(options.kubeConfig, options.namespace);
   const log = options.log;
   // close() aborts every wait in progress, so a shutting-down worker is not held for a minute.
   const closing = new AbortController();
@@ -40,6 +43,8 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     const deadline = Date.now() + timeoutMs;
     const created = await pods.create(manifest);
     log?.debug({ sandboxId: spec.id, pod: name, created }, created ? 'pod created' : 'pod exists; waiting for it');
+    // Until its own policy is in, the pod has the namespace's: no egress at all.
+    if (egressMode(spec.network ?? NO_EGRESS) !== 'none') await applyNetwork(spec.id, name, spec.network!);
     try {
       return await waitForPod(options.kubeConfig, pods, name, deadline, untilRunning(spec), closing.signal);
     } catch (err) {
@@ -50,9 +55,31 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     }
   }
 
+  /** The pod's own NetworkPolicy made to say `policy` (owned by the pod), or removed for none. */
+  async function applyNetwork(id: string, name: string, policy: NetworkPolicy): Promise<void> {
+    const pod = await pods.read(name);
+    if (!pod) throw new SandboxGoneError(`no sandbox ${id}`);
+    const manifest = egressPolicyManifest(pod, id, policy);
+    if (manifest) await networkPolicies.put(manifest);
+    else await networkPolicies.delete(egressPolicyName(name));
+  }
+
+  async function setNetwork(id: string, policy: NetworkPolicy): Promise<void> {
+    const name = podNameFor(id);
+    if (name === undefined) throw new SandboxGoneError(`no sandbox ${id}`);
+    const pod = await pods.read(name);
+    if (!pod || pod.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY || pod.metadata.deletionTimestamp || pod.status?.phase !== 'Running') {
+      throw new SandboxGoneError(`sandbox ${id} is not running`);
+    }
+    await applyNetwork(id, name, policy);
+  }
+
   async function destroy(id: string): Promise<void> {
     const name = podNameFor(id);
     if (name === undefined) return;
+    // Owned by the pod, so the cluster removes it too; removed here as well, for a cluster whose
+    // garbage collector lags, and so that the pod's end is its network's at once.
+    await networkPolicies.delete(egressPolicyName(name));
     if (!(await pods.delete(name, DELETE_GRACE_SECONDS))) return;
     const gone = (pod: V1Pod | undefined): Decision<void> =>
       pod ? { done: false, detail: `terminating, phase ${pod.status?.phase ?? 'unknown'}` } : { done: true, value: undefined };
@@ -110,6 +137,7 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     resolveImage: (requested) => chooseImage(requested, options),
     terminal,
     openPort,
+    setNetwork,
     create,
     destroy,
     get,

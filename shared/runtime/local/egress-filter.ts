@@ -1,4 +1,6 @@
 import { isIP } from 'node:net';
+import { egressMode, egressRules, type NetworkPolicy } from '../../network/policy.ts';
+import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
 
 // What a sandbox with network may not reach, as an nftables ruleset for its own network namespace.
 // Root installs it before the sandbox's init runs; the sandbox user has no capability over that
@@ -17,43 +19,22 @@ export const SLIRP = {
   mtu: 65520,
 } as const;
 
-/**
- * Refused IPv4 ranges: this host and everything local to it or to its provider. The documentation
- * ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24) are routed nowhere on the internet and
- * are left open, so that a test host on one of them shows outbound access works.
- */
-export const BLOCKED_V4: readonly string[] = [
-  '0.0.0.0/8', // "this network"
-  '10.0.0.0/8', // private, and slirp's own 10.0.2.0/24 (its gateway forwards to the host)
-  '100.64.0.0/10', // carrier-grade NAT, used inside some clouds
-  '127.0.0.0/8', // loopback
-  '169.254.0.0/16', // link-local, with the cloud metadata address 169.254.169.254
-  '172.16.0.0/12', // private
-  '192.0.0.0/24', // IETF protocol assignments
-  '192.168.0.0/16', // private
-  '198.18.0.0/15', // benchmarking, used for internal networks
-  '224.0.0.0/4', // multicast
-  '240.0.0.0/4', // reserved, and the broadcast address 255.255.255.255
-];
-
-/** Refused IPv6 ranges (slirp4netns runs without IPv6, so these are a second line). */
-export const BLOCKED_V6: readonly string[] = [
-  '::/127', // unspecified and loopback
-  '::ffff:0:0/96', // IPv4-mapped: would reach the IPv4 ranges above
-  '64:ff9b::/96', // NAT64: likewise
-  '64:ff9b:1::/48', // local-use NAT64
-  'fc00::/7', // unique local
-  'fe80::/10', // link-local
-  'fec0::/10', // site-local (deprecated, still routed by some)
-  'ff00::/8', // multicast
-];
-
 export interface EgressOptions {
   /** The host's own addresses (any interface): a public one would reach its services too. */
   hostAddresses: readonly string[];
+  /** The sandbox's own policy, within the floor. */
+  policy: NetworkPolicy;
 }
 
-/** The nftables script (for `nft -f -`) of a sandbox's namespace. */
+/** The table of the sandbox's filter; its counter of refused packets. */
+export const EGRESS_TABLE = 'paddock_egress';
+export const REFUSED_COUNTER = 'refused';
+
+/**
+ * The nftables script (for `nft -f -`) of a sandbox's namespace: the hard floor, which no policy
+ * changes, then the sandbox's policy in two chains of their own (policyChains), which a change of
+ * policy replaces in one transaction (policyUpdate).
+ */
 export function egressRuleset(options: EgressOptions): string {
   const v4 = [...BLOCKED_V4];
   const v6 = [...BLOCKED_V6];
@@ -63,24 +44,56 @@ export function egressRuleset(options: EgressOptions): string {
     else if (isIP(address) === 6) v6.push(`${address}/128`);
   }
   return [
-    'table inet paddock_egress {',
+    `table inet ${EGRESS_TABLE} {`,
+    `  counter ${REFUSED_COUNTER} { }`,
     // auto-merge: the host's addresses may fall inside a listed range.
     `  set blocked4 { type ipv4_addr; flags interval; auto-merge; elements = { ${unique(v4).join(', ')} } }`,
     `  set blocked6 { type ipv6_addr; flags interval; auto-merge; elements = { ${unique(v6).join(', ')} } }`,
+    ...policyChains(options.policy),
     '  chain output {',
     '    type filter hook output priority filter; policy accept;',
     // The sandbox's own loopback is its own: only its processes are in this namespace.
     '    oifname "lo" accept',
-    `    ip daddr ${SLIRP.dns} meta l4proto { tcp, udp } th dport 53 accept`,
+    // slirp's DNS forwarder is the one private address a policy may open (`all` does).
+    `    ip daddr ${SLIRP.dns} meta l4proto { tcp, udp } th dport 53 jump dns`,
     // Refused rather than dropped: a connect fails at once instead of after its timeout.
-    '    ip daddr @blocked4 meta l4proto tcp reject with tcp reset',
-    '    ip daddr @blocked4 reject with icmpx admin-prohibited',
-    '    ip6 daddr @blocked6 meta l4proto tcp reject with tcp reset',
-    '    ip6 daddr @blocked6 reject with icmpx admin-prohibited',
+    ...REFUSE.map((verdict) => `    ip daddr @blocked4 ${verdict}`),
+    ...REFUSE.map((verdict) => `    ip6 daddr @blocked6 ${verdict}`),
+    '    jump allowed',
     '  }',
     '}',
     '',
   ].join('\n');
+}
+
+/** A refusal, counted: TCP gets a reset, anything else an ICMP error, so nothing waits for a timeout. */
+const REFUSE = [`meta l4proto tcp counter name "${REFUSED_COUNTER}" reject with tcp reset`, `counter name "${REFUSED_COUNTER}" reject with icmpx admin-prohibited`];
+
+/**
+ * The policy's two chains: `dns` (jumped to by a query to slirp's DNS forwarder: accepted under
+ * `all` alone, since the host's resolvers answer any name and carry what a query spells out) and
+ * `allowed` (what passed the floor: all of it under `all`; under `allow` the listed ranges and
+ * ports; nothing else).
+ */
+export function policyChains(policy: NetworkPolicy): string[] {
+  const mode = egressMode(policy);
+  const allowed = egressRules(policy).map((rule) => {
+    const match = `${rule.family === 4 ? 'ip' : 'ip6'} daddr ${rule.cidr}`;
+    return `    ${match}${rule.port === undefined ? '' : ` meta l4proto { tcp, udp } th dport ${rule.port}`} accept`;
+  });
+  return [
+    '  chain dns {',
+    ...(mode === 'all' ? ['    accept'] : []),
+    '  }',
+    '  chain allowed {',
+    ...(mode === 'all' ? [] : [...allowed, ...REFUSE.map((verdict) => `    ${verdict}`)]),
+    '  }',
+  ];
+}
+
+/** A change of policy: both chains emptied and filled again in one transaction, so no packet sees half of it. */
+export function policyUpdate(policy: NetworkPolicy): string {
+  return [`flush chain inet ${EGRESS_TABLE} dns`, `flush chain inet ${EGRESS_TABLE} allowed`, `table inet ${EGRESS_TABLE} {`, ...policyChains(policy), '}', ''].join('\n');
 }
 
 function unique(items: string[]): string[] {

@@ -6,11 +6,12 @@ import { networkInterfaces } from 'node:os';
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
-import { egressRuleset, SLIRP } from './egress-filter.ts';
+import { egressRuleset, policyUpdate, SLIRP } from './egress-filter.ts';
+import type { NetworkPolicy } from '../../network/policy.ts';
 import { sandboxMarker } from './launch.ts';
 import { killQuietly } from './processes.ts';
 
-// Network for a sandbox that asked for it (PADDOCK_LOCAL_NETWORK), set up by root while bubblewrap
+// Network for a sandbox whose policy opens any (shared/network/policy.ts), set up by root while bubblewrap
 // holds the init: the sandbox keeps the network namespace of its own that bubblewrap made, root
 // installs the egress filter in it, and slirp4netns gives it a tap device whose traffic leaves
 // through user-mode sockets on the host. Nothing in the sandbox has a capability over that
@@ -37,13 +38,15 @@ export interface NetworkTarget {
   /** Puts slirp4netns into the sandbox's cgroups, right after it starts. */
   admit(pid: number): Promise<void>;
   deadline: number;
+  /** The sandbox's egress, within the floor. */
+  policy: NetworkPolicy;
 }
 
 /** Installs the egress filter, then starts slirp4netns and waits for its device; slirp4netns's pid. */
 export async function attachNetwork(target: NetworkTarget): Promise<number> {
   const netns = `/proc/${target.pid}/ns/net`;
   // Before the device exists: nothing leaves the namespace unfiltered, not for a moment.
-  await installFilter(target, netns);
+  await runNft(target, netns, egressRuleset({ hostAddresses: hostAddresses(), policy: target.policy }), 'install');
   const log = openSync(target.logFile, 'a', 0o600);
   const slirp = (() => {
     try {
@@ -98,8 +101,12 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
   }
 }
 
-async function installFilter(target: NetworkTarget, netns: string): Promise<void> {
-  const ruleset = egressRuleset({ hostAddresses: hostAddresses() });
+/** The running sandbox's policy replaced (its filter installed when its network was attached). */
+export async function changePolicy(target: Pick<NetworkTarget, 'pid' | 'nsenter' | 'nft'>, policy: NetworkPolicy): Promise<void> {
+  await runNft(target, `/proc/${target.pid}/ns/net`, policyUpdate(policy), 'change');
+}
+
+async function runNft(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, script: string, what: 'install' | 'change'): Promise<void> {
   const nft = spawn(target.nsenter, [`--net=${netns}`, '--', target.nft, '-f', '-'], {
     cwd: '/',
     env: ENV,
@@ -110,12 +117,12 @@ async function installFilter(target: NetworkTarget, netns: string): Promise<void
     if (said.length < 4096) said += String(chunk);
   });
   nft.stdin.on('error', () => undefined);
-  nft.stdin.end(ruleset);
+  nft.stdin.end(script);
   const [code] = (await Promise.race([
     once(nft, 'exit'),
     once(nft, 'error').then(([err]) => Promise.reject(err as Error)),
   ])) as [number | null];
-  if (code !== 0) throw new PermanentRuntimeError(`could not install the sandbox's egress filter: ${said.trim()}`);
+  if (code !== 0) throw new PermanentRuntimeError(`could not ${what} the sandbox's egress filter: ${said.trim()}`);
 }
 
 /** Every address of this host, on any interface, read at each start: interfaces come and go. */

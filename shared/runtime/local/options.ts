@@ -20,11 +20,6 @@ export function resolveLocalImage(requested: string | undefined): string {
 export interface LocalRuntimeOptions {
   /** Where sandboxes live on disk; every Paddock process on this host must use the same one. */
   dataDir: string;
-  /**
-   * Outbound network through slirp4netns, filtered so that nothing of the host or its private
-   * networks is reached (egress-filter.ts); otherwise a sandbox has only its own loopback.
-   */
-  network: boolean;
   memoryMb: number;
   pidsMax: number;
   /** CPU cores one sandbox may use (a CFS quota); default 1. */

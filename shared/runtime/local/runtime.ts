@@ -37,7 +37,8 @@ import { isLocked, withLock } from './lock.ts';
 import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded, watcherOf } from './processes.ts';
 import { LOCAL_IMAGE, resolveLocalImage, type LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
-import { attachNetwork } from './network.ts';
+import { attachNetwork, changePolicy } from './network.ts';
+import { egressMode, NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { discard, sweepTrash } from './remove-tree.ts';
 import { mountDisk, unmountDisk } from './disk.ts';
 import { CommandSpawner } from './spawner.ts';
@@ -47,7 +48,7 @@ const DEFAULT_CREATE_TIMEOUT_MS = 30_000;
 const DESTROY_TIMEOUT_MS = 30_000;
 const CLOSE_WAITS_FOR_REMOVALS_MS = 10_000;
 const NETWORK_NEEDS =
-  'sandboxes with network (PADDOCK_LOCAL_NETWORK) need Paddock to run as root, with slirp4netns and nft installed';
+  'sandboxes with network (an egress policy other than none) need Paddock to run as root, with slirp4netns and nft installed';
 const ENDED = 'its processes have ended (its session cap and grace passed, its init exited, or the host restarted)';
 const PORTS_NEED_AGENT =
   'this sandbox runs without the sandbox agent (the host had no C compiler when it was made), and only the agent reaches its ports: ' +
@@ -174,11 +175,14 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         ...(h.cgroups ? { admitTo: h.cgroups.initProcsFiles(spec.id, { cpuOnceReady: true }) } : {}),
         deadline,
       };
-      // Only a sandbox with network needs this process while its init is held.
+      // Only a sandbox with network needs this process while its init is held: outbound network
+      // through slirp4netns, filtered so that nothing of the host or its private networks is
+      // reached (egress-filter.ts); otherwise a sandbox has only its own loopback.
+      const policy = spec.network ?? NO_EGRESS;
       const withItsNetwork = async (initPid: number) => {
-        network = await withNetwork(h, programs, spec.id, initPid, deadline);
+        network = await withNetwork(h, programs, spec.id, initPid, deadline, policy);
       };
-      const { pid, startTime } = await spawner.launch(request, settings.network ? withItsNetwork : undefined);
+      const { pid, startTime } = await spawner.launch(request, egressMode(policy) === 'none' ? undefined : withItsNetwork);
       // Ready, and nothing of the tenant's has run: the sandbox joins its CPU group before its first command.
       await h.cgroups?.admitInitToCpu(spec.id, pid);
       // Root alone may mount. Without its devpts the sandbox still runs, and only its terminals
@@ -217,6 +221,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     id: string,
     initPid: number,
     deadline: number,
+    policy: NetworkPolicy,
   ): Promise<SandboxState['network']> {
     const { slirp4netns, nft } = programs;
     // Checked in create: here for the types.
@@ -230,6 +235,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       logFile: networkLogFile(h.layout, id),
       admit: async (slirp) => h.cgroups?.admitInit(id, slirp),
       deadline,
+      policy,
     });
     const stat = readStat(pid);
     if (!stat) throw new PermanentRuntimeError('slirp4netns ended as soon as it started');
@@ -308,7 +314,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       if (diskMb > 0 && !runningAsRoot) {
         throw new PermanentRuntimeError('a disk quota per sandbox (PADDOCK_LOCAL_DISK_MB) needs Paddock to run as root; set PADDOCK_LOCAL_DISK_MB=0 to run sandboxes without one');
       }
-      if (settings.network && !(runningAsRoot && programs.slirp4netns && programs.nft)) {
+      if (egressMode(spec.network ?? NO_EGRESS) !== 'none' && !(runningAsRoot && programs.slirp4netns && programs.nft)) {
         throw new PermanentRuntimeError(NETWORK_NEEDS);
       }
       const deadline = Date.now() + (options?.timeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS);
@@ -441,6 +447,30 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
           throw new SandboxGoneError(`sandbox ${id} ended before its port ${port} could be reached`);
         }
         throw err;
+      });
+    },
+
+    async setNetwork(id: string, policy: NetworkPolicy): Promise<void> {
+      if (!isSandboxId(id)) throw new SandboxGoneError(`no sandbox ${id}`);
+      const h = await host();
+      const programs = h.programs;
+      const deadline = Date.now() + DEFAULT_CREATE_TIMEOUT_MS;
+      await withLock(lockName(h, id), deadline, async () => {
+        // Read from the disk, not this process's cache: another process may have attached it since.
+        known.delete(id);
+        const state = await runningState(h, id);
+        if (state.network) {
+          // Attached at its create or by an earlier change: only its policy changes.
+          await changePolicy({ pid: state.pid, nsenter: programs!.nsenter, nft: programs!.nft! }, policy);
+          return;
+        }
+        // A sandbox without network has only its loopback, which no policy changes.
+        if (egressMode(policy) === 'none') return;
+        if (!(runningAsRoot && programs?.slirp4netns && programs.nft)) throw new PermanentRuntimeError(NETWORK_NEEDS);
+        const network = await withNetwork(h, programs, id, state.pid, deadline, policy);
+        const recorded: SandboxState = { ...state, network };
+        await writeState(sandboxDir(h.layout, id), recorded);
+        known.set(id, recorded);
       });
     },
 

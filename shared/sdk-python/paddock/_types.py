@@ -63,6 +63,7 @@ ErrorCode = Literal[
     "monthly_usage_limit_reached",
     "process_limit_reached",
     "insufficient_scope",
+    "egress_not_permitted",
     "too_many_in_flight",
     "preview_limit_reached",
     "snapshot_storage_limit_reached",
@@ -130,8 +131,8 @@ class CreateApiKeyRequest(TypedDict, total=False):
 
     #: A label to tell keys apart; defaults to "default"
     name: str
-    #: What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write, snapshots:write
-    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write"]]
+    #: What the key may do; every scope when omitted. One or more of: sandboxes:read, sandboxes:write, exec, files:read, files:write, secrets:write, allowlist:write, webhooks:write, previews:write, snapshots:write, network:write
+    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write", "network:write"]]
 
 
 class CreateApiKeyResponse(TypedDict):
@@ -142,7 +143,7 @@ class CreateApiKeyResponse(TypedDict):
     #: The raw key (pdk_live_…); shown this once and never again
     key: str
     #: What the key may do
-    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write"]]
+    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write", "network:write"]]
     start: str
     #: RFC 3339 UTC timestamp
     createdAt: str
@@ -194,6 +195,19 @@ class CreatePreviewResponse(TypedDict):
     signedUrl: str
 
 
+class CreateSandboxRequestNetworkEgress2(TypedDict):
+    """The CreateSandboxRequestNetworkEgress2 object of the API."""
+
+    #: Where its programs may connect; nothing else
+    allow: List[str]
+
+
+class CreateSandboxRequestNetwork(TypedDict):
+    """Where its programs may connect: the operator's default (PADDOCK_DEFAULT_EGRESS) when omitted; another needs the scope network:write"""
+
+    egress: Union[Literal["none", "all"], CreateSandboxRequestNetworkEgress2]
+
+
 class CreateSandboxRequest(TypedDict, total=False):
     """The CreateSandboxRequest object of the API."""
 
@@ -206,6 +220,8 @@ class CreateSandboxRequest(TypedDict, total=False):
     timeoutSeconds: int
     #: A ready snapshot of the account's (snap_…): the sandbox's /workspace starts as it was, and its image is the snapshot's unless `image` names one
     snapshot: str
+    #: Where its programs may connect: the operator's default (PADDOCK_DEFAULT_EGRESS) when omitted; another needs the scope network:write
+    network: CreateSandboxRequestNetwork
     #: Snapshot its workspace when it is destroyed, by a DELETE or at its expiresAt (its processes are ended first); the destroyed sandbox's finalSnapshotId names the snapshot. Needs the scope snapshots:write
     snapshotOnDestroy: bool
 
@@ -465,7 +481,7 @@ class ListApiKeysResponseData(TypedDict):
     id: str
     name: str
     #: What the key may do
-    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write"]]
+    scopes: List[Literal["sandboxes:read", "sandboxes:write", "exec", "files:read", "files:write", "secrets:write", "allowlist:write", "webhooks:write", "previews:write", "snapshots:write", "network:write"]]
     #: The first characters of the key, to recognise it
     start: str
     #: RFC 3339 UTC timestamp
@@ -690,7 +706,7 @@ class Problem(TypedDict):
     title: str
     status: int
     detail: str
-    code: Literal["invalid_json", "invalid_request", "missing_credential", "invalid_credential", "wrong_credential_type", "preview_unauthorized", "invalid_login", "command_not_allowed", "permission_denied", "not_found", "api_key_not_found", "sandbox_not_found", "secret_not_found", "file_not_found", "event_not_found", "webhook_not_found", "process_not_found", "preview_not_found", "snapshot_not_found", "method_not_allowed", "not_acceptable", "upgrade_required", "email_taken", "idempotency_conflict", "sandbox_not_running", "process_not_running", "snapshot_not_ready", "snapshot_corrupt", "file_exists", "is_a_directory", "not_a_directory", "not_a_regular_file", "file_io_error", "directory_not_empty", "payload_too_large", "file_too_large", "range_not_satisfiable", "headers_too_large", "unsupported_media_type", "idempotency_key_reused", "image_not_allowed", "image_not_supported", "secret_limit_reached", "webhook_url_not_allowed", "webhook_limit_reached", "edit_no_match", "edit_ambiguous", "invalid_archive", "timeout_past_cap", "rate_limited", "concurrent_sandbox_limit_reached", "monthly_usage_limit_reached", "process_limit_reached", "insufficient_scope", "too_many_in_flight", "preview_limit_reached", "snapshot_storage_limit_reached", "internal_error", "service_unavailable", "server_busy", "preview_busy", "port_not_listening", "operation_timed_out", "insufficient_storage"]
+    code: Literal["invalid_json", "invalid_request", "missing_credential", "invalid_credential", "wrong_credential_type", "preview_unauthorized", "invalid_login", "command_not_allowed", "permission_denied", "not_found", "api_key_not_found", "sandbox_not_found", "secret_not_found", "file_not_found", "event_not_found", "webhook_not_found", "process_not_found", "preview_not_found", "snapshot_not_found", "method_not_allowed", "not_acceptable", "upgrade_required", "email_taken", "idempotency_conflict", "sandbox_not_running", "process_not_running", "snapshot_not_ready", "snapshot_corrupt", "file_exists", "is_a_directory", "not_a_directory", "not_a_regular_file", "file_io_error", "directory_not_empty", "payload_too_large", "file_too_large", "range_not_satisfiable", "headers_too_large", "unsupported_media_type", "idempotency_key_reused", "image_not_allowed", "image_not_supported", "secret_limit_reached", "webhook_url_not_allowed", "webhook_limit_reached", "edit_no_match", "edit_ambiguous", "invalid_archive", "timeout_past_cap", "rate_limited", "concurrent_sandbox_limit_reached", "monthly_usage_limit_reached", "process_limit_reached", "insufficient_scope", "egress_not_permitted", "too_many_in_flight", "preview_limit_reached", "snapshot_storage_limit_reached", "internal_error", "service_unavailable", "server_busy", "preview_busy", "port_not_listening", "operation_timed_out", "insufficient_storage"]
     requestId: str
 
 
@@ -706,6 +722,19 @@ class RotateWebhookSecretResponse(TypedDict):
     secret: str
     #: Until then deliveries are signed with both secrets (two v1 signatures)
     previousSecretExpiresAt: str
+
+
+class SandboxNetworkEgress2(TypedDict):
+    """The SandboxNetworkEgress2 object of the API."""
+
+    #: Where its programs may connect; nothing else
+    allow: List[str]
+
+
+class SandboxNetwork(TypedDict):
+    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges"""
+
+    egress: Union[Literal["none", "all"], SandboxNetworkEgress2]
 
 
 class Sandbox(TypedDict):
@@ -729,7 +758,22 @@ class Sandbox(TypedDict):
     snapshotOnDestroy: bool
     #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)
     finalSnapshotId: Optional[str]
+    #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
+    network: SandboxNetwork
     metadata: Dict[str, str]
+
+
+class SandboxListDataNetworkEgress2(TypedDict):
+    """The SandboxListDataNetworkEgress2 object of the API."""
+
+    #: Where its programs may connect; nothing else
+    allow: List[str]
+
+
+class SandboxListDataNetwork(TypedDict):
+    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges"""
+
+    egress: Union[Literal["none", "all"], SandboxListDataNetworkEgress2]
 
 
 class SandboxListData(TypedDict):
@@ -753,6 +797,8 @@ class SandboxListData(TypedDict):
     snapshotOnDestroy: bool
     #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)
     finalSnapshotId: Optional[str]
+    #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
+    network: SandboxListDataNetwork
     metadata: Dict[str, str]
 
 
@@ -769,6 +815,19 @@ class SetAllowlistRequest(TypedDict):
 
     #: Program names (compared by basename); duplicates are removed and the list is sorted.
     commands: List[str]
+
+
+class SetSandboxNetworkRequestEgress2(TypedDict):
+    """The SetSandboxNetworkRequestEgress2 object of the API."""
+
+    #: Where its programs may connect; nothing else
+    allow: List[str]
+
+
+class SetSandboxNetworkRequest(TypedDict):
+    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges"""
+
+    egress: Union[Literal["none", "all"], SetSandboxNetworkRequestEgress2]
 
 
 class SetSandboxTimeoutRequest(TypedDict):
@@ -972,6 +1031,7 @@ OPERATIONS: Dict[str, str] = {
     "revokeApiKey": "DELETE /v1/api-keys/{keyId}",
     "rotateWebhookSecret": "POST /v1/webhooks/{webhookId}/secret",
     "setAllowlist": "PUT /v1/allowlist",
+    "setSandboxNetwork": "PATCH /v1/sandboxes/{id}/network",
     "setSandboxTimeout": "POST /v1/sandboxes/{id}/timeout",
     "signup": "POST /v1/auth/signup",
     "statPath": "GET /v1/sandboxes/{id}/files/stat",

@@ -1,0 +1,171 @@
+import { isIP } from 'node:net';
+import { z } from 'zod';
+
+// A sandbox's egress policy (docs/api.md, "Egress policy"): where its programs may connect.
+// `none` reaches nothing; `all` reaches whatever is outside the hard floor; `{allow: [...]}`
+// reaches the addresses and ranges listed, each with an optional port, and nothing else. The
+// hard floor (loopback, private, link-local, metadata, Paddock's own and other sandboxes) is the
+// runtime's and holds whatever a policy says.
+
+/** The modes in order of what they open: an operator's maximum admits its own and those before it. */
+export const EGRESS_MODES = ['none', 'allow', 'all'] as const;
+export type EgressMode = (typeof EGRESS_MODES)[number];
+
+/** Rules a policy may list: each is a line of the sandbox's filter. */
+export const MAX_EGRESS_RULES = 64;
+
+/** One rule made exact: an address range of one family, and a port or every port. */
+export interface AddressRule {
+  family: 4 | 6;
+  /** The range with its prefix length, host bits clear: `198.51.100.0/24`, `2001:db8::1/128`. */
+  cidr: string;
+  port?: number;
+}
+
+/**
+ * A rule as written, or why it is not one: `198.51.100.7`, `198.51.100.0/24`, either with
+ * `:443`; an IPv6 address or range in brackets, `[2001:db8::1]:443`, `[2001:db8::/32]`.
+ */
+export function parseEgressRule(text: string): AddressRule | string {
+  let rest = text;
+  let port: number | undefined;
+  let family: 4 | 6;
+  if (rest.startsWith('[')) {
+    const close = rest.indexOf(']');
+    if (close < 0) return 'an IPv6 address or range goes in brackets: [2001:db8::1]:443';
+    const after = rest.slice(close + 1);
+    if (after !== '' && !after.startsWith(':')) return 'only :port may follow the brackets';
+    if (after) {
+      const parsed = parsePort(after.slice(1));
+      if (typeof parsed === 'string') return parsed;
+      port = parsed;
+    }
+    rest = rest.slice(1, close);
+    family = 6;
+  } else {
+    const colon = rest.indexOf(':');
+    if (colon >= 0) {
+      const parsed = parsePort(rest.slice(colon + 1));
+      if (typeof parsed === 'string') return parsed;
+      port = parsed;
+      rest = rest.slice(0, colon);
+    }
+    family = 4;
+  }
+  const slash = rest.indexOf('/');
+  const address = slash < 0 ? rest : rest.slice(0, slash);
+  if (isIP(address) !== family) {
+    if (family === 4 && /[a-z]/i.test(address) && isIP(address) === 0) {
+      return 'a rule is an address or a range (name the addresses a domain serves from); an IPv6 one goes in brackets';
+    }
+    return family === 6 ? 'not an IPv6 address in brackets' : 'not an IPv4 address (an IPv6 one goes in brackets: [2001:db8::1])';
+  }
+  const bits = family === 4 ? 32 : 128;
+  const prefixText = slash < 0 ? String(bits) : rest.slice(slash + 1);
+  if (!/^[0-9]{1,3}$/.test(prefixText) || Number(prefixText) > bits) return `the prefix length is 0 to ${bits}`;
+  const prefix = Number(prefixText);
+  const value = addressValue(address, family);
+  const hostBits = (1n << BigInt(bits - prefix)) - 1n;
+  if ((value & hostBits) !== 0n) return `${rest} has host bits set: the range is ${formatAddress(value & ~hostBits, family)}/${prefix}`;
+  return { family, cidr: `${formatAddress(value, family)}/${prefix}`, ...(port === undefined ? {} : { port }) };
+}
+
+function parsePort(text: string): number | string {
+  if (!/^[0-9]{1,5}$/.test(text) || Number(text) < 1 || Number(text) > 65_535) return 'a port is 1 to 65535';
+  return Number(text);
+}
+
+function addressValue(address: string, family: 4 | 6): bigint {
+  if (family === 4) return address.split('.').reduce((n, part) => (n << 8n) | BigInt(part), 0n);
+  const [head = '', tail] = address.includes('::') ? address.split('::') : [address, undefined];
+  const groups = (part: string) => (part === '' ? [] : part.split(':'));
+  const expand = (parts: string[]) =>
+    parts.flatMap((g) => {
+      // An embedded IPv4 tail (::ffff:192.0.2.1) is two groups.
+      if (!g.includes('.')) return [g];
+      const v4 = addressValue(g, 4);
+      return [(v4 >> 16n).toString(16), (v4 & 0xffffn).toString(16)];
+    });
+  const left = expand(groups(head));
+  const right = tail === undefined ? [] : expand(groups(tail));
+  const all = [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return all.reduce((n, g) => (n << 16n) | BigInt(`0x${g}`), 0n);
+}
+
+function formatAddress(value: bigint, family: 4 | 6): string {
+  if (family === 4) return [24n, 16n, 8n, 0n].map((shift) => String((value >> shift) & 0xffn)).join('.');
+  const groups = Array.from({ length: 8 }, (_, i) => ((value >> BigInt(112 - 16 * i)) & 0xffffn).toString(16));
+  // The longest run of zero groups (two at least) as "::", as RFC 5952 writes it.
+  let best = { at: -1, length: 0 };
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && groups[j] === '0') j++;
+    if (j - i > best.length && j - i >= 2) best = { at: i, length: j - i };
+    i = j === i ? i + 1 : j;
+  }
+  if (best.at < 0) return groups.join(':');
+  return `${groups.slice(0, best.at).join(':')}::${groups.slice(best.at + best.length).join(':')}`;
+}
+
+const EgressRule = z
+  .string()
+  .min(1)
+  .max(64)
+  .superRefine((text, ctx) => {
+    const parsed = parseEgressRule(text);
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)}: ${parsed}` });
+  })
+  .meta({ description: 'An IPv4 address or CIDR, or an IPv6 one in brackets, with an optional :port: 198.51.100.0/24, 203.0.113.9:443, [2001:db8::1]:443' });
+
+export const NetworkPolicy = z
+  .strictObject({
+    egress: z.union([
+      z.enum(['none', 'all']),
+      z.strictObject({
+        allow: z.array(EgressRule).min(1).max(MAX_EGRESS_RULES).meta({ description: 'Where its programs may connect; nothing else' }),
+      }),
+    ]),
+  })
+  .meta({
+    description:
+      "Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges",
+  });
+
+export type NetworkPolicy = z.infer<typeof NetworkPolicy>;
+
+export const NO_EGRESS: NetworkPolicy = { egress: 'none' };
+
+export function egressMode(policy: NetworkPolicy): EgressMode {
+  return typeof policy.egress === 'string' ? policy.egress : 'allow';
+}
+
+/** The policy's rules made exact; none for `none` and `all`. */
+export function egressRules(policy: NetworkPolicy): AddressRule[] {
+  if (typeof policy.egress === 'string') return [];
+  return policy.egress.allow.map((text) => {
+    const rule = parseEgressRule(text);
+    if (typeof rule === 'string') throw new RangeError(`not an egress rule: ${text}: ${rule}`);
+    return rule;
+  });
+}
+
+/** Whether `mode` opens no more than `max` does. */
+export function withinEgressMax(mode: EgressMode, max: EgressMode): boolean {
+  return EGRESS_MODES.indexOf(mode) <= EGRESS_MODES.indexOf(max);
+}
+
+export function samePolicy(a: NetworkPolicy, b: NetworkPolicy): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Whether range `inner` lies within range `outer` (both `address/prefix`, one family), equal included. */
+export function cidrWithin(inner: string, outer: string): boolean {
+  const [innerAddress = '', innerPrefix] = inner.split('/');
+  const [outerAddress = '', outerPrefix] = outer.split('/');
+  const family = isIP(innerAddress);
+  if (family === 0 || family !== isIP(outerAddress)) return false;
+  const bits = family === 4 ? 32 : 128;
+  if (Number(innerPrefix) < Number(outerPrefix)) return false;
+  const mask = ((1n << BigInt(bits)) - 1n) ^ ((1n << BigInt(bits - Number(outerPrefix))) - 1n);
+  return (addressValue(innerAddress, family as 4 | 6) & mask) === (addressValue(outerAddress, family as 4 | 6) & mask);
+}

@@ -1,0 +1,103 @@
+import { NetworkingV1Api, type KubeConfig, type V1NetworkPolicy, type V1NetworkPolicyEgressRule, type V1NetworkPolicyPort, type V1Pod } from '@kubernetes/client-node';
+import { describeApiError, httpStatusOf } from './api-errors.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from './names.ts';
+import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
+import { cidrWithin, egressMode, egressRules, type NetworkPolicy } from '../../network/policy.ts';
+
+// A sandbox pod's egress on Kubernetes: the namespace denies every pod everything
+// (deploy/kubernetes/base/sandbox-networkpolicy.yaml), and a sandbox whose policy opens any gets a
+// NetworkPolicy of its own that adds what it opens, never the hard floor (shared/network/floor.ts),
+// which each rule leaves out. It selects the pod by its sandbox id and is owned by it, so the
+// cluster removes it with the pod; a change of policy replaces it, and `none` deletes it. The
+// cluster's network plugin enforces it (docs/deploy.md).
+
+const ALL_V4 = '0.0.0.0/0';
+const ALL_V6 = '::/0';
+
+/** The NetworkPolicy of a sandbox's pod. */
+export function egressPolicyName(podName: string): string {
+  return `${podName}-egress`;
+}
+
+/** The sandbox's own NetworkPolicy; undefined for `none`, which the namespace's denial is. */
+export function egressPolicyManifest(pod: Pick<V1Pod, 'metadata'>, sandboxId: string, policy: NetworkPolicy): V1NetworkPolicy | undefined {
+  const mode = egressMode(policy);
+  if (mode === 'none') return undefined;
+  const podName = pod.metadata?.name ?? '';
+  const egress: V1NetworkPolicyEgressRule[] =
+    mode === 'all'
+      ? [
+          { to: [ipBlock(ALL_V4), ipBlock(ALL_V6)] },
+          // Names resolve through the cluster's DNS, as the `all` of the local runtime has slirp's.
+          { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }], ports: bothProtocols(53) },
+        ]
+      : egressRules(policy).flatMap((rule) => {
+          // A range wholly inside the floor opens nothing.
+          if ((rule.family === 4 ? BLOCKED_V4 : BLOCKED_V6).some((floor) => cidrWithin(rule.cidr, floor))) return [];
+          return [{ to: [ipBlock(rule.cidr)], ...(rule.port === undefined ? {} : { ports: bothProtocols(rule.port) }) }];
+        });
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: {
+      name: egressPolicyName(podName),
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [SANDBOX_ID_LABEL]: sandboxId },
+      ...(pod.metadata?.uid ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: podName, uid: pod.metadata.uid }] } : {}),
+    },
+    spec: {
+      podSelector: { matchLabels: { [SANDBOX_ID_LABEL]: sandboxId } },
+      policyTypes: ['Egress'],
+      egress,
+    },
+  };
+}
+
+/** The range less every floor range inside it (a NetworkPolicy's `except` takes only those). */
+function ipBlock(cidr: string): { ipBlock: { cidr: string; except?: string[] } } {
+  const floor = cidr.includes(':') ? BLOCKED_V6 : BLOCKED_V4;
+  const except = floor.filter((range) => range !== cidr && cidrWithin(range, cidr));
+  return { ipBlock: { cidr, ...(except.length ? { except } : {}) } };
+}
+
+function bothProtocols(port: number): V1NetworkPolicyPort[] {
+  return [
+    { protocol: 'TCP', port },
+    { protocol: 'UDP', port },
+  ];
+}
+
+/** The NetworkPolicy calls the runtime makes, with NotFound and AlreadyExists turned into values. */
+export class NetworkPolicyClient {
+  readonly #api: NetworkingV1Api;
+  readonly #namespace: string;
+
+  constructor(kubeConfig: KubeConfig, namespace: string) {
+    this.#api = kubeConfig.makeApiClient(NetworkingV1Api);
+    this.#namespace = namespace;
+  }
+
+  /** Makes it, or replaces the one of its name. */
+  async put(policy: V1NetworkPolicy): Promise<void> {
+    const name = policy.metadata?.name ?? '';
+    try {
+      await this.#api.createNamespacedNetworkPolicy({ namespace: this.#namespace, body: policy });
+      return;
+    } catch (err) {
+      if (httpStatusOf(err) !== 409) throw describeApiError(`creating network policy ${name}`, err);
+    }
+    try {
+      await this.#api.replaceNamespacedNetworkPolicy({ name, namespace: this.#namespace, body: policy });
+    } catch (err) {
+      throw describeApiError(`replacing network policy ${name}`, err);
+    }
+  }
+
+  /** Removes it; nothing to do when it is not there. */
+  async delete(name: string): Promise<void> {
+    try {
+      await this.#api.deleteNamespacedNetworkPolicy({ name, namespace: this.#namespace });
+    } catch (err) {
+      if (httpStatusOf(err) !== 404) throw describeApiError(`deleting network policy ${name}`, err);
+    }
+  }
+}

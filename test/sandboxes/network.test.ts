@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { assertProblem, newAccount } from '../helpers/accounts.ts';
+import { call } from '../helpers/http.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
+import { hostListener, makeTestHost } from '../helpers/test-host.ts';
+import { BLOCKED_V4 } from '../../shared/network/floor.ts';
+
+// A sandbox's egress policy (docs/api.md, "Egress policy"), through the HTTP API: set at its
+// create and changed while it runs. On the local runtime the policy is tried against test hosts
+// of the test's own (test/helpers/test-host.ts: network namespaces on documentation ranges, the
+// only addresses any traffic goes to) and against listeners on this host, which no policy opens.
+// On Kubernetes the cluster's network plugin enforces it: there the NetworkPolicy objects are read
+// as the API stand-in received them. Run once per runtime (PADDOCK_TEST_RUNTIME).
+
+const runtime = testRuntime();
+const needsRoot = runtime === 'local' && process.getuid?.() !== 0 ? 'the local runtime gives sandboxes network as root only' : false;
+const stack = await startSandboxStack();
+
+const create = (key: string, body: unknown) => call(stack.url, 'POST', '/v1/sandboxes', { token: key, body });
+const setNetwork = (key: string, id: string, body: unknown) => call(stack.url, 'PATCH', `/v1/sandboxes/${id}/network`, { token: key, body });
+
+/** An account whose key has network:write besides what a sandbox's user needs; and one without it. */
+async function keys(label: string) {
+  const account = await newAccount(stack.url, label);
+  const mint = async (scopes: string[]) => {
+    const res = await call(stack.url, 'POST', '/v1/api-keys', { token: account.token, body: { name: scopes.join(' '), scopes } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.key as string;
+  };
+  const basic = ['sandboxes:read', 'sandboxes:write', 'exec'];
+  return { account, opener: await mint([...basic, 'network:write']), agent: await mint(basic) };
+}
+
+test('the policy is checked before anything is made: a rule that is not one, a domain, a key without network:write; the default needs no scope, and another account\'s sandbox is 404', async () => {
+  const { opener, agent } = await keys('network-refusals');
+  for (const rule of ['pypi.org', '198.51.100.7/24', '198.51.100.0/33', '2001:db8::1', '[2001:db8::1', '198.51.100.1:0', '198.51.100.1:70000']) {
+    const res = await create(opener, { network: { egress: { allow: [rule] } } });
+    assertProblem(res, 400, 'invalid_request');
+    assert.ok(res.body.detail.includes(JSON.stringify(rule)), res.body.detail);
+  }
+  assertProblem(await create(opener, { network: { egress: { allow: [] } } }), 400, 'invalid_request');
+  assertProblem(await create(opener, { network: { egress: 'some' } }), 400, 'invalid_request');
+  const scopeless = await create(agent, { network: { egress: 'all' } });
+  assertProblem(scopeless, 403, 'insufficient_scope');
+  assert.equal(scopeless.body.scope, 'network:write');
+
+  const plain = await create(agent, { network: { egress: 'none' } });
+  assert.equal(plain.status, 201, JSON.stringify(plain.body));
+  assert.deepEqual(plain.body.network, { egress: 'none' });
+  const read = await call(stack.url, 'GET', `/v1/sandboxes/${plain.body.id}`, { token: agent });
+  assert.deepEqual(read.body.network, { egress: 'none' });
+  assertProblem(await setNetwork(agent, plain.body.id, { egress: 'all' }), 403, 'insufficient_scope');
+  // Closing it again is the default: no scope needed.
+  assert.equal((await setNetwork(agent, plain.body.id, { egress: 'none' })).status, 200);
+
+  const other = await keys('network-other');
+  assertProblem(await setNetwork(other.opener, plain.body.id, { egress: 'all' }), 404, 'sandbox_not_found');
+  assertProblem(await setNetwork(other.opener, 'sbx_000000000000000000000000', { egress: 'all' }), 404, 'sandbox_not_found');
+  const pending = await call(stack.url, 'POST', '/v1/sandboxes?wait=false', { token: opener, body: {} });
+  const early = await setNetwork(opener, pending.body.id, { egress: 'all' });
+  if (early.status !== 200) assertProblem(early, 409, 'sandbox_not_running');
+  await call(stack.url, 'DELETE', `/v1/sandboxes/${plain.body.id}`, { token: agent });
+  assertProblem(await setNetwork(agent, plain.body.id, { egress: 'none' }), 409, 'sandbox_not_running');
+});
+
+test('local: allow opens the listed address and port alone, fast refusals elsewhere, no DNS; a change applies to the running sandbox and cuts a download it no longer allows; the floor holds whatever a rule says', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
+  const [a, b] = [await makeTestHost({ servers: 2 }), await makeTestHost({ range: '203.0.113' })];
+  const loopback = await hostListener('127.0.0.1');
+  const hostEnd = await hostListener(a.hostEnd);
+  const { opener } = await keys('network-local');
+  const created = await create(opener, { network: { egress: { allow: [`${a.address}:${a.ports[0]}`, '127.0.0.0/8', `${a.hostEnd}/32`] } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.equal(created.body.status, 'running', JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const sh = async (command: string) => {
+    const res = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token: opener, body: { command: ['bash', '-c', command], timeoutSeconds: 15 } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body as { exitCode: number | null; stdout: string; stderr: string };
+  };
+  const get = (host: string, port: number) => sh(`exec 3<>/dev/tcp/${host}/${port} && printf 'GET / HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n' >&3 && cat <&3`);
+  /** Refused, and at once: a reset or an ICMP error, never a connect left to time out. */
+  const refused = async (host: string, port: number) => {
+    const started = Date.now();
+    const res = await get(host, port);
+    assert.notEqual(res.exitCode, 0, `reached ${host}:${port}: ${res.stdout}`);
+    assert.doesNotMatch(res.stdout, /hello/);
+    assert.ok(Date.now() - started < 5000, `${host}:${port} took ${Date.now() - started} ms to fail`);
+  };
+
+  assert.match((await get(a.address, a.ports[0]!)).stdout, /hello from the test host/);
+  await refused(a.address, a.ports[1]!);
+  await refused(b.address, b.port);
+  // The floor: loopback and this host's own address, though the rules name them.
+  await refused('127.0.0.1', loopback.port);
+  await refused(a.hostEnd, hostEnd.port);
+  // No DNS under allow: slirp's forwarder would ask the host's resolvers anything.
+  const dns = await sh(`exec 3<>/dev/tcp/10.0.2.3/53 && echo connected`);
+  assert.notEqual(dns.exitCode, 0, dns.stdout);
+
+  // A download under way, then a policy that no longer allows it: the download is cut.
+  const download = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {
+    token: opener,
+    body: { command: ['bash', '-c', `exec 3<>/dev/tcp/${a.address}/${a.ports[0]} && printf 'GET /stream HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n' >&3 && cat <&3 > /tmp/stream; echo "ended $?" > /tmp/stream.end`], background: true },
+  });
+  assert.equal(download.status, 202, JSON.stringify(download.body));
+  const size = async () => Number((await sh('stat -c %s /tmp/stream 2>/dev/null || echo 0')).stdout.trim());
+  await eventually('the download runs', 10_000, async () => ((await size()) > 4096 ? true : undefined));
+
+  const all = await setNetwork(opener, id, { egress: 'all' });
+  assert.equal(all.status, 200, JSON.stringify(all.body));
+  assert.deepEqual(all.body.network, { egress: 'all' });
+  assert.match((await get(b.address, b.port)).stdout, /hello from the test host/, 'all reaches the other host');
+  await refused('127.0.0.1', loopback.port);
+  assert.ok((await size()) > 4096, 'the download allowed before is allowed still');
+
+  const none = await setNetwork(opener, id, { egress: 'none' });
+  assert.deepEqual(none.body.network, { egress: 'none' });
+  await eventually('the download is cut', 10_000, async () => ((await sh('cat /tmp/stream.end 2>/dev/null')).stdout.startsWith('ended') ? true : undefined));
+  const after = await size();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(await size(), after, 'nothing arrives once it is cut');
+  await refused(a.address, a.ports[0]!);
+  assert.deepEqual((await call(stack.url, 'GET', `/v1/sandboxes/${id}`, { token: opener })).body.network, { egress: 'none' });
+
+  // From none to allow on a sandbox created without network: it is given its network then.
+  const closed = await create(opener, {});
+  assert.deepEqual(closed.body.network, { egress: 'none' });
+  const opened = await setNetwork(opener, closed.body.id, { egress: { allow: [`${b.address}/32`] } });
+  assert.equal(opened.status, 200, JSON.stringify(opened.body));
+  const reached = await call(stack.url, 'POST', `/v1/sandboxes/${closed.body.id}/exec`, {
+    token: opener,
+    body: { command: ['bash', '-c', `exec 3<>/dev/tcp/${b.address}/${b.port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`], timeoutSeconds: 15 },
+  });
+  assert.match(reached.body.stdout, /hello from the test host/);
+
+  assert.equal(loopback.connections(), 0, 'the loopback listener saw a connection');
+  assert.equal(hostEnd.connections(), 0, 'the host-end listener saw a connection');
+  // The sandbox cannot widen its own policy: it has no capability over its namespace.
+  const lift = await sh('nft flush ruleset 2>&1; ip route 2>&1; echo done');
+  assert.match(lift.stdout, /Operation not permitted|must be root|not found/);
+});
+
+test('kubernetes: a sandbox pod gets a NetworkPolicy of its own that opens what its policy says and never the floor, replaced by a change, gone with none and with the pod', { skip: runtime !== 'kubernetes' && 'the kubernetes runtime' }, async () => {
+  const policies = stack.standin!.networkPolicies;
+  const namespace = stack.config.PADDOCK_KUBE_NAMESPACE;
+  const { opener } = await keys('network-kube');
+  const created = await create(opener, { network: { egress: { allow: ['198.51.100.0/24:443', '10.1.2.3', '[2001:db8::/32]', '0.0.0.0/1'] } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const name = `${id.replace('_', '-')}-egress`;
+  const mine = () => policies.list(namespace).filter((p) => p.metadata.name === name);
+  const [policy] = mine();
+  assert.ok(policy, 'the pod has its NetworkPolicy');
+  assert.deepEqual(policy.spec.podSelector, { matchLabels: { 'paddock.dev/sandbox-id': id } });
+  assert.deepEqual(policy.spec.policyTypes, ['Egress']);
+  assert.equal(policy.metadata.ownerReferences?.[0]?.kind, 'Pod');
+  const tcpUdp = (port: number) => [{ protocol: 'TCP', port }, { protocol: 'UDP', port }];
+  assert.deepEqual(policy.spec.egress, [
+    { to: [{ ipBlock: { cidr: '198.51.100.0/24' } }], ports: tcpUdp(443) },
+    // 10.1.2.3 is inside the floor: it opens nothing.
+    { to: [{ ipBlock: { cidr: '2001:db8::/32' } }] },
+    // A range that holds floor ranges leaves them out.
+    { to: [{ ipBlock: { cidr: '0.0.0.0/1', except: BLOCKED_V4.filter((r) => Number(r.split('.')[0]) < 128) } }] },
+  ]);
+
+  const all = await setNetwork(opener, id, { egress: 'all' });
+  assert.equal(all.status, 200, JSON.stringify(all.body));
+  const [replaced] = mine();
+  assert.equal(replaced!.metadata.uid, policy.metadata.uid, 'replaced, not made anew');
+  const egress = replaced!.spec.egress as { to: { ipBlock?: { cidr: string; except?: string[] } }[]; ports?: unknown[] }[];
+  assert.deepEqual(egress[0]!.to.map((t) => t.ipBlock!.cidr), ['0.0.0.0/0', '::/0']);
+  assert.deepEqual(egress[0]!.to[0]!.ipBlock!.except, [...BLOCKED_V4]);
+  assert.deepEqual(egress[1]!.ports, tcpUdp(53), "all resolves names through the cluster's DNS");
+
+  assert.equal((await setNetwork(opener, id, { egress: 'none' })).status, 200);
+  assert.equal(mine().length, 0, 'none is the namespace denial: no policy of its own');
+  assert.equal((await setNetwork(opener, id, { egress: { allow: ['203.0.113.9:80'] } })).status, 200);
+  assert.equal(mine().length, 1);
+  assert.equal((await call(stack.url, 'DELETE', `/v1/sandboxes/${id}`, { token: opener })).status, 200);
+  assert.equal(mine().length, 0, 'gone with the pod');
+});
