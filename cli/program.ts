@@ -7,6 +7,7 @@ import { execCommand } from './commands/exec.ts';
 import { processCommands } from './commands/processes.ts';
 import { previewCommands } from './commands/previews.ts';
 import { snapshotCommands } from './commands/snapshots.ts';
+import { networkCommands } from './commands/network.ts';
 import { filesCommand } from './commands/files.ts';
 import { secretsCommand } from './commands/secrets.ts';
 import { eventsCommand } from './commands/events.ts';
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   processCommands(program);
   previewCommands(program);
   snapshotCommands(program);
+  networkCommands(program);
   shellCommand(program);
   filesCommand(program);
   allowlistCommand(program);

@@ -10,6 +10,11 @@ export function keyValue(value: string, previous: Record<string, string> = {}): 
   return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
 }
 
+/** Collects a repeated flag's values, in order. */
+export function repeated(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
 export function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number.');

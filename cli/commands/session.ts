@@ -6,8 +6,9 @@ import { printResult, say } from '../output/print.ts';
 import { sessionDetail, sessionTable } from '../output/sessions.ts';
 import { apiClient } from '../services/client.ts';
 import { confirmImpliedDestroy, createSession, listSessions, pickSession } from '../services/sessions.ts';
+import { policyFromFlags } from '../services/network.ts';
 import { startSpinner } from '../ui/spinner.ts';
-import { durationSeconds, jsonOption, keyValue, sameOrOne, sessionOption } from './options.ts';
+import { durationSeconds, jsonOption, keyValue, repeated, sameOrOne, sessionOption } from './options.ts';
 
 type Json = { json?: boolean };
 
@@ -24,14 +25,39 @@ export function sessionCommand(program: Command): void {
       .option('--timeout <duration>', 'end the session this long after its create: seconds, or 90s, 5m, 1h (default and most: the session cap)', durationSeconds)
       .option('--from-snapshot <snapshot_id>', "start with that snapshot's /workspace (and its image, unless --image names one)")
       .option('--snapshot-on-destroy', "snapshot its /workspace when it ends (destroyed, or at its cap); `session get` names the snapshot then")
+      .option('--egress <none|all>', "where its programs may connect: nowhere, or anywhere outside the addresses no sandbox reaches (default: the operator's)")
+      .option('--allow <rule>', 'an address or CIDR it may reach, with an optional :port (203.0.113.0/24, 198.51.100.7:443); repeatable, and nothing else is reached', repeated)
       .option('--no-wait', 'answer at once, while the session is still pending'),
   );
-  type CreateOpts = Json & { image?: string; metadata?: Record<string, string>; env?: Record<string, string>; timeout?: number; fromSnapshot?: string; snapshotOnDestroy?: boolean; wait: boolean };
-  fieldFlags(create, { 'body.image': '--image', 'body.metadata': '--metadata', 'body.env': '--env', 'body.timeoutSeconds': '--timeout', 'body.snapshot': '--from-snapshot', 'body.snapshotOnDestroy': '--snapshot-on-destroy' }).action(async (opts: CreateOpts) => {
+  type CreateOpts = Json & {
+    image?: string;
+    metadata?: Record<string, string>;
+    env?: Record<string, string>;
+    timeout?: number;
+    fromSnapshot?: string;
+    snapshotOnDestroy?: boolean;
+    egress?: string;
+    allow?: string[];
+    wait: boolean;
+  };
+  const createFields = {
+    'body.image': '--image',
+    'body.metadata': '--metadata',
+    'body.env': '--env',
+    'body.timeoutSeconds': '--timeout',
+    'body.snapshot': '--from-snapshot',
+    'body.snapshotOnDestroy': '--snapshot-on-destroy',
+    'body.network': '--egress or --allow',
+    'body.network.egress': '--egress or --allow',
+    'body.network.egress.allow': '--allow',
+  };
+  fieldFlags(create, createFields).action(async (opts: CreateOpts) => {
+    const network = policyFromFlags(opts);
     const spinner = startSpinner('Creating a session…');
     try {
       const s = await createSession(apiClient(), {
         ...opts,
+        network,
         timeoutSeconds: opts.timeout,
         snapshot: opts.fromSnapshot,
         onStatus: (sb) => spinner.text(`Session ${sb.id} is ${sb.status}…`),

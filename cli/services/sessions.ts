@@ -1,5 +1,5 @@
 import type { PaddockClient } from '../api/index.ts';
-import type { Sandbox, SandboxListState } from '../api/types.ts';
+import type { NetworkPolicy, Sandbox, SandboxListState } from '../api/types.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { countdown, duration } from '../output/format.ts';
 import { canPrompt, choose, confirm } from '../terminal/prompt.ts';
@@ -16,6 +16,8 @@ export interface CreateSessionInput {
   snapshot?: string;
   /** Its /workspace snapshotted when it ends. */
   snapshotOnDestroy?: boolean;
+  /** Where its programs may connect; the operator's default when not given. */
+  network?: NetworkPolicy;
   /** Wait until running (default), or answer as soon as it is accepted. */
   wait?: boolean;
   /** Told each status while the session starts. */
@@ -33,6 +35,7 @@ export async function createSession(client: PaddockClient, input: CreateSessionI
       timeoutSeconds: input.timeoutSeconds,
       snapshot: input.snapshot,
       ...(input.snapshotOnDestroy ? { snapshotOnDestroy: true } : {}),
+      ...(input.network ? { network: input.network } : {}),
       wait: false,
     },
     { signal: input.signal },

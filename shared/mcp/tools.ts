@@ -6,7 +6,7 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { z } from 'zod';
 import { PaddockApiError, PaddockError, type PaddockClient } from '../sdk/index.ts';
-import type { CreateSandboxInput, CreatedPreview, ExecResult, FileView, Listing, PreviewSummary, ProcessInfo, Sandbox } from '../sdk/types.ts';
+import type { CreateSandboxInput, CreatedPreview, ExecResult, FileView, Listing, NetworkPolicy, PreviewSummary, ProcessInfo, Sandbox } from '../sdk/types.ts';
 
 export const MCP_SERVER_NAME = 'paddock';
 const POLL_MS = 500;
@@ -65,6 +65,27 @@ const SandboxOut = {
   createdAt: z.string().optional(),
   expiresAt: z.string().nullable().optional(),
 };
+/** A sandbox's egress, as the tools take it: flat, for a model to fill. */
+const NetworkIn = {
+  egress: z.enum(['none', 'all']).optional().describe("Where its programs may connect: none, or all (but loopback, private, metadata and the operator's own addresses). The operator's default when omitted."),
+  allow: z
+    .array(z.string().min(1).max(64))
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('Instead of egress: the only places it may connect, each an IPv4 address or CIDR or an IPv6 one in brackets, with an optional :port (203.0.113.0/24, 198.51.100.7:443).'),
+};
+
+function policyOf(args: { egress?: 'none' | 'all'; allow?: string[] }): NetworkPolicy | undefined {
+  if (args.egress && args.allow) throw new ToolFailure('invalid_request', 'Give egress or allow, not both: allow lists the only places it may connect.');
+  if (args.allow) return { egress: { allow: args.allow } };
+  return args.egress ? { egress: args.egress } : undefined;
+}
+
+function describeNetwork(policy: NetworkPolicy): string {
+  return typeof policy.egress === 'string' ? policy.egress : `allow ${policy.egress.allow.join(', ')}`;
+}
+
 const sandboxOut = (s: Sandbox) => ({ id: s.id, status: s.status, image: s.image, createdAt: s.createdAt, expiresAt: s.expiresAt ?? null });
 const ExecOut = {
   exitCode: z.number().nullable(),
@@ -123,6 +144,7 @@ function describeSandbox(s: Sandbox): string {
   if (s.state === 'active') parts.push(`expires ${s.expiresAt}`);
   if (s.destroyedAt) parts.push(`destroyed ${s.destroyedAt}${s.destroyReason ? ` (${s.destroyReason})` : ''}`);
   if (s.failureMessage) parts.push(`failure: ${s.failureMessage}`);
+  if (s.state === 'active') parts.push(`network ${describeNetwork(s.network)}`);
   if (s.snapshotOnDestroy) parts.push(s.finalSnapshotId ? `final snapshot ${s.finalSnapshotId}` : s.state === 'active' ? 'snapshotted when destroyed' : 'no final snapshot (it failed)');
   return parts.join(', ');
 }
@@ -227,6 +249,7 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
           .boolean()
           .optional()
           .describe("Keep the sandbox's /workspace as a snapshot when it is destroyed (by sandbox_destroy or at its cap): sandbox_get names it then."),
+        ...NetworkIn,
       },
       outputSchema: SandboxOut,
       annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
@@ -240,6 +263,7 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
         idempotencyKey: args.idempotencyKey,
         snapshot: args.snapshot,
         ...(args.snapshotOnDestroy ? { snapshotOnDestroy: true } : {}),
+        network: policyOf(args),
       };
       const s = await createSandbox(client(), input, extra);
       if (s.status === 'failed') throw new ToolFailure('sandbox_failed', `Sandbox ${s.id} failed to start: ${s.failureMessage ?? 'no reason given'}.`);
@@ -292,6 +316,26 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       const id = await target(args.sandboxId, extra.signal);
       const s = await client().destroySandbox(id, { signal: extra.signal });
       return text(`Destroyed sandbox ${s.id}.\n${describeSandbox(s)}`);
+    }),
+  );
+
+  server.registerTool(
+    'sandbox_network',
+    {
+      title: "Set a sandbox's network",
+      description:
+        "Changes where a running sandbox's programs may connect: egress none (nowhere), all (anywhere but loopback, private, " +
+        'metadata and the operator\'s own addresses), or allow, a list of addresses or CIDRs with optional :port (no names). ' +
+        'Connections it opens from then on follow it. Anything but the operator\'s default needs a key with network:write.',
+      inputSchema: { sandboxId, ...NetworkIn },
+      outputSchema: SandboxOut,
+      annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    guard(async (args, extra) => {
+      const policy = policyOf(args);
+      if (!policy) throw new ToolFailure('invalid_request', 'Say where it may connect: egress none or all, or allow a list.');
+      const s = await client().setSandboxNetwork(await target(args.sandboxId, extra.signal), policy, { signal: extra.signal });
+      return structured(`Sandbox ${s.id} egress: ${describeNetwork(s.network)}.`, sandboxOut(s));
     }),
   );
 

@@ -11,6 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { newAccount } from '../helpers/accounts.ts';
+import { call } from '../helpers/http.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { fetchPreviewUrl } from '../helpers/preview-fetch.ts';
@@ -169,4 +170,28 @@ test("snapshot a sandbox's workspace, start another from it, list and delete the
   const resumed = (await ok(client, 'sandbox_create', { snapshot: final })).structuredContent as { id: string };
   assert.equal((((await ok(client, 'exec', { command: 'cat /workspace/final.txt', sandboxId: resumed.id })).structuredContent) as { stdout: string }).stdout, 'final\n');
   await ok(client, 'sandbox_destroy', { sandboxId: resumed.id });
+});
+
+test("a sandbox's network through MCP: sandbox_create's allow, sandbox_get shows it, sandbox_network changes it; egress and allow together refused; a key without network:write may not open one", async (t) => {
+  const account = await newAccount(stack.url, 'mcpnet');
+  const client = await connect(account.key);
+  t.after(() => client.close());
+  const made = (await ok(client, 'sandbox_create', { allow: ['198.51.100.0/24:443'] })).structuredContent as { id: string };
+  assert.match(textOf(await ok(client, 'sandbox_get', { sandboxId: made.id })), /network allow 198\.51\.100\.0\/24:443/);
+  assert.match(textOf(await ok(client, 'sandbox_network', { sandboxId: made.id, egress: 'none' })), new RegExp(`Sandbox ${made.id} egress: none`));
+  assert.match(textOf(await ok(client, 'sandbox_get', { sandboxId: made.id })), /network none/);
+  const both = (await client.callTool({ name: 'sandbox_network', arguments: { sandboxId: made.id, egress: 'all', allow: ['203.0.113.9'] } })) as CallToolResult;
+  assert.equal(both.isError, true);
+  assert.match(textOf(both), /not both/);
+  const named = (await client.callTool({ name: 'sandbox_network', arguments: { sandboxId: made.id, allow: ['pypi.org'] } })) as CallToolResult;
+  assert.equal(named.isError, true);
+  assert.match(textOf(named), /\[invalid_request\]/);
+
+  const agentKey = await call(stack.url, 'POST', '/v1/api-keys', { token: account.token, body: { name: 'agent', scopes: ['sandboxes:read', 'sandboxes:write', 'exec'] } });
+  const agent = await connect(agentKey.body.key);
+  t.after(() => agent.close());
+  const opened = (await agent.callTool({ name: 'sandbox_network', arguments: { sandboxId: made.id, egress: 'all' } })) as CallToolResult;
+  assert.equal(opened.isError, true);
+  assert.match(textOf(opened), /\[insufficient_scope\]/);
+  await ok(client, 'sandbox_destroy', { sandboxId: made.id });
 });

@@ -18,7 +18,7 @@ const root = resolve(import.meta.dirname, '../..');
 /** `paddock mcp serve` through the CLI, and the server's own entry point. */
 const CLI_SERVE = [join(root, 'cli/main.ts'), 'mcp', 'serve'];
 const SERVE_MAIN = [join(root, 'cli/mcp/serve-main.ts')];
-const TOOLS = ['exec', 'file_create', 'file_delete', 'file_download', 'file_edit', 'file_glob', 'file_grep', 'file_list', 'file_move', 'file_upload', 'file_view', 'preview_create', 'preview_delete', 'preview_list', 'process_list', 'process_output', 'process_start', 'process_stop', 'sandbox_create', 'sandbox_destroy', 'sandbox_get', 'sandbox_list', 'snapshot_create', 'snapshot_delete', 'snapshot_list'];
+const TOOLS = ['exec', 'file_create', 'file_delete', 'file_download', 'file_edit', 'file_glob', 'file_grep', 'file_list', 'file_move', 'file_upload', 'file_view', 'preview_create', 'preview_delete', 'preview_list', 'process_list', 'process_output', 'process_start', 'process_stop', 'sandbox_create', 'sandbox_destroy', 'sandbox_get', 'sandbox_list', 'sandbox_network', 'snapshot_create', 'snapshot_delete', 'snapshot_list'];
 
 const stack = await startSandboxStack();
 const scratch = mkdtempSync(join(tmpdir(), 'paddock-mcp-serve-'));

@@ -59,7 +59,7 @@ test('the wheel builds, holds the package and its py.typed, and installs alone i
   assert.ok(where.startsWith(venv), `imported from the venv, not the source tree: ${where}`);
 });
 
-test("the package's pytest suite passes against a real stack", { timeout: 120_000 }, async () => {
+test("the package's pytest suite passes against a real stack", { timeout: 180_000 }, async () => {
   const [account, other] = await Promise.all([newAccount(stack.url, 'py-sdk'), newAccount(stack.url, 'py-sdk-other')]);
   // Run from the work folder: `import paddock` finds only the installed package.
   const env = {

@@ -35,8 +35,11 @@ def create_sandbox(
     wait: bool,
     snapshot: Optional[str] = None,
     snapshot_on_destroy: bool = False,
+    network: Optional[Mapping[str, Any]] = None,
 ) -> Request:
     body: Dict[str, Any] = {}
+    if network is not None:
+        body["network"] = dict(network)
     if snapshot is not None:
         body["snapshot"] = snapshot
     if snapshot_on_destroy:
@@ -64,6 +67,10 @@ def get_sandbox(sandbox_id: str) -> Request:
 
 def destroy_sandbox(sandbox_id: str, wait: bool) -> Request:
     return Request("DELETE", _sbx(sandbox_id), query={"wait": wait})
+
+
+def set_network(sandbox_id: str, policy: Mapping[str, Any]) -> Request:
+    return Request("PATCH", _sbx(sandbox_id, "/network"), body=dict(policy))
 
 
 def set_timeout(sandbox_id: str, seconds: float) -> Request:

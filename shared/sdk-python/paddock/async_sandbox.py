@@ -264,6 +264,7 @@ class AsyncSandbox:
         idempotency_key: Optional[str] = None,
         snapshot: Optional[str] = None,
         snapshot_on_destroy: bool = False,
+        network: Optional[Mapping[str, Any]] = None,
         api_key: Optional[str] = None,
         base_url: Optional[str] = None,
         client: Optional[AsyncPaddock] = None,
@@ -275,10 +276,13 @@ class AsyncSandbox:
         ``snapshot`` (a ready snapshot's id) starts it with that snapshot's /workspace;
         ``snapshot_on_destroy`` keeps its /workspace as a snapshot when it is destroyed (by
         ``destroy()`` or at its end), whose answer's ``finalSnapshotId`` names it.
+        ``network`` says where its programs may connect: ``{"egress": "none"}``, ``{"egress": "all"}``
+        or ``{"egress": {"allow": ["203.0.113.0/24", "198.51.100.7:443"]}}`` (the operator's
+        default when not given; another needs a key with ``network:write``).
         """
         c, owned = cls._client_of(client, api_key, base_url)
         try:
-            info = await c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot, snapshot_on_destroy))
+            info = await c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot, snapshot_on_destroy, network))
         except BaseException:
             if owned:
                 await c.close()
@@ -326,6 +330,11 @@ class AsyncSandbox:
     async def info(self) -> t.Sandbox:
         """The sandbox as it is now (status, expiresAt…)."""
         self._info = cast(t.Sandbox, await self._client._t.json(r.get_sandbox(self.id)))
+        return self._info
+
+    async def set_network(self, policy: Mapping[str, Any]) -> t.Sandbox:
+        """Where its programs may connect from now on (``{"egress": "none"}``, ``"all"``, or an allow list)."""
+        self._info = cast(t.Sandbox, await self._client._t.json(r.set_network(self.id, policy)))
         return self._info
 
     async def set_timeout(self, seconds: float) -> t.Sandbox:

@@ -249,6 +249,7 @@ class Sandbox:
         idempotency_key: Optional[str] = None,
         snapshot: Optional[str] = None,
         snapshot_on_destroy: bool = False,
+        network: Optional[Mapping[str, Any]] = None,
         api_key: Optional[str] = None,
         base_url: Optional[str] = None,
         client: Optional[Paddock] = None,
@@ -260,10 +261,13 @@ class Sandbox:
         ``snapshot`` (a ready snapshot's id) starts it with that snapshot's /workspace;
         ``snapshot_on_destroy`` keeps its /workspace as a snapshot when it is destroyed (by
         ``destroy()`` or at its end), whose answer's ``finalSnapshotId`` names it.
+        ``network`` says where its programs may connect: ``{"egress": "none"}``, ``{"egress": "all"}``
+        or ``{"egress": {"allow": ["203.0.113.0/24", "198.51.100.7:443"]}}`` (the operator's
+        default when not given; another needs a key with ``network:write``).
         """
         c, owned = cls._client_of(client, api_key, base_url)
         try:
-            info = c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot, snapshot_on_destroy))
+            info = c._t.json(r.create_sandbox(image, env, metadata, timeout, idempotency_key, wait, snapshot, snapshot_on_destroy, network))
         except BaseException:
             if owned:
                 c.close()
@@ -309,6 +313,11 @@ class Sandbox:
     def info(self) -> t.Sandbox:
         """The sandbox as it is now (status, expiresAt…)."""
         self._info = cast(t.Sandbox, self._client._t.json(r.get_sandbox(self.id)))
+        return self._info
+
+    def set_network(self, policy: Mapping[str, Any]) -> t.Sandbox:
+        """Where its programs may connect from now on (``{"egress": "none"}``, ``"all"``, or an allow list)."""
+        self._info = cast(t.Sandbox, self._client._t.json(r.set_network(self.id, policy)))
         return self._info
 
     def set_timeout(self, seconds: float) -> t.Sandbox:
