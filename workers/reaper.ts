@@ -9,6 +9,7 @@ import { destroySandbox } from './processors/destroy-sandbox.ts';
 import { sweepEvents, type EventSweepDeps, type EventSweepReport } from './events-sweep.ts';
 import { tendWarmPool } from './warm-pool-sweep.ts';
 import { jobCatalogue } from '../shared/jobs/catalogue.ts';
+import { markNetworkRefused } from '../shared/sandboxes/transitions.ts';
 
 // One sweep at a time per deployment (its sandboxes are its own: shared/deployment.ts).
 const REAPER_LOCK_CLASS = 7_361_002;
@@ -26,6 +27,8 @@ export interface SweepReport {
   orphans: number;
   events?: EventSweepReport;
   snapshots?: { expired: number; abandoned: number };
+  /** Sandboxes whose egress refusals were recorded (network.refused). */
+  networkRefused?: number;
 }
 
 /**
@@ -102,9 +105,29 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
     deps.log.warn({ err }, 'snapshots sweep failed');
     return undefined;
   });
-  const report = { expired: overdue.length, failedPending: stuckPending.length, retriedTerminating: terminating.length, orphans, events, snapshots };
+  const networkRefused = await recordNetworkRefusals(deps).catch((err: unknown) => {
+    deps.log.warn({ err }, 'network refusals sweep failed');
+    return undefined;
+  });
+  const report = { expired: overdue.length, failedPending: stuckPending.length, retriedTerminating: terminating.length, orphans, events, snapshots, networkRefused };
   if (overdue.length || stuckPending.length || orphans) deps.log.info(report, 'reaper sweep');
   return report;
+}
+
+/**
+ * What each sandbox's egress filter refused, read from the runtime where it counts them, and
+ * recorded where it grew, with a network.refused event (at most one a minute a sandbox: the
+ * statement's own condition, so two sweeps agree).
+ */
+async function recordNetworkRefusals(deps: WorkerDeps): Promise<number> {
+  const counted = await deps.runtime.egressRefusals?.();
+  if (!counted?.size) return 0;
+  let recorded = 0;
+  const grown = [...counted].filter(([, refused]) => refused > 0).map(([id]) => id);
+  await inParallel(grown, async (id) => {
+    if (await markNetworkRefused(deps.orm.em.fork(), id, counted.get(id)!, deps.events)) recorded++;
+  }, deps);
+  return recorded;
 }
 
 /** Runtime sandboxes with no active row: left by a crash between the runtime call and the database write. */

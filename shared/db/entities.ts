@@ -65,6 +65,8 @@ export const Sandbox = defineEntity({
     finalSnapshotId: p.string().nullable(),
     /** Where its programs may connect (shared/network/policy.ts). */
     network: p.json<NetworkPolicy>(),
+    /** What its egress filter refused, as last recorded (network.refused). */
+    networkRefused: p.integer().default(0),
     /** When sandbox.expiring is due (PADDOCK_EXPIRY_WARNING_SECONDS before expiresAt); null: none. */
     expiryWarningAt: p.datetime().nullable(),
     /** The deployment whose runtime holds it (shared/deployment.ts); null: made before deployments were recorded. */

@@ -1,11 +1,12 @@
 // Event types (docs/api.md, "Events and webhooks"). sandbox.* report a sandbox's transitions;
 // preview.* a port of a sandbox made reachable, and reachable no more; snapshot.* a workspace
 // copied (or the copy failing) and its copy deleted;
+// network.refused a sandbox's egress refusing connections (at most one a minute a sandbox);
 // usage.threshold the account crossing 80% and 100% of its monthly sandbox-hours; webhook.disabled
 // an endpoint given up after failing for the whole retry window; webhook.test is sent on request
 // to one endpoint only.
 export const SANDBOX_EVENT_TYPES = ['sandbox.created', 'sandbox.running', 'sandbox.failed', 'sandbox.expiring', 'sandbox.destroyed'] as const;
-export const EVENT_TYPES = [...SANDBOX_EVENT_TYPES, 'preview.created', 'preview.revoked', 'snapshot.created', 'snapshot.failed', 'snapshot.deleted', 'usage.threshold', 'webhook.disabled', 'webhook.test'] as const;
+export const EVENT_TYPES = [...SANDBOX_EVENT_TYPES, 'preview.created', 'preview.revoked', 'snapshot.created', 'snapshot.failed', 'snapshot.deleted', 'network.refused', 'usage.threshold', 'webhook.disabled', 'webhook.test'] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 

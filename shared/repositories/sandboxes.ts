@@ -182,6 +182,20 @@ export function dropOwnSecretsStatement(id: string): Statement {
 }
 
 /** Marks an active sandbox near its cap warned, once; the row when it applied. */
+/**
+ * What the sandbox's egress filter has refused, recorded when it grew and no network.refused was
+ * recorded in the last minute (so at most one a minute); the sandbox as now where it applied.
+ */
+export function networkRefusedStatement(id: string, refused: number): Statement {
+  return {
+    sql: `update sandboxes set network_refused = $2, network_refused_at = now()
+           where id = $1 and state = 'active' and network_refused < $2
+             and (network_refused_at is null or network_refused_at <= now() - interval '1 minute')
+           returning ${SANDBOX_COLUMNS}`,
+    params: [id, Math.min(refused, 2_147_483_647)],
+  };
+}
+
 export function expiryWarnedStatement(id: string): Statement {
   // Only once its warning is due: a job left behind by a moved end (its own timeout) is early.
   // A second's leeway for a delayed job promoted by a clock a little ahead of this database's.
@@ -384,6 +398,7 @@ function sandboxOf(row: SandboxRow): Sandbox {
     snapshotOnDestroy: row.snapshot_on_destroy,
     finalSnapshotId: row.final_snapshot_id,
     network: row.network,
+    networkRefused: row.network_refused,
   };
   return sandbox as Sandbox;
 }

@@ -174,6 +174,12 @@ export interface SandboxRuntime {
    * PermanentRuntimeError where this runtime cannot give the sandbox network at all.
    */
   setNetwork(id: string, policy: NetworkPolicy): Promise<void>;
+  /**
+   * What each running sandbox's egress filter has refused so far (packets: a refused connection
+   * is one), for those with network; absent where the runtime cannot count them (on Kubernetes
+   * that is the network plugin's). Read by the workers' sweep.
+   */
+  egressRefusals?(): Promise<Map<string, number>>;
   /** Readies what a first create would otherwise wait for (the local runtime's command spawner). */
   warm?(): Promise<void>;
   close(): Promise<void>;

@@ -418,6 +418,7 @@ export class SandboxEngine {
       snapshotOnDestroy: input.snapshotOnDestroy ?? false,
       finalSnapshotId: null,
       network: input.network ?? NO_EGRESS,
+      networkRefused: 0,
     };
   }
 }

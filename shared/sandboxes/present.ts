@@ -22,6 +22,7 @@ export interface PresentableSandbox {
   finalSnapshotId?: string | null;
   /** Absent: a row read before the column (none, as the migration's default). */
   network?: NetworkPolicy;
+  networkRefused?: number;
 }
 
 export type PresentedSandbox = ReturnType<typeof presentSandbox>;
@@ -42,6 +43,7 @@ export function presentSandbox(sandbox: PresentableSandbox) {
     snapshotOnDestroy: sandbox.snapshotOnDestroy ?? false,
     finalSnapshotId: sandbox.finalSnapshotId ?? null,
     network: sandbox.network ?? NO_EGRESS,
+    networkRefused: sandbox.networkRefused ?? 0,
     metadata: sandbox.metadata,
   };
 }

@@ -5,7 +5,7 @@ import type { NetworkPolicy } from '../network/policy.ts';
 // A sandbox as the API presents it, from a row read with SANDBOX_COLUMNS: what an event about it
 // carries (data.sandbox), taken inside the transaction that changed it.
 export const SANDBOX_COLUMNS = `id, account_id, state, status, image, metadata, created_at, ready_at, expires_at,
-  destroyed_at, destroy_reason, failure_message, snapshot_on_destroy, final_snapshot_id, network`;
+  destroyed_at, destroy_reason, failure_message, snapshot_on_destroy, final_snapshot_id, network, network_refused`;
 
 export interface SandboxRow {
   id: string;
@@ -23,6 +23,7 @@ export interface SandboxRow {
   snapshot_on_destroy: boolean;
   final_snapshot_id: string | null;
   network: NetworkPolicy;
+  network_refused: number;
 }
 
 /** The row as the presenter takes it (present.ts): an event's sandbox, as every answer shows it. */
@@ -42,5 +43,6 @@ export function presentableRow(row: SandboxRow): PresentableSandbox {
     snapshotOnDestroy: row.snapshot_on_destroy,
     finalSnapshotId: row.final_snapshot_id,
     network: row.network,
+    networkRefused: row.network_refused,
   };
 }

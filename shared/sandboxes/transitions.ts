@@ -9,6 +9,7 @@ import {
   destroyedStatement,
   dropOwnSecretsStatement,
   expiryWarnedStatement,
+  networkRefusedStatement,
   findSandbox,
   markSandboxTerminating,
   runningSinceStatement,
@@ -34,7 +35,7 @@ export type PendingSandbox = Pick<SandboxRow, 'id' | 'account_id' | 'image' | 'm
  */
 export async function markRunning(em: EntityManager, sandbox: PendingSandbox, announcer?: Announcer): Promise<boolean> {
   const readyAt = new Date();
-  const row: SandboxRow = { ...sandbox, state: 'active', status: 'running', ready_at: readyAt, destroyed_at: null, destroy_reason: null, failure_message: null, final_snapshot_id: null };
+  const row: SandboxRow = { ...sandbox, state: 'active', status: 'running', ready_at: readyAt, destroyed_at: null, destroy_reason: null, failure_message: null, final_snapshot_id: null, network_refused: 0 };
   const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.running')], undefined, runningSinceStatement(sandbox.id, readyAt));
   const [updated, , rows] = await inBatchedTransaction(em, (tx) =>
     tx.commitWith([runningStatement(sandbox.id, readyAt), eventsLockStatement({ accountId: sandbox.account_id }), statement]),
@@ -115,7 +116,25 @@ export async function markExpiring(em: EntityManager, id: string, announcer?: An
   return true;
 }
 
-type SandboxEventType = 'sandbox.running' | 'sandbox.failed' | 'sandbox.destroyed' | 'sandbox.expiring' | 'sandbox.created';
+/**
+ * Records what the sandbox's egress filter refused, with a network.refused event, where it grew
+ * and none was recorded in the last minute. False where nothing was recorded.
+ */
+export async function markNetworkRefused(em: EntityManager, id: string, refused: number, announcer?: Announcer): Promise<boolean> {
+  const events = await inBatchedTransaction(em, async (tx) => {
+    const [changed] = await tx.send([networkRefusedStatement(id, refused)]);
+    const row = changed?.[0] as SandboxRow | undefined;
+    if (!row) return undefined;
+    const { statement, ids } = eventsStatement([sandboxEventOf(row, 'network.refused')]);
+    const [, rows] = await tx.commitWith([eventsLockStatement({ accountId: row.account_id }), statement]);
+    return recordedFrom(ids, rows);
+  });
+  if (!events) return false;
+  await announcer?.announce(events);
+  return true;
+}
+
+type SandboxEventType = 'sandbox.running' | 'sandbox.failed' | 'sandbox.destroyed' | 'sandbox.expiring' | 'sandbox.created' | 'network.refused';
 
 function sandboxEventOf(row: SandboxRow, type: SandboxEventType): NewEvent {
   return {
@@ -124,6 +143,11 @@ function sandboxEventOf(row: SandboxRow, type: SandboxEventType): NewEvent {
     type,
     data: { sandbox: presentSandbox(presentableRow(row)) },
     // A warning per end: one whose end moved later (its own timeout) is warned again before it.
-    dedupeKey: type === 'sandbox.expiring' ? `${type}:${row.id}:${dateOf(row.expires_at).getTime()}` : `${type}:${row.id}`,
+    dedupeKey:
+      type === 'sandbox.expiring'
+        ? `${type}:${row.id}:${dateOf(row.expires_at).getTime()}`
+        : type === 'network.refused'
+          ? `${type}:${row.id}:${row.network_refused}`
+          : `${type}:${row.id}`,
   };
 }

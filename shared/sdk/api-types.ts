@@ -202,7 +202,7 @@ export type CreateWebhookRequest = {
   /** Where events are POSTed: https (http only for localhost and 127.0.0.1 when the operator sets PADDOCK_WEBHOOK_ALLOW_LOCAL, for development). A delivery never connects to a loopback, private, link-local or metadata address, checked on the address it connects to. */
   url: string;
   /** Event types to send; every type ("*") when omitted */
-  events?: ("sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "usage.threshold" | "webhook.disabled" | "*")[];
+  events?: ("sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "network.refused" | "usage.threshold" | "webhook.disabled" | "*")[];
   description?: string;
 };
 
@@ -373,7 +373,7 @@ export type ListEventsResponse = {
   data: {
     /** evt_… */
     id: string;
-    type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+    type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "network.refused" | "usage.threshold" | "webhook.disabled" | "webhook.test";
     /** RFC 3339 UTC timestamp */
     createdAt: string;
     /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */
@@ -535,6 +535,8 @@ export type Sandbox = {
       allow: string[];
     };
   };
+  /** Packets its egress filter refused (a refused connection is one), as the workers last recorded it with a network.refused event: at most once a minute; local runtime (on Kubernetes the network plugin refuses, uncounted) */
+  networkRefused: number;
   metadata: Record<string, string>;
 };
 
@@ -565,6 +567,8 @@ export type SandboxList = {
         allow: string[];
       };
     };
+    /** Packets its egress filter refused (a refused connection is one), as the workers last recorded it with a network.refused event: at most once a minute; local runtime (on Kubernetes the network plugin refuses, uncounted) */
+    networkRefused: number;
     metadata: Record<string, string>;
   }[];
   /** Pass as ?after= for the next page; null on the last page */
@@ -666,7 +670,7 @@ export type StatPathResponse = {
 export type TestWebhookResponse = {
   /** evt_… */
   id: string;
-  type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "usage.threshold" | "webhook.disabled" | "webhook.test";
+  type: "sandbox.created" | "sandbox.running" | "sandbox.failed" | "sandbox.expiring" | "sandbox.destroyed" | "preview.created" | "preview.revoked" | "snapshot.created" | "snapshot.failed" | "snapshot.deleted" | "network.refused" | "usage.threshold" | "webhook.disabled" | "webhook.test";
   /** RFC 3339 UTC timestamp */
   createdAt: string;
   /** sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}} */

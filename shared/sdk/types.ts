@@ -40,6 +40,8 @@ export interface Sandbox {
   finalSnapshotId: string | null;
   /** Where its programs may connect. */
   network: NetworkPolicy;
+  /** Packets its egress refused, as last recorded (at most once a minute; local runtime). */
+  networkRefused: number;
   metadata: Record<string, string>;
 }
 

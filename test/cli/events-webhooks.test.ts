@@ -114,6 +114,7 @@ test('the picker warns of a session near its cap, with the time left', () => {
     snapshotOnDestroy: false,
     finalSnapshotId: null,
     network: { egress: 'none' },
+    networkRefused: 0,
     metadata: {},
   });
   const frame = render(h(SessionTable, { sessions: [session('sbx_soon', 252), session('sbx_later', 1200)], selected: 0, now })).lastFrame() ?? '';

@@ -36,6 +36,7 @@ function sandbox(id: string, createdAgoS: number, status: Sandbox['status'] = 'r
     snapshotOnDestroy: false,
     finalSnapshotId: null,
     network: { egress: 'none' },
+    networkRefused: 0,
     metadata: {},
   };
 }

@@ -297,7 +297,7 @@ test('one presenter: a row read as text and a sandbox held as dates show the sam
   const held = { id: 'sbx_x', state: 'active', status: 'running', image: 'base', metadata: {}, createdAt: NOW, readyAt: NOW, expiresAt: NOW, destroyedAt: null } as const;
   const read = { ...held, createdAt: NOW.toISOString(), readyAt: NOW.toISOString(), expiresAt: NOW.toISOString() };
   assert.deepEqual(presentSandbox(read), presentSandbox(held));
-  assert.deepEqual(Object.keys(presentSandbox(held)), ['id', 'state', 'status', 'image', 'createdAt', 'readyAt', 'expiresAt', 'destroyedAt', 'destroyReason', 'failureMessage', 'snapshotOnDestroy', 'finalSnapshotId', 'network', 'metadata']);
+  assert.deepEqual(Object.keys(presentSandbox(held)), ['id', 'state', 'status', 'image', 'createdAt', 'readyAt', 'expiresAt', 'destroyedAt', 'destroyReason', 'failureMessage', 'snapshotOnDestroy', 'finalSnapshotId', 'network', 'networkRefused', 'metadata']);
 });
 
 test("a sandbox's network: the default without the scope; another needs network:write and stays within PADDOCK_EGRESS_MAX; a change reaches the runtime before the row", async () => {

@@ -6,6 +6,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { hostListener, makeTestHost } from '../helpers/test-host.ts';
 import { BLOCKED_V4 } from '../../shared/network/floor.ts';
+import { sweepOnce } from '../../workers/reaper.ts';
 
 // A sandbox's egress policy (docs/api.md, "Egress policy"), through the HTTP API: set at its
 // create and changed while it runs. On the local runtime the policy is tried against test hosts
@@ -16,7 +17,8 @@ import { BLOCKED_V4 } from '../../shared/network/floor.ts';
 
 const runtime = testRuntime();
 const needsRoot = runtime === 'local' && process.getuid?.() !== 0 ? 'the local runtime gives sandboxes network as root only' : false;
-const stack = await startSandboxStack();
+// The workers' own sweep stays out of the way: the test runs it when it means to.
+const stack = await startSandboxStack({ overrides: { PADDOCK_REAPER_SWEEP_SECONDS: '3600' } });
 
 const create = (key: string, body: unknown) => call(stack.url, 'POST', '/v1/sandboxes', { token: key, body });
 const setNetwork = (key: string, id: string, body: unknown) => call(stack.url, 'PATCH', `/v1/sandboxes/${id}/network`, { token: key, body });
@@ -98,6 +100,21 @@ test('local: allow opens the listed address and port alone, fast refusals elsewh
   // No DNS under allow: slirp's forwarder would ask the host's resolvers anything.
   const dns = await sh(`exec 3<>/dev/tcp/10.0.2.3/53 && echo connected`);
   assert.notEqual(dns.exitCode, 0, dns.stdout);
+
+  // The refusals are counted, and the workers' sweep records them with one network.refused a minute.
+  const refusedEvents = async () =>
+    ((await call(stack.url, 'GET', '/v1/events?limit=100', { token: opener })).body.data as { type: string; data: { sandbox: { id: string; networkRefused: number } } }[]).filter(
+      (e) => e.type === 'network.refused' && e.data.sandbox.id === id,
+    );
+  assert.ok(await sweepOnce(stack.workers[0]!.deps), 'the sweep ran');
+  const [first, ...more] = await refusedEvents();
+  assert.ok(first, 'a network.refused event');
+  assert.deepEqual(more, []);
+  assert.ok(first.data.sandbox.networkRefused >= 5, `counted ${first.data.sandbox.networkRefused}`);
+  assert.equal((await call(stack.url, 'GET', `/v1/sandboxes/${id}`, { token: opener })).body.networkRefused, first.data.sandbox.networkRefused);
+  await refused(b.address, b.port);
+  assert.ok(await sweepOnce(stack.workers[0]!.deps));
+  assert.equal((await refusedEvents()).length, 1, 'a second within the minute waits');
 
   // A download under way, then a policy that no longer allows it: the download is cut.
   const download = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {

@@ -112,6 +112,10 @@ export const SandboxObject = z.object({
     .nullable()
     .meta({ description: 'The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)' }),
   network: NetworkPolicy,
+  networkRefused: z.int().min(0).meta({
+    description:
+      'Packets its egress filter refused (a refused connection is one), as the workers last recorded it with a network.refused event: at most once a minute; local runtime (on Kubernetes the network plugin refuses, uncounted)',
+  }),
   metadata: z.record(z.string(), z.string()),
 });
 

@@ -6,7 +6,7 @@ import { networkInterfaces } from 'node:os';
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
-import { egressRuleset, policyUpdate, SLIRP } from './egress-filter.ts';
+import { EGRESS_TABLE, egressRuleset, policyUpdate, REFUSED_COUNTER, SLIRP } from './egress-filter.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { sandboxMarker } from './launch.ts';
 import { killQuietly } from './processes.ts';
@@ -98,6 +98,28 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
     throw said ? new PermanentRuntimeError(`could not give the sandbox its network: ${said}`) : err;
   } finally {
     decided.abort();
+  }
+}
+
+/** What the sandbox's filter refused so far (packets: a refused connection is one); undefined when it cannot be read. */
+export async function refusedSoFar(target: Pick<NetworkTarget, 'pid' | 'nsenter' | 'nft'>): Promise<number | undefined> {
+  const nft = spawn(target.nsenter, [`--net=/proc/${target.pid}/ns/net`, '--', target.nft, '-j', 'list', 'counter', 'inet', EGRESS_TABLE, REFUSED_COUNTER], {
+    cwd: '/',
+    env: ENV,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let out = '';
+  nft.stdout.on('data', (chunk: Buffer) => {
+    if (out.length < 16_384) out += String(chunk);
+  });
+  const [code] = (await Promise.race([once(nft, 'exit'), once(nft, 'error').then(() => [1])])) as [number | null];
+  if (code !== 0) return undefined;
+  try {
+    const listed = JSON.parse(out) as { nftables?: { counter?: { packets?: number } }[] };
+    const packets = listed.nftables?.find((item) => item.counter)?.counter?.packets;
+    return typeof packets === 'number' ? packets : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -37,7 +37,7 @@ import { isLocked, withLock } from './lock.ts';
 import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded, watcherOf } from './processes.ts';
 import { LOCAL_IMAGE, resolveLocalImage, type LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
-import { attachNetwork, changePolicy } from './network.ts';
+import { attachNetwork, changePolicy, refusedSoFar } from './network.ts';
 import { egressMode, NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { discard, sweepTrash } from './remove-tree.ts';
 import { mountDisk, unmountDisk } from './disk.ts';
@@ -47,6 +47,9 @@ import { markEnding, readState, writeState, type SandboxState } from './state.ts
 const DEFAULT_CREATE_TIMEOUT_MS = 30_000;
 const DESTROY_TIMEOUT_MS = 30_000;
 const CLOSE_WAITS_FOR_REMOVALS_MS = 10_000;
+/** Sandboxes whose refusals are read at once, each by a process of its own. */
+const REFUSALS_READ_AT_ONCE = 4;
+
 const NETWORK_NEEDS =
   'sandboxes with network (an egress policy other than none) need Paddock to run as root, with slirp4netns and nft installed';
 const ENDED = 'its processes have ended (its session cap and grace passed, its init exited, or the host restarted)';
@@ -448,6 +451,27 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         }
         throw err;
       });
+    },
+
+    async egressRefusals(): Promise<Map<string, number>> {
+      const h = await host();
+      const programs = h.programs;
+      const counted = new Map<string, number>();
+      if (!programs?.nft || !runningAsRoot) return counted;
+      const ids = (await readdir(h.layout.sandboxes)).filter(isSandboxId);
+      // A few at a time: each is a process (nsenter, then nft) on the host.
+      let next = 0;
+      const lane = async () => {
+        while (next < ids.length) {
+          const id = ids[next++]!;
+          const recorded = await readState(sandboxDir(h.layout, id)).catch(() => undefined);
+          if (!recorded?.state.network || recorded.ending || !isRunning(recorded.state.pid, recorded.state.startTime)) continue;
+          const refused = await refusedSoFar({ pid: recorded.state.pid, nsenter: programs.nsenter, nft: programs.nft! });
+          if (refused !== undefined) counted.set(id, refused);
+        }
+      };
+      await Promise.all(Array.from({ length: REFUSALS_READ_AT_ONCE }, lane));
+      return counted;
     },
 
     async setNetwork(id: string, policy: NetworkPolicy): Promise<void> {

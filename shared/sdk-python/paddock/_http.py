@@ -167,6 +167,22 @@ def _no_delay(sock: Any) -> None:
         sock.setsockopt(*_NO_DELAY)
 
 
+# Idle connections are dropped well before the API's keep-alive timeout (5 s by default): a request
+# sent on one the server is closing at that moment is lost with "Server disconnected".
+_KEEPALIVE_EXPIRY_SECONDS = 2.0
+
+
+def _limits() -> httpx.Limits:
+    return httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=_KEEPALIVE_EXPIRY_SECONDS)
+
+
+def _may_send_again(req: Request, err: httpx.TransportError) -> bool:
+    """A GET, whatever failed; another request that retries_for allows, when it never got an answer
+    because its connection would not open or was closed under it (the server then did nothing, or
+    the request is idempotent)."""
+    return req.method == "GET" or isinstance(err, (httpx.ConnectError, httpx.RemoteProtocolError))
+
+
 def no_delay_transport() -> httpx.HTTPTransport:
     """A transport whose connections send at once (TCP_NODELAY).
 
@@ -177,10 +193,10 @@ def no_delay_transport() -> httpx.HTTPTransport:
     """
     make: Any = httpx.HTTPTransport
     try:
-        return cast(httpx.HTTPTransport, make(socket_options=[_NO_DELAY]))
+        return cast(httpx.HTTPTransport, make(socket_options=[_NO_DELAY], limits=_limits()))
     except TypeError:
         pass
-    transport = httpx.HTTPTransport()
+    transport = httpx.HTTPTransport(limits=_limits())
     _give_backend(transport, "httpcore.backends.sync", "SyncBackend", is_async=False)
     return transport
 
@@ -189,10 +205,10 @@ def async_no_delay_transport() -> httpx.AsyncHTTPTransport:
     """The asynchronous transport of no_delay_transport."""
     make: Any = httpx.AsyncHTTPTransport
     try:
-        return cast(httpx.AsyncHTTPTransport, make(socket_options=[_NO_DELAY]))
+        return cast(httpx.AsyncHTTPTransport, make(socket_options=[_NO_DELAY], limits=_limits()))
     except TypeError:
         pass
-    transport = httpx.AsyncHTTPTransport()
+    transport = httpx.AsyncHTTPTransport(limits=_limits())
     _give_backend(transport, "httpcore.backends.auto", "AutoBackend", is_async=True)
     return transport
 
@@ -245,7 +261,7 @@ class SyncTransport:
                 request = self.http.build_request(req.method, url, timeout=_timeout(self.timeout, req), **kwargs)
                 res = self.http.send(request, stream=True)
             except httpx.TransportError as err:
-                if req.method == "GET" and attempt < retries:
+                if _may_send_again(req, err) and attempt < retries:
                     time.sleep(0.25 * 2**attempt)
                     attempt += 1
                     continue
@@ -332,7 +348,7 @@ class AsyncTransport:
                 request = self.http.build_request(req.method, url, timeout=_timeout(self.timeout, req), **kwargs)
                 res = await self.http.send(request, stream=True)
             except httpx.TransportError as err:
-                if req.method == "GET" and attempt < retries:
+                if _may_send_again(req, err) and attempt < retries:
                     await asyncio.sleep(0.25 * 2**attempt)
                     attempt += 1
                     continue

@@ -273,7 +273,7 @@ class CreateWebhookRequest(_CreateWebhookRequestRequired, total=False):
     """The CreateWebhookRequest object of the API."""
 
     #: Event types to send; every type ("*") when omitted
-    events: List[Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "usage.threshold", "webhook.disabled", "*"]]
+    events: List[Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "network.refused", "usage.threshold", "webhook.disabled", "*"]]
     description: str
 
 
@@ -519,7 +519,7 @@ class ListEventsResponseData(TypedDict):
 
     #: evt_…
     id: str
-    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "usage.threshold", "webhook.disabled", "webhook.test"]
+    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "network.refused", "usage.threshold", "webhook.disabled", "webhook.test"]
     #: RFC 3339 UTC timestamp
     createdAt: str
     #: sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}}
@@ -760,6 +760,8 @@ class Sandbox(TypedDict):
     finalSnapshotId: Optional[str]
     #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
     network: SandboxNetwork
+    #: Packets its egress filter refused (a refused connection is one), as the workers last recorded it with a network.refused event: at most once a minute; local runtime (on Kubernetes the network plugin refuses, uncounted)
+    networkRefused: int
     metadata: Dict[str, str]
 
 
@@ -799,6 +801,8 @@ class SandboxListData(TypedDict):
     finalSnapshotId: Optional[str]
     #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
     network: SandboxListDataNetwork
+    #: Packets its egress filter refused (a refused connection is one), as the workers last recorded it with a network.refused event: at most once a minute; local runtime (on Kubernetes the network plugin refuses, uncounted)
+    networkRefused: int
     metadata: Dict[str, str]
 
 
@@ -938,7 +942,7 @@ class TestWebhookResponse(TypedDict):
 
     #: evt_…
     id: str
-    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "usage.threshold", "webhook.disabled", "webhook.test"]
+    type: Literal["sandbox.created", "sandbox.running", "sandbox.failed", "sandbox.expiring", "sandbox.destroyed", "preview.created", "preview.revoked", "snapshot.created", "snapshot.failed", "snapshot.deleted", "network.refused", "usage.threshold", "webhook.disabled", "webhook.test"]
     #: RFC 3339 UTC timestamp
     createdAt: str
     #: sandbox.*: {sandbox} as it was right after the transition (sandbox.destroyed carries its destroyReason); usage.threshold: {threshold: 80|100, usage: {sandboxHours: {used, limit}}, period: {start, end}}; webhook.disabled: {webhook: {id, url, disabledAt, lastEventId}}; webhook.test: {webhook: {id}}

@@ -8,7 +8,7 @@ import json
 import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Iterator, List, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -31,7 +31,7 @@ def sbx(client: Paddock) -> Iterator[Sandbox]:
         yield s
 
 
-Answer = Callable[[BaseHTTPRequestHandler, int], Tuple[int, dict, bytes]]
+Answer = Callable[[BaseHTTPRequestHandler, int], Optional[Tuple[int, dict, bytes]]]
 
 
 class FakeApi:
@@ -48,7 +48,11 @@ class FakeApi:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
                 fake.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body, "at": time.monotonic()})
-                status, headers, out = answer(self, len(fake.seen) - 1)
+                answered = answer(self, len(fake.seen) - 1)
+                if answered is None:  # the connection closed with no answer, as a server closing an idle one does
+                    self.close_connection = True
+                    return
+                status, headers, out = answered
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)

@@ -62,6 +62,20 @@ def test_an_answer_without_a_problem_document_is_still_a_paddock_error(fake_api)
     assert isinstance(err.value, PaddockError)
 
 
+def test_a_request_whose_connection_closed_unanswered_is_sent_again_when_it_is_idempotent(fake_api):
+    api = fake_api(lambda req, n: None if n == 0 else ok({**SANDBOX, "state": "destroyed"}))
+    gone = Sandbox({"id": "sbx_1"}, Paddock(api_key="pdk_live_x", base_url=api.url), True)  # type: ignore
+    assert gone.destroy()["state"] == "destroyed"
+    assert [s["method"] for s in api.seen] == ["DELETE", "DELETE"]
+    # An exec may have run: without an idempotency key it is never sent twice.
+    dropped = fake_api(lambda req, n: None)
+    sbx = Sandbox({"id": "sbx_1"}, Paddock(api_key="pdk_live_x", base_url=dropped.url), True)  # type: ignore
+    with pytest.raises(PaddockConnectionError):
+        sbx.commands.run("true")
+    assert len(dropped.seen) == 1
+    sbx.close()
+
+
 def test_an_api_that_cannot_be_reached_is_a_connection_error():
     with Paddock(api_key="pdk_live_x", base_url="http://127.0.0.1:9", retries=0) as c, pytest.raises(PaddockConnectionError):
         c.account()
