@@ -9,6 +9,7 @@ import { execBenchmark } from './exec.ts';
 import { expiryBenchmark } from './expiry.ts';
 import { eventsBenchmark } from './events.ts';
 import { filesBenchmark } from './files.ts';
+import { egressBenchmark } from './egress.ts';
 import { fleetBenchmark } from './fleet/index.ts';
 import { getSandboxBenchmark } from './get-sandbox.ts';
 import { historyBenchmark } from './history.ts';
@@ -24,4 +25,4 @@ import { terminalBenchmark } from './terminal.ts';
 import { webhookFairnessBenchmark } from './webhook-fairness.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, previewsBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, snapshotsBenchmark, bulkFairnessBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, sdkPythonBenchmark, sdkTsBenchmark, fleetBenchmark, densityBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, previewsBenchmark, egressBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, snapshotsBenchmark, bulkFairnessBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, sdkPythonBenchmark, sdkTsBenchmark, fleetBenchmark, densityBenchmark];

@@ -126,3 +126,17 @@ test('nft accepts the ruleset as written (a dry run: nothing is installed)', { s
     execFileSync('nft', ['--check', '-f', '-'], { input: egressRuleset({ hostAddresses: HOST, policy }), stdio: ['pipe', 'ignore', 'pipe'] });
   }
 });
+
+test('a rule reaches nothing of the floor whatever it spells: all of IPv4, loopback, an IPv4-mapped or NAT64 address; the floor is asked first', () => {
+  const spelled = ['0.0.0.0/0', '127.0.0.1:5432', '[::ffff:127.0.0.1]', '[::ffff:169.254.169.254]:80', '[64:ff9b::a9fe:a9fe]', '[::1]', '10.0.2.2', '10.0.2.3:53'];
+  const script = egressRuleset({ hostAddresses: HOST, policy: { egress: { allow: spelled } } });
+  const lines = script.split('\n').map((line) => line.trim());
+  const output = lines.slice(lines.indexOf('chain output {'));
+  // Every floor refusal comes before the jump to the policy's chain, so no accept there can undo it.
+  assert.ok(output.findLastIndex((line) => line.includes('@blocked')) < output.indexOf('jump allowed'));
+  // And the one private address a policy can open, DNS, is opened by the dns chain alone, empty here.
+  assert.deepEqual(chain(script, 'dns'), []);
+  const v6 = setOf(script, 'blocked6');
+  for (const mapped of ['::ffff:0:0/96', '64:ff9b::/96', '::/127']) assert.ok(v6.includes(mapped), mapped);
+  assert.deepEqual(chain(script, 'allowed').slice(0, 2), ['ip daddr 0.0.0.0/0 accept', 'ip daddr 127.0.0.1/32 meta l4proto { tcp, udp } th dport 5432 accept']);
+});

@@ -1,0 +1,172 @@
+import type { Benchmark, BenchRow } from './types.ts';
+import { mintApiKey } from './targets.ts';
+import { call, callOk, percentile, startStack, type SandboxObject } from './stack.ts';
+import { startNetnsHost } from '../scripts/netns-host.ts';
+
+// A sandbox's egress policy in the way of its connections (docs/api.md, "Egress policy"): a host
+// outside this one (a network namespace on a documentation range, scripts/netns-host.ts), reached
+// by one local sandbox whose policy lists 64 rules (the host's the last, so every packet is held
+// against all of them) and by one whose policy is `all`, in turns, by the same program in each.
+// Then the API's p99 quiet, and while a third sandbox opens connections its policy refuses as
+// fast as it can (the refusals are the kernel's, and their count the workers' sweep's).
+
+const COUNT = Number(process.env.BENCH_EGRESS_COUNT ?? 200);
+const BULK_MIB = Number(process.env.BENCH_EGRESS_BULK_MIB ?? 256);
+const API_CALLS = Number(process.env.BENCH_EGRESS_API_CALLS ?? 300);
+const ROUNDS = 5;
+const LATENCY_GOAL = 1.3;
+const THROUGHPUT_GOAL = 0.7;
+const API_P99_GOAL = 2;
+
+/** Fresh connections, one GET each, timed in the sandbox: the milliseconds of each, as JSON. */
+const SMALL_GETS = `
+import json, socket, sys, time
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out = []
+for _ in range(n):
+    t = time.perf_counter()
+    s = socket.create_connection((host, port))
+    s.sendall(b"GET / HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n")
+    while s.recv(65536):
+        pass
+    s.close()
+    out.append((time.perf_counter() - t) * 1000)
+print(json.dumps(out))
+`;
+
+/** One download of /bulk/<MiB>, timed in the sandbox: MiB/s. */
+const BULK = `
+import socket, sys, time
+host, port, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+t = time.perf_counter()
+s = socket.create_connection((host, port))
+s.sendall(("GET /bulk/%d HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n" % mib).encode())
+got = 0
+buf = bytearray(1 << 20)
+while True:
+    n = s.recv_into(buf)
+    if not n:
+        break
+    got += n
+elapsed = time.perf_counter() - t
+if got < mib * 1048576:
+    sys.exit("short download: %d bytes" % got)
+print(mib / elapsed)
+`;
+
+/** Connections its policy refuses, as fast as they fail, for `seconds`: how many, printed. */
+const HAMMER = `
+import socket, sys, time
+host, seconds = sys.argv[1], float(sys.argv[2])
+end = time.monotonic() + seconds
+n = 0
+while time.monotonic() < end:
+    try:
+        socket.create_connection((host, 80 + n % 1000), timeout=1).close()
+    except OSError:
+        pass
+    n += 1
+print(n)
+`;
+
+export const egressBenchmark: Benchmark = {
+  name: 'egress',
+  summary:
+    `a local sandbox reaching a host outside through an allow list of 64 rules against egress all: p50 of a small GET, ${COUNT} fresh connections in ${ROUNDS} alternated rounds (goal ≤ ${LATENCY_GOAL}×); ` +
+    `a ${BULK_MIB} MiB download, 3 rounds (goal ≥ ${THROUGHPUT_GOAL * 100}%); the API's GET p99 while a sandbox opens refused connections as fast as it can (goal ≤ ${API_P99_GOAL}× quiet)`,
+  async run(ctx) {
+    if (process.getuid?.() !== 0) throw new Error('the egress benchmark needs root (a network namespace, and sandboxes with network)');
+    const host = await startNetnsHost({ range: '203.0.113' });
+    const stack = await startStack(ctx, 'egress', { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' });
+    try {
+      const key = await mintApiKey(stack.url);
+      // 63 rules the host matches none of, then its own: a packet to it is held against them all.
+      const others = Array.from({ length: 63 }, (_, i) => `198.51.100.${i * 4}/30:${1000 + i}`);
+      const listed = await created(stack.url, key, { egress: { allow: [...others, `${host.address}/32`] } });
+      const open = await created(stack.url, key, { egress: 'all' });
+      const python = async (sandbox: SandboxObject, script: string, args: (string | number)[], timeoutSeconds = 300) => {
+        const res = await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, { command: ['python3', '-c', script, ...args.map(String)], timeoutSeconds });
+        const out = res.body as { exitCode: number | null; stdout: string; stderr: string };
+        if (out.exitCode !== 0) throw new Error(`python in ${sandbox.id} exited ${out.exitCode}: ${out.stderr}`);
+        return out.stdout.trim();
+      };
+
+      const small = { listed: [] as number[], open: [] as number[] };
+      await python(listed, SMALL_GETS, [host.address, host.port, 20]);
+      await python(open, SMALL_GETS, [host.address, host.port, 20]);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const which of round % 2 === 0 ? (['listed', 'open'] as const) : (['open', 'listed'] as const)) {
+          const sandbox = which === 'listed' ? listed : open;
+          small[which].push(...(JSON.parse(await python(sandbox, SMALL_GETS, [host.address, host.port, Math.ceil(COUNT / ROUNDS)])) as number[]));
+        }
+      }
+      const bulk = { listed: [] as number[], open: [] as number[] };
+      for (let round = 0; round < 3; round++) {
+        for (const which of round % 2 === 0 ? (['listed', 'open'] as const) : (['open', 'listed'] as const)) {
+          bulk[which].push(Number(await python(which === 'listed' ? listed : open, BULK, [host.address, host.port, BULK_MIB])));
+        }
+      }
+      const latencyRatio = percentile(small.listed, 50) / percentile(small.open, 50);
+      const throughputRatio = median(bulk.listed) / median(bulk.open);
+      ctx.log(`  small GET p50: allow list ${percentile(small.listed, 50)} ms, all ${percentile(small.open, 50)} ms (×${latencyRatio.toFixed(2)})`);
+      ctx.log(`  ${BULK_MIB} MiB download: allow list ${median(bulk.listed).toFixed(1)} MiB/s, all ${median(bulk.open).toFixed(1)} MiB/s (${Math.round(throughputRatio * 100)}%)`);
+
+      // The API quiet, then while a sandbox hammers destinations its policy refuses.
+      const apiGets = async () => {
+        const ms: number[] = [];
+        for (let i = 0; i < API_CALLS; i++) ms.push((await callOk(stack.url, key, 'GET', `/v1/sandboxes/${open.id}`)).ms);
+        return ms;
+      };
+      const quiet = await apiGets();
+      const hammer = await created(stack.url, key, { egress: { allow: [`${host.address}/32:${host.port}`] } });
+      const seconds = 10;
+      const hammering = python(hammer, HAMMER, [host.address, seconds], seconds + 30);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const busy = await apiGets();
+      const refused = Number(await hammering);
+      const apiRatio = percentile(busy, 99) / percentile(quiet, 99);
+      ctx.log(`  API GET p99: quiet ${percentile(quiet, 99)} ms, during ${refused} refused connections ${percentile(busy, 99)} ms (×${apiRatio.toFixed(2)})`);
+
+      const rows: BenchRow[] = [
+        { subject: 'floor: small GET from a sandbox with egress all, fresh connection each', figures: { n: small.open.length, 'p50 ms': percentile(small.open, 50), 'p99 ms': percentile(small.open, 99) } },
+        {
+          subject: 'the same GET from a sandbox whose allow list has 64 rules, the host the last',
+          figures: { n: small.listed.length, 'p50 ms': percentile(small.listed, 50), 'p99 ms': percentile(small.listed, 99), 'listed / all p50': `×${latencyRatio.toFixed(2)}` },
+          goal: { text: `p50 ≤ ${LATENCY_GOAL}× the floor's`, met: latencyRatio <= LATENCY_GOAL },
+        },
+        { subject: `floor: ${BULK_MIB} MiB download, egress all`, figures: { n: bulk.open.length, 'MiB/s median': round1(median(bulk.open)) } },
+        {
+          subject: `the same download through the allow list`,
+          figures: { n: bulk.listed.length, 'MiB/s median': round1(median(bulk.listed)), 'of the floor': `${Math.round(throughputRatio * 100)}%` },
+          goal: { text: `≥ ${THROUGHPUT_GOAL * 100}% of the floor's throughput`, met: throughputRatio >= THROUGHPUT_GOAL },
+        },
+        { subject: 'API GET /v1/sandboxes/{id}, sequential, quiet', figures: { n: quiet.length, 'p50 ms': percentile(quiet, 50), 'p99 ms': percentile(quiet, 99) } },
+        {
+          subject: `the same, while a sandbox opens refused connections as fast as it can (${refused} in ${seconds} s)`,
+          figures: { n: busy.length, 'p50 ms': percentile(busy, 50), 'p99 ms': percentile(busy, 99), 'busy / quiet p99': `×${apiRatio.toFixed(2)}` },
+          goal: { text: `p99 ≤ ${API_P99_GOAL}× quiet`, met: apiRatio <= API_P99_GOAL },
+        },
+      ];
+      for (const sandbox of [listed, open, hammer]) await call(stack.url, key, 'DELETE', `/v1/sandboxes/${sandbox.id}`);
+      return rows;
+    } finally {
+      await stack.stop();
+      host.close();
+    }
+  },
+};
+
+async function created(url: string, key: string, network: unknown): Promise<SandboxObject> {
+  const sandbox = (await callOk(url, key, 'POST', '/v1/sandboxes', { network })).body as SandboxObject;
+  if (sandbox.status !== 'running') throw new Error(`sandbox ${sandbox.id} is ${sandbox.status}: ${JSON.stringify(sandbox)}`);
+  return sandbox;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+function round1(value: number): number {
+  return Math.round(value * 10) / 10;
+}

@@ -1,0 +1,136 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+
+// A host outside this one for the network tests and benchmarks: a network namespace of its own,
+// joined to this host's by a veth pair on a documentation range (RFC 5737) that routes nowhere
+// else, with web servers in it. Needs root.
+
+/** A test host in a namespace of its own, at 198.51.100.x (or 203.0.113.x); the host end of its link at another x. */
+export interface NetnsHost {
+  address: string;
+  hostEnd: string;
+  /** Its first server's port; `ports`, every server's. */
+  port: number;
+  ports: number[];
+  /** Connections the test host's servers took. */
+  served(): Promise<number>;
+  /** Its servers stopped, its namespace and link removed. */
+  close(): void;
+}
+
+/** $1 namespace, $2 and $3 the veth's ends, $4 the /24: the two addresses of a free /30 of it, printed. */
+const MAKE_HOST = `used=$(ip -o -4 addr show | grep -o " $4\\.[0-9]*" || true)
+for base in $(seq 0 4 252 | shuf); do
+  case "$used" in *" $4.$((base + 1))"*|*" $4.$((base + 2))"*) continue ;; esac
+  ip netns add "$1"
+  ip link add "$2" type veth peer name "$3"
+  ip link set "$3" netns "$1"
+  ip addr add "$4.$((base + 1))/30" dev "$2"
+  ip link set "$2" up
+  ip -n "$1" addr add "$4.$((base + 2))/30" dev "$3"
+  ip -n "$1" link set "$3" up
+  ip -n "$1" link set lo up
+  echo "$4.$((base + 1)) $4.$((base + 2))"
+  exit 0
+done
+exit 1`;
+
+export async function startNetnsHost(options: { servers?: number; range?: '198.51.100' | '203.0.113' } = {}): Promise<NetnsHost> {
+  const tag = randomBytes(4).toString('hex');
+  const netns = `paddock-t-${tag}`;
+  const [outer, inner] = [`pdk${tag}h`, `pdk${tag}n`];
+  const range = options.range ?? '198.51.100';
+  const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const remove = () => {
+    for (const args of [['link', 'del', outer], ['netns', 'del', netns]]) {
+      try {
+        ip(...args);
+      } catch {
+        // already gone (the link goes with the namespace)
+      }
+    }
+  };
+  // Made under a lock of the whole host: `ip netns add` run twice at once can fail, and the /30
+  // chosen (within a documentation /24) must be one no other run on this machine holds.
+  const made = execFileSync('flock', ['/tmp/paddock-test-hosts.lock', 'sh', '-ec', MAKE_HOST, 'make-test-host', netns, outer, inner, range], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const [hostEnd = '', address = ''] = made.trim().split(' ');
+
+  // Web servers inside it (`servers` of them, on ports of their own), that say how many
+  // connections they took on each line of their stdin. /stream answers without end, a line every
+  // 20 ms, for a download a change of policy cuts; /bulk/<MiB> that many MiB as fast as they go.
+  const script = `
+    const http = require('node:http');
+    let served = 0;
+    const ports = [];
+    for (let i = 0; i < ${options.servers ?? 1}; i++) {
+      const server = http.createServer((req, res) => {
+        const bulk = /^\\/bulk\\/([0-9]+)$/.exec(req.url);
+        if (bulk) {
+          const chunk = Buffer.alloc(1024 * 1024, 120);
+          let left = Number(bulk[1]);
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': left * chunk.length });
+          const pump = () => {
+            while (left > 0) {
+              left--;
+              if (!res.write(chunk)) return res.once('drain', pump);
+            }
+            res.end();
+          };
+          return pump();
+        }
+        if (req.url !== '/stream') return res.end('hello from the test host\\n');
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const tick = setInterval(() => res.write('x'.repeat(1023) + '\\n'), 20);
+        res.on('close', () => clearInterval(tick));
+      });
+      server.on('connection', () => served++);
+      server.listen(0, ${JSON.stringify(address)}, () => {
+        ports.push(server.address().port);
+        if (ports.length === ${options.servers ?? 1}) console.log(ports.join(' '));
+      });
+    }
+    process.stdin.on('data', () => console.log(served));
+    process.stdin.on('end', () => process.exit(0));`;
+  const child: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const close = () => {
+    child.stdin?.end();
+    child.kill();
+    remove();
+  };
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let buffered = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffered += String(chunk);
+    for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, at);
+      buffered = buffered.slice(at + 1);
+      const next = waiting.shift();
+      if (next) next(line);
+      else lines.push(line);
+    }
+  });
+  const nextLine = () =>
+    lines.length > 0
+      ? Promise.resolve(lines.shift()!)
+      : Promise.race([
+          new Promise<string>((resolve) => waiting.push(resolve)),
+          once(child, 'exit').then(() => Promise.reject(new Error('the test host exited'))),
+        ]);
+  const ports = (await nextLine()).split(' ').map(Number);
+  return {
+    address,
+    hostEnd,
+    port: ports[0]!,
+    ports,
+    async served() {
+      child.stdin!.write('\n');
+      return Number(await nextLine());
+    },
+    close,
+  };
+}
