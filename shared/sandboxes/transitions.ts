@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DestroyReason } from '../db/entities.ts';
 import type { Announcer } from '../events/announce.ts';
 import { eventsLockStatement, eventsStatement, recordedFrom, type NewEvent } from '../repositories/events.ts';
-import { inBatchedTransaction } from '../db/batch.ts';
+import { inBatchedTransaction, type Statement } from '../db/batch.ts';
 import { ormPool } from '../db/orm.ts';
 import { ADD_DESTROYED_TO_ROLLUP } from '../repositories/usage.ts';
 import {
@@ -102,30 +102,25 @@ export async function markDestroyed(
  * sweep when that job was lost). False when already warned, destroyed or past its cap. Two round
  * trips: the update, then the event where it applied, with the commit.
  */
-export async function markExpiring(em: EntityManager, id: string, announcer?: Announcer): Promise<boolean> {
-  const events = await inBatchedTransaction(em, async (tx) => {
-    const [changed] = await tx.send([expiryWarnedStatement(id)]);
-    const row = changed?.[0] as SandboxRow | undefined;
-    if (!row) return undefined;
-    const { statement, ids } = eventsStatement([sandboxEventOf(row, 'sandbox.expiring')]);
-    const [, rows] = await tx.commitWith([eventsLockStatement({ accountId: row.account_id }), statement]);
-    return recordedFrom(ids, rows);
-  });
-  if (!events) return false;
-  await announcer?.announce(events);
-  return true;
+export function markExpiring(em: EntityManager, id: string, announcer?: Announcer): Promise<boolean> {
+  return markWithEvent(em, expiryWarnedStatement(id), 'sandbox.expiring', announcer);
 }
 
 /**
  * Records what the sandbox's egress filter refused, with a network.refused event, where it grew
  * and none was recorded in the last minute. False where nothing was recorded.
  */
-export async function markNetworkRefused(em: EntityManager, id: string, refused: number, announcer?: Announcer): Promise<boolean> {
+export function markNetworkRefused(em: EntityManager, id: string, refused: number, announcer?: Announcer): Promise<boolean> {
+  return markWithEvent(em, networkRefusedStatement(id, refused), 'network.refused', announcer);
+}
+
+/** A conditional update that answers the row where it applied, then its event, with the commit: false where it did not apply. */
+async function markWithEvent(em: EntityManager, update: Statement, type: SandboxEventType, announcer?: Announcer): Promise<boolean> {
   const events = await inBatchedTransaction(em, async (tx) => {
-    const [changed] = await tx.send([networkRefusedStatement(id, refused)]);
+    const [changed] = await tx.send([update]);
     const row = changed?.[0] as SandboxRow | undefined;
     if (!row) return undefined;
-    const { statement, ids } = eventsStatement([sandboxEventOf(row, 'network.refused')]);
+    const { statement, ids } = eventsStatement([sandboxEventOf(row, type)]);
     const [, rows] = await tx.commitWith([eventsLockStatement({ accountId: row.account_id }), statement]);
     return recordedFrom(ids, rows);
   });

@@ -103,21 +103,11 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
 
 /** What the sandbox's filter refused so far (packets: a refused connection is one); undefined when it cannot be read. */
 export async function refusedSoFar(target: Pick<NetworkTarget, 'pid' | 'nsenter' | 'nft'>): Promise<number | undefined> {
-  const nft = spawn(target.nsenter, [`--net=/proc/${target.pid}/ns/net`, '--', target.nft, '-j', 'list', 'counter', 'inet', EGRESS_TABLE, REFUSED_COUNTER], {
-    cwd: '/',
-    env: ENV,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  let out = '';
-  nft.stdout.on('data', (chunk: Buffer) => {
-    if (out.length < 16_384) out += String(chunk);
-  });
-  const [code] = (await Promise.race([once(nft, 'exit'), once(nft, 'error').then(() => [1])])) as [number | null];
-  if (code !== 0) return undefined;
+  const listed = await nftIn(target, `/proc/${target.pid}/ns/net`, ['-j', 'list', 'counter', 'inet', EGRESS_TABLE, REFUSED_COUNTER]).catch(() => undefined);
+  if (listed?.code !== 0) return undefined;
   try {
-    const listed = JSON.parse(out) as { nftables?: { counter?: { packets?: number } }[] };
-    const packets = listed.nftables?.find((item) => item.counter)?.counter?.packets;
-    return typeof packets === 'number' ? packets : undefined;
+    const counted = (JSON.parse(listed.out) as { nftables?: { counter?: { packets?: number } }[] }).nftables?.find((item) => item.counter)?.counter?.packets;
+    return typeof counted === 'number' ? counted : undefined;
   } catch {
     return undefined;
   }
@@ -129,22 +119,25 @@ export async function changePolicy(target: Pick<NetworkTarget, 'pid' | 'nsenter'
 }
 
 async function runNft(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, script: string, what: 'install' | 'change'): Promise<void> {
-  const nft = spawn(target.nsenter, [`--net=${netns}`, '--', target.nft, '-f', '-'], {
-    cwd: '/',
-    env: ENV,
-    stdio: ['pipe', 'ignore', 'pipe'],
-  });
+  const ran = await nftIn(target, netns, ['-f', '-'], script);
+  if (ran.code !== 0) throw new PermanentRuntimeError(`could not ${what} the sandbox's egress filter: ${ran.said.trim()}`);
+}
+
+/** nft run in the namespace, once it has exited and its output is read: its exit code, and the first 16 KiB of its output and of what it said on stderr. */
+async function nftIn(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, args: string[], input?: string): Promise<{ code: number | null; out: string; said: string }> {
+  const nft = spawn(target.nsenter, [`--net=${netns}`, '--', target.nft, ...args], { cwd: '/', env: ENV, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
   let said = '';
+  nft.stdout.on('data', (chunk: Buffer) => {
+    if (out.length < 16_384) out += String(chunk);
+  });
   nft.stderr.on('data', (chunk: Buffer) => {
-    if (said.length < 4096) said += String(chunk);
+    if (said.length < 16_384) said += String(chunk);
   });
   nft.stdin.on('error', () => undefined);
-  nft.stdin.end(script);
-  const [code] = (await Promise.race([
-    once(nft, 'exit'),
-    once(nft, 'error').then(([err]) => Promise.reject(err as Error)),
-  ])) as [number | null];
-  if (code !== 0) throw new PermanentRuntimeError(`could not ${what} the sandbox's egress filter: ${said.trim()}`);
+  nft.stdin.end(input ?? '');
+  const [code] = (await Promise.race([once(nft, 'close'), once(nft, 'error').then(([err]) => Promise.reject(err as Error))])) as [number | null];
+  return { code, out, said };
 }
 
 /** Every address of this host, on any interface, read at each start: interfaces come and go. */
