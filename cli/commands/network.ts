@@ -3,7 +3,7 @@ import { CliError, EXIT_USAGE } from '../errors.ts';
 import { fieldFlags } from '../output/fields.ts';
 import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
-import { describePolicy } from '../output/network.ts';
+import { describeNetwork } from '../api/index.ts';
 import { policyFromFlags, setSessionNetwork } from '../services/network.ts';
 import { pickSession } from '../services/sessions.ts';
 import { jsonOption, repeated, sameOrOne, sessionOption } from './options.ts';
@@ -30,8 +30,8 @@ export function networkCommands(program: Command): void {
       if (!policy) throw new CliError('Say where it may connect: --egress none, --egress all, or --allow <rule> (repeatable).', { exitCode: EXIT_USAGE });
       const client = apiClient();
       const s = await setSessionNetwork(client, await pickSession(client, sameOrOne(id, opts.session)), policy);
-      printResult(opts, s, (x) => describePolicy(x.network));
-      say(`${s.id} egress: ${describePolicy(s.network)}.`);
+      printResult(opts, s, (x) => describeNetwork(x.network));
+      say(`${s.id} egress: ${describeNetwork(s.network)}.`);
     },
   );
 }

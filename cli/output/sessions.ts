@@ -1,6 +1,6 @@
 import type { Sandbox } from '../api/types.ts';
 import { countdown, duration, table } from './format.ts';
-import { describePolicy } from './network.ts';
+import { describeNetwork } from '../api/index.ts';
 
 export function timeLeft(s: Sandbox, now: number): string {
   return s.state === 'destroyed' ? '-' : countdown(Date.parse(s.expiresAt), now);
@@ -28,7 +28,7 @@ export function sessionDetail(s: Sandbox, now = Date.now()): string {
   if (s.destroyedAt) rows.push(['destroyed', s.destroyedAt]);
   if (s.destroyReason) rows.push(['reason', s.destroyReason]);
   if (s.failureMessage) rows.push(['failure', s.failureMessage]);
-  rows.push(['network', describePolicy(s.network)]);
+  rows.push(['network', describeNetwork(s.network)]);
   if (s.snapshotOnDestroy) rows.push(['final snapshot', s.finalSnapshotId ?? (s.state === 'destroyed' ? 'none (it failed)' : 'taken when it ends')]);
   for (const [k, v] of Object.entries(s.metadata)) rows.push([`metadata.${k}`, v]);
   const width = Math.max(...rows.map(([k]) => k.length));

@@ -5,7 +5,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { z } from 'zod';
-import { PaddockApiError, PaddockError, type PaddockClient } from '../sdk/index.ts';
+import { describeNetwork, PaddockApiError, PaddockError, type PaddockClient } from '../sdk/index.ts';
 import type { CreateSandboxInput, CreatedPreview, ExecResult, FileView, Listing, NetworkPolicy, PreviewSummary, ProcessInfo, Sandbox } from '../sdk/types.ts';
 
 export const MCP_SERVER_NAME = 'paddock';
@@ -80,10 +80,6 @@ function policyOf(args: { egress?: 'none' | 'all'; allow?: string[] }): NetworkP
   if (args.egress && args.allow) throw new ToolFailure('invalid_request', 'Give egress or allow, not both: allow lists the only places it may connect.');
   if (args.allow) return { egress: { allow: args.allow } };
   return args.egress ? { egress: args.egress } : undefined;
-}
-
-function describeNetwork(policy: NetworkPolicy): string {
-  return typeof policy.egress === 'string' ? policy.egress : `allow ${policy.egress.allow.join(', ')}`;
 }
 
 const sandboxOut = (s: Sandbox) => ({ id: s.id, status: s.status, image: s.image, createdAt: s.createdAt, expiresAt: s.expiresAt ?? null });

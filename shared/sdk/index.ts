@@ -10,5 +10,6 @@ export { CommandHandle, type CommandResult, type OutputHandler } from './process
 export { MissingConfigError, type ConnectionOpts } from './sandbox-config.ts';
 export type { Sandbox as SandboxInfo } from './types.ts';
 export { checkBaseUrl } from './base-url.ts';
+export { describeNetwork } from './network.ts';
 export { TERMINAL_SUBPROTOCOL, type Terminal, type TerminalEnd, type TerminalOptions, type WebSocketClass, type WebSocketLike } from './terminal.ts';
 export type * from './types.ts';
