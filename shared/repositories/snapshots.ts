@@ -30,17 +30,23 @@ const USED = `select coalesce(sum(size_bytes), 0)::bigint as used from snapshots
 export type SnapshotBeginning =
   | { outcome: 'begun'; snapshot: SnapshotRow; usedBytes: number }
   | { outcome: 'sandbox_not_found' | 'sandbox_not_running' }
-  | { outcome: 'limit_reached'; usedBytes: number };
+  | { outcome: 'limit_reached'; usedBytes: number }
+  /** A final one: another ender's copy is under way (`pending`), or kept already (`ready`). */
+  | { outcome: 'final_taken'; snapshotId: string; status: 'pending' | 'ready' };
 
 /**
  * A pending snapshot of the account's running sandbox, unless the account's snapshots fill its
- * storage already: one transaction under the account's lock, so replicas count alike. A `final`
- * one is of a sandbox being destroyed that ran and has none yet, and begins whatever the storage: its copy, counted
- * as it streams, fails at once with its event, where no request is there to answer.
+ * storage already: one transaction under the account's lock, so replicas count alike.
+ *
+ * A `final` one is of a sandbox being destroyed that ran, and begins whatever the storage: its
+ * copy, counted as it streams, fails at once with its event, where no request is there to answer.
+ * It is claimed on the sandbox's row as it begins (final_snapshot_id), so that a second ender (the
+ * sweep, a retried job) neither copies again nor destroys the sandbox under the first one's copy;
+ * a claim pending since before `staleBefore` is its ender's that died, and is taken over.
  */
 export function beginSnapshot(
   em: EntityManager,
-  input: { accountId: string; sandboxId: string; name?: string; expiresAt: Date; limitBytes: number; final?: boolean },
+  input: { accountId: string; sandboxId: string; name?: string; expiresAt: Date; limitBytes: number; final?: { staleBefore: Date } },
 ): Promise<SnapshotBeginning> {
   return em.fork().transactional(async (tx) => {
     const lock = eventsLockStatement({ accountId: input.accountId });
@@ -51,8 +57,16 @@ export function beginSnapshot(
       [input.sandboxId, input.accountId],
     );
     if (!sandbox) return { outcome: 'sandbox_not_found' };
-    const takeable = input.final ? sandbox.status === 'terminating' && sandbox.ready_at !== null && sandbox.final_snapshot_id === null : sandbox.status === 'running';
+    const takeable = input.final ? sandbox.status === 'terminating' && sandbox.ready_at !== null : sandbox.status === 'running';
     if (!takeable) return { outcome: 'sandbox_not_running' };
+    if (input.final && sandbox.final_snapshot_id) {
+      const [claimed] = await execute<{ status: SnapshotRow['status']; fresh: boolean }>(tx, 'select status, created_at >= $2 as fresh from snapshots where id = $1', [
+        sandbox.final_snapshot_id,
+        input.final.staleBefore,
+      ]);
+      if (claimed?.status === 'ready') return { outcome: 'final_taken', snapshotId: sandbox.final_snapshot_id, status: 'ready' };
+      if (claimed?.status === 'pending' && claimed.fresh) return { outcome: 'final_taken', snapshotId: sandbox.final_snapshot_id, status: 'pending' };
+    }
     const [{ used }] = (await execute<{ used: string }>(tx, USED, [input.accountId])) as [{ used: string }];
     if (Number(used) >= input.limitBytes && !input.final) return { outcome: 'limit_reached', usedBytes: Number(used) };
     const [snapshot] = await execute<SnapshotRow>(
@@ -60,6 +74,7 @@ export function beginSnapshot(
       `insert into snapshots (id, account_id, sandbox_id, name, image, status, expires_at) values ($1, $2, $3, $4, $5, 'pending', $6) returning ${COLUMNS}`,
       [newId('snap'), input.accountId, input.sandboxId, input.name ?? null, sandbox.image, input.expiresAt],
     );
+    if (input.final) await execute(tx, 'update sandboxes set final_snapshot_id = $1 where id = $2', [snapshot!.id, input.sandboxId]);
     return { outcome: 'begun', snapshot: snapshot!, usedBytes: Number(used) };
   });
 }
@@ -67,13 +82,12 @@ export function beginSnapshot(
 /**
  * The pending snapshot's bytes are stored whole: ready, with its event; 'over_limit', the row left
  * pending for its failure, when with them the account's snapshots would pass its storage limit
- * (others finished meanwhile); undefined when it was deleted meanwhile. A `final` one is named on
- * its sandbox's row at once, so that a retry of the destroy takes no second.
+ * (others finished meanwhile); undefined when it was deleted meanwhile.
  */
 export function finishSnapshot(
   em: EntityManager,
   row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>,
-  input: { sizeBytes: number; files: number; sha256: Buffer; limitBytes: number; final?: boolean },
+  input: { sizeBytes: number; files: number; sha256: Buffer; limitBytes: number },
 ): Promise<{ snapshot: SnapshotRow; event?: RecordedEvent } | 'over_limit' | undefined> {
   return em.fork().transactional(async (tx) => {
     const lock = eventsLockStatement({ accountId: row.account_id });
@@ -87,19 +101,22 @@ export function finishSnapshot(
     );
     // Deleted while it was copied: nothing to report.
     if (!snapshot) return undefined;
-    if (input.final) await execute(tx, `update sandboxes set final_snapshot_id = $1 where id = $2 and state = 'active'`, [row.id, row.sandbox_id]);
     const event = await recordEventUnderLock(tx, { accountId: row.account_id, sandboxId: row.sandbox_id, type: 'snapshot.created', data: { snapshot: eventData(snapshot) } });
     return { snapshot, event };
   });
 }
 
-/** The pending snapshot failed (`code`, an error code the API would answer with): its event says why; none when it was no longer pending. */
+/**
+ * The pending snapshot failed (`code`, an error code the API would answer with): its event says
+ * why; none when it was no longer pending. A sandbox's final one no longer names it.
+ */
 export function failSnapshot(em: EntityManager, row: Pick<SnapshotRow, 'id' | 'account_id' | 'sandbox_id'>, code: string, message: string): Promise<RecordedEvent | undefined> {
   return em.fork().transactional(async (tx) => {
     const lock = eventsLockStatement({ accountId: row.account_id });
     await execute(tx, lock.sql, lock.params);
     const [failed] = await execute<{ id: string }>(tx, `update snapshots set status = 'failed', failure_code = $2 where id = $1 and status = 'pending' returning id`, [row.id, code]);
     if (!failed) return undefined;
+    await execute(tx, 'update sandboxes set final_snapshot_id = null where id = $1 and final_snapshot_id = $2', [row.sandbox_id, row.id]);
     return recordEventUnderLock(tx, { accountId: row.account_id, sandboxId: row.sandbox_id, type: 'snapshot.failed', data: { snapshot: { id: row.id, sandboxId: row.sandbox_id, failureCode: code, message } } });
   });
 }

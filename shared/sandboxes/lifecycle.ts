@@ -8,6 +8,7 @@ import type { SandboxRow } from './snapshot.ts';
 import type { Clock } from './ports.ts';
 import type { DestroyedEnd, PendingSandbox } from './transitions.ts';
 import { SnapshotRestoreError } from '../snapshots/restore-error.ts';
+import type { FinalSnapshot } from '../snapshots/snapshots.ts';
 
 // The workers' half of a sandbox's life: its start in the runtime once its create has committed,
 // its failure, its end, and the warning before its cap. The API's half (the create, the destroy's
@@ -34,8 +35,8 @@ export interface SandboxLifecycleDeps {
   /** A workspace from a snapshot before the sandbox runs, and into one before it is destroyed (shared/snapshots/). */
   workspaces: {
     restore(accountId: string, sandboxId: string, snapshotId: string, timeoutMs: number): Promise<void>;
-    /** The snapshot's id, or undefined when there is none; never throws. */
-    keepFinal(accountId: string, sandboxId: string): Promise<string | undefined>;
+    /** Never throws. */
+    keepFinal(accountId: string, sandboxId: string): Promise<FinalSnapshot>;
   };
 }
 
@@ -167,9 +168,10 @@ export class SandboxLifecycle {
    * was destroyed already (it is still removed from the runtime, in case a crash left it there),
    * 'unknown' for none, 'not-due' for one that expires later (its end moved: engine.ts, setTimeout).
    * A sandbox created with snapshotOnDestroy has its workspace snapshotted first (`final`: the
-   * row's word, which a user's destroy carries in its job).
+   * row's word, which a user's destroy carries in its job); 'elsewhere' while another ender (the
+   * sweep, a retried job) copies it, whose sandbox it is to destroy after.
    */
-  async end(sandboxId: string, reason: DestroyReason, known: { final?: boolean } = {}): Promise<SandboxRow | 'unknown' | 'not-due' | undefined> {
+  async end(sandboxId: string, reason: DestroyReason, known: { final?: boolean } = {}): Promise<SandboxRow | 'unknown' | 'not-due' | 'elsewhere' | undefined> {
     const { store, runtime, clock } = this.#deps;
     let final = known.final === true && reason === 'user';
     let accountId: string | undefined;
@@ -179,8 +181,8 @@ export class SandboxLifecycle {
     if (reason !== 'user' || final) {
       const row = await store.find(sandboxId);
       if (!row) return 'unknown';
-      // Once: a retry of the destroy finds the one its first try kept.
-      final = row.snapshotOnDestroy && row.state === 'active' && !row.finalSnapshotId && (row.destroyReason ?? reason) !== 'failed';
+      // Once: a retry of the destroy finds the one its first try kept, or is copying (keepFinal).
+      final = row.snapshotOnDestroy && row.state === 'active' && (row.destroyReason ?? reason) !== 'failed';
       accountId = row.accountId;
       // One asked for already keeps its first reason.
       if (row.state === 'active' && row.status !== 'terminating') {
@@ -191,9 +193,10 @@ export class SandboxLifecycle {
         if (!(await store.markTerminating(sandboxId, reason, dueBy)) && dueBy) return 'not-due';
       }
     }
-    const finalSnapshotId = final && accountId ? await this.#deps.workspaces.keepFinal(accountId, sandboxId) : undefined;
+    const kept = final && accountId ? await this.#deps.workspaces.keepFinal(accountId, sandboxId) : undefined;
+    if (kept?.outcome === 'elsewhere') return 'elsewhere';
     await runtime.destroy(sandboxId);
-    return store.markDestroyed(sandboxId, reason, { finalSnapshotId });
+    return store.markDestroyed(sandboxId, reason, { finalSnapshotId: kept?.snapshotId });
   }
 
   /** Records sandbox.expiring once for an active sandbox whose cap is near. */

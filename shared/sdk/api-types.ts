@@ -526,7 +526,7 @@ export type Sandbox = {
   failureMessage: string | null;
   /** Its workspace is snapshotted when it is destroyed */
   snapshotOnDestroy: boolean;
-  /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why) */
+  /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why) */
   finalSnapshotId: string | null;
   /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges */
   network: {
@@ -558,7 +558,7 @@ export type SandboxList = {
     failureMessage: string | null;
     /** Its workspace is snapshotted when it is destroyed */
     snapshotOnDestroy: boolean;
-    /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why) */
+    /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why) */
     finalSnapshotId: string | null;
     /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges */
     network: {

@@ -72,6 +72,9 @@ function written(stream: Writable, chunk: Uint8Array): Promise<void> | void {
 /** A pending snapshot this long past the longest a copy may take was abandoned. */
 const ABANDONED_AFTER_MS = 60_000;
 
+/** Past its ender's grace, a final snapshot still pending this much longer is that ender's that died. */
+const FINAL_CLAIM_MARGIN_MS = 30_000;
+
 /** The kill of a sandbox's processes before its final snapshot: a few milliseconds, unless the host is starved. */
 const HALT_TIMEOUT_MS = 10_000;
 
@@ -80,6 +83,9 @@ const RESUME_TIMEOUT_MS = 10_000;
 
 /** Of what tar says on stderr, this much is kept for a failure's message. */
 const STDERR_KEPT_BYTES = 4096;
+
+/** What became of a sandbox's final snapshot (Snapshots.keepFinal). */
+export type FinalSnapshot = { outcome: 'kept'; snapshotId?: string } | { outcome: 'elsewhere' };
 
 export class Snapshots {
   readonly #deps: SnapshotDeps;
@@ -115,23 +121,27 @@ export class Snapshots {
   /**
    * The workspace of a sandbox being destroyed that asked for it (snapshotOnDestroy): every
    * process of it ended first, so that none runs on and the copy holds still, then copied within
-   * PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS. The snapshot's id once ready; undefined when there was
-   * nothing to take (it never ran) or the copy failed or overran, which its snapshot.failed event
-   * says. Never throws: the destroy goes on either way.
+   * PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS. `kept` with the snapshot's id once ready, or none when
+   * there was nothing to take (it never ran) or the copy failed or overran, which its
+   * snapshot.failed event says; `elsewhere` while another ender's copy is under way, when the
+   * sandbox is that ender's to destroy. Never throws: the destroy goes on either way.
    */
-  async keepFinal(accountId: string, sandboxId: string): Promise<string | undefined> {
-    const deadline = Date.now() + this.#options.PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS * 1000;
+  async keepFinal(accountId: string, sandboxId: string): Promise<FinalSnapshot> {
+    const graceMs = this.#options.PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS * 1000;
+    const deadline = Date.now() + graceMs;
     try {
       const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
-      const begun = await beginSnapshot(this.#deps.em, { accountId, sandboxId, expiresAt: this.#expiresAt(), limitBytes, final: true });
-      if (begun.outcome !== 'begun') return undefined;
+      const staleBefore = new Date(Date.now() - graceMs - FINAL_CLAIM_MARGIN_MS);
+      const begun = await beginSnapshot(this.#deps.em, { accountId, sandboxId, expiresAt: this.#expiresAt(), limitBytes, final: { staleBefore } });
+      if (begun.outcome === 'final_taken') return begun.status === 'ready' ? { outcome: 'kept', snapshotId: begun.snapshotId } : { outcome: 'elsewhere' };
+      if (begun.outcome !== 'begun') return { outcome: 'kept' };
       await this.#deps.runtime
         .exec(sandboxId, { argv: ['/bin/sh', '-c', HALT_SCRIPT, 'paddock-halt'], cwd: '/', env: {}, timeoutMs: Math.max(1000, Math.min(HALT_TIMEOUT_MS, deadline - Date.now())) })
         .catch(() => undefined);
-      return (await this.#fill(begun.snapshot, begun.usedBytes, { timeoutMs: Math.max(1000, deadline - Date.now()), final: true })).id;
+      return { outcome: 'kept', snapshotId: (await this.#fill(begun.snapshot, begun.usedBytes, { timeoutMs: Math.max(1000, deadline - Date.now()) })).id };
     } catch (err) {
       if (!(err instanceof ApiError)) this.#deps.log.warn({ err, sandboxId }, "a sandbox's final snapshot failed");
-      return undefined;
+      return { outcome: 'kept' };
     }
   }
 
@@ -153,13 +163,13 @@ export class Snapshots {
 
   /**
    * The pending snapshot's copy (within `timeoutMs`, else PADDOCK_ARCHIVE_TIMEOUT_SECONDS), and its
-   * end recorded: ready, or failed with its failureCode. A `final` one is its sandbox's last.
+   * end recorded: ready, or failed with its failureCode.
    */
-  async #fill(row: SnapshotRow, usedBytes: number, options: { timeoutMs?: number; final?: boolean } = {}): Promise<SnapshotRow> {
+  async #fill(row: SnapshotRow, usedBytes: number, options: { timeoutMs?: number } = {}): Promise<SnapshotRow> {
     const limitBytes = this.#options.PADDOCK_QUOTA_SNAPSHOT_BYTES;
     try {
       const copied = await this.#copy(row, limitBytes - usedBytes, options.timeoutMs ?? this.#options.PADDOCK_ARCHIVE_TIMEOUT_SECONDS * 1000);
-      const finished = await finishSnapshot(this.#deps.em, row, { ...copied, limitBytes, final: options.final });
+      const finished = await finishSnapshot(this.#deps.em, row, { ...copied, limitBytes });
       if (!finished) throw new ApiError('snapshot_not_found', `Snapshot ${row.id} was deleted while it was taken.`);
       // Others finished meanwhile: it fails below, as any copy past the account's room does.
       if (finished === 'over_limit') throw storageLimit(usedBytes, limitBytes);

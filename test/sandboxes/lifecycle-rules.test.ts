@@ -7,6 +7,7 @@ import { SandboxLifecycle, type LifecycleStore } from '../../shared/sandboxes/li
 import type { SandboxRow } from '../../shared/sandboxes/snapshot.ts';
 import type { PendingSandbox } from '../../shared/sandboxes/transitions.ts';
 import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from '../../shared/snapshots/restore-error.ts';
+import type { FinalSnapshot } from '../../shared/snapshots/snapshots.ts';
 
 // The workers' half of a sandbox's life (shared/sandboxes/lifecycle.ts) against an in-memory
 // store and runtime. test/sandboxes/create-job.test.ts and reaper.test.ts hold the same rules
@@ -23,7 +24,7 @@ function sandbox(over: Partial<Sandbox> = {}): Sandbox {
   } as Sandbox;
 }
 
-function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; restore?: () => Promise<void>; now?: Date; movedTo?: Date; kept?: string } = {}) {
+function world(row: Sandbox | undefined, options: { create?: () => Promise<void>; restore?: () => Promise<void>; now?: Date; movedTo?: Date; kept?: FinalSnapshot } = {}) {
   const calls: string[] = [];
   let current = row;
   const store: LifecycleStore = {
@@ -71,7 +72,7 @@ function world(row: Sandbox | undefined, options: { create?: () => Promise<void>
         },
         keepFinal: async (accountId, sandboxId) => {
           calls.push(`keep ${sandboxId} of ${accountId}`);
-          return options.kept;
+          return options.kept ?? { outcome: 'kept' };
         },
       },
     },
@@ -163,22 +164,23 @@ test('an expiry ends only a sandbox whose end is due: one moved later (before th
   assert.ok(await failed.lifecycle.end(ID, 'failed'));
 });
 
-test('snapshotOnDestroy: the workspace is kept before the runtime destroys it, at the cap or on a DELETE (whose job says so), once, and never for a failed start', async () => {
-  const expired = world(sandbox({ status: 'running', expiresAt: NOW, snapshotOnDestroy: true }), { kept: 'snap_1' });
+test('snapshotOnDestroy: the workspace is kept before the runtime destroys it, at the cap or on a DELETE (whose job says so), by one ender, and never for a failed start', async () => {
+  const kept = (snapshotId: string) => ({ kept: { outcome: 'kept' as const, snapshotId } });
+  const expired = world(sandbox({ status: 'running', expiresAt: NOW, snapshotOnDestroy: true }), kept('snap_1'));
   await expired.lifecycle.end(ID, 'expired');
   assert.deepEqual(expired.calls, ['find', 'terminating expired', `keep ${ID} of acc_1`, 'runtime destroy', 'destroyed expired with snap_1']);
-  const user = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true }), { kept: 'snap_2' });
+  const user = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true }), kept('snap_2'));
   await user.lifecycle.end(ID, 'user', { final: true });
   assert.deepEqual(user.calls, ['find', `keep ${ID} of acc_1`, 'runtime destroy', 'destroyed user with snap_2']);
   // A failed copy: the sandbox is destroyed all the same, naming none.
   const failedCopy = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true }));
   await failedCopy.lifecycle.end(ID, 'user', { final: true });
   assert.deepEqual(failedCopy.calls, ['find', `keep ${ID} of acc_1`, 'runtime destroy', 'destroyed user']);
-  // A retry of the destroy finds the one its first try kept.
-  const retried = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true, finalSnapshotId: 'snap_3' }), { kept: 'snap_4' });
-  await retried.lifecycle.end(ID, 'user', { final: true });
-  assert.deepEqual(retried.calls, ['find', 'runtime destroy', 'destroyed user']);
-  const failedStart = world(sandbox({ status: 'running', snapshotOnDestroy: true }), { kept: 'snap_5' });
+  // Another ender copies it (the sweep, while the DELETE's job runs): the sandbox is that one's to destroy.
+  const second = world(sandbox({ status: 'terminating', destroyReason: 'user', snapshotOnDestroy: true, finalSnapshotId: 'snap_3' }), { kept: { outcome: 'elsewhere' } });
+  assert.equal(await second.lifecycle.end(ID, 'user', { final: true }), 'elsewhere');
+  assert.deepEqual(second.calls, ['find', `keep ${ID} of acc_1`]);
+  const failedStart = world(sandbox({ status: 'running', snapshotOnDestroy: true }), kept('snap_5'));
   await failedStart.lifecycle.end(ID, 'failed');
   assert.deepEqual(failedStart.calls, ['find', 'terminating failed', 'runtime destroy', 'destroyed failed']);
 });

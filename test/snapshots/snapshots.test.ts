@@ -12,6 +12,7 @@ import { newId } from '../../shared/ids.ts';
 import { Snapshots } from '../../shared/snapshots/snapshots.ts';
 import { snapshotStore } from '../../shared/snapshots/store.ts';
 import { HALT_SCRIPT, RESUME_SCRIPT } from '../../shared/snapshots/scripts.ts';
+import { sweepOnce } from '../../workers/reaper.ts';
 
 // Snapshots (docs/api.md, "Snapshots"): a running sandbox's workspace copied into the snapshot
 // store, and sandboxes started from it. Run once per runtime (PADDOCK_TEST_RUNTIME).
@@ -285,6 +286,27 @@ test('snapshotOnDestroy: a DELETE keeps the workspace first; the destroyed sandb
   const gone = await call(stack.url, 'DELETE', `/v1/sandboxes/${plain.id}`, { token: account.key });
   assert.equal(gone.body.finalSnapshotId, null);
   assert.equal((await call(stack.url, 'GET', '/v1/snapshots', { token: account.key })).body.data.length, 1);
+});
+
+test("snapshotOnDestroy with two enders: the workers' sweep, coming on the sandbox while its DELETE's job copies it, neither copies it again nor destroys it under that copy", async () => {
+  const account = await newAccount(stack.url, 'snapshot-final-race');
+  const created = await createSandbox(stack.url, account.key, '', { snapshotOnDestroy: true });
+  assert.equal(created.body.status, 'running', JSON.stringify(created.body));
+  const box = fileClient(stack, account.key, created.body.id);
+  // A copy that takes a while: tar reads a sparse file whole.
+  assert.equal((await box.sh('truncate -s 2G /workspace/sparse')).exitCode, 0);
+  const list = async () => (await call(stack.url, 'GET', '/v1/snapshots', { token: account.key })).body.data as { id: string; status: string }[];
+
+  const destroying = call(stack.url, 'DELETE', `/v1/sandboxes/${box.id}`, { token: account.key });
+  await eventually('the final copy begins', 30_000, async () => ((await list()).some((s) => s.status === 'pending') ? true : undefined), 10);
+  // The stack's own sweep may hold the sweep's lock a moment: this one runs once it is free.
+  const report = await eventually('a sweep runs', 10_000, () => sweepOnce(stack.workers[0]!.deps), 10);
+  assert.ok(report && report.retriedTerminating >= 1, `the sweep took up the terminating sandbox: ${JSON.stringify(report)}`);
+  const destroyed = await destroying;
+  assert.equal(destroyed.body.state, 'destroyed', JSON.stringify(destroyed.body));
+  const kept = await list();
+  assert.deepEqual(kept.map((s) => [s.id, s.status]), [[destroyed.body.finalSnapshotId, 'ready']]);
+  assert.deepEqual((await events(account.key)).filter((e) => e.type === 'snapshot.failed'), []);
 });
 
 test("snapshotOnDestroy at the cap: no process runs on, the workspace is kept, the sandbox ends expired; a copy past the account's storage is given up with snapshot.failed, never the end", async () => {

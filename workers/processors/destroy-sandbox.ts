@@ -41,7 +41,7 @@ export async function expiringSandboxJob(job: Job, deps: Pick<DestroyJobDeps, 's
  */
 export async function destroySandbox(deps: DestroyJobDeps, sandboxId: string, reason: DestroyReason, source: string, known: { final?: boolean } = {}): Promise<string> {
   const destroyed = await deps.sandboxes.end(sandboxId, reason, known);
-  if (destroyed === 'unknown' || destroyed === 'not-due') return destroyed;
+  if (destroyed === 'unknown' || destroyed === 'not-due' || destroyed === 'elsewhere') return destroyed;
   if (destroyed) {
     const finalReason = destroyed.destroy_reason ?? reason;
     deps.metrics.sandboxesDestroyed.inc({ reason: finalReason });

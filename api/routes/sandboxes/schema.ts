@@ -110,7 +110,7 @@ export const SandboxObject = z.object({
   finalSnapshotId: z
     .string()
     .nullable()
-    .meta({ description: 'The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)' }),
+    .meta({ description: 'The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why)' }),
   network: NetworkPolicy,
   networkRefused: z.int().min(0).meta({
     description:

@@ -756,7 +756,7 @@ class Sandbox(TypedDict):
     failureMessage: Optional[str]
     #: Its workspace is snapshotted when it is destroyed
     snapshotOnDestroy: bool
-    #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)
+    #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why)
     finalSnapshotId: Optional[str]
     #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
     network: SandboxNetwork
@@ -797,7 +797,7 @@ class SandboxListData(TypedDict):
     failureMessage: Optional[str]
     #: Its workspace is snapshotted when it is destroyed
     snapshotOnDestroy: bool
-    #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy); null until then, or when that snapshot failed (its snapshot.failed event says why)
+    #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why)
     finalSnapshotId: Optional[str]
     #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
     network: SandboxListDataNetwork
