@@ -56,6 +56,8 @@ export interface Receiver {
   /** Requests being answered right now, and the most at once. */
   inFlight(): number;
   maxInFlight(): number;
+  /** When the first request ended (answered, or given up by its sender); undefined while none has. */
+  firstEndedAt(): number | undefined;
   behave(b: Behaviour): void;
   close(): Promise<void>;
 }
@@ -65,6 +67,7 @@ export async function startReceiver(cert: Certificate, behaviour: Behaviour = ()
   const received: Received[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
+  let firstEndedAt: number | undefined;
   const sockets = new Set<Socket>();
   const server: Server = createServer({ key: cert.key, cert: cert.cert }, (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -79,6 +82,7 @@ export async function startReceiver(cert: Certificate, behaviour: Behaviour = ()
       const uncount = () => {
         if (counted) inFlight--;
         counted = false;
+        firstEndedAt ??= Date.now();
       };
       const finish = () => {
         uncount();
@@ -105,6 +109,7 @@ export async function startReceiver(cert: Certificate, behaviour: Behaviour = ()
     received,
     inFlight: () => inFlight,
     maxInFlight: () => maxInFlight,
+    firstEndedAt: () => firstEndedAt,
     behave: (b) => (behave = b),
     close,
   };

@@ -123,7 +123,8 @@ test('a process that ran execs exits on its own; one killed takes its spawner an
   assert.equal(said, 'from elsewhere\n');
 
   const killed = elsewhere(['sleep', sleepMark(304)]);
-  await until('the command runs', async () => (await sleepers(sleepMark(304))).length > 0);
+  // A fresh Node process loads the runtime first: seconds on a loaded host.
+  await until('the command runs', async () => (await sleepers(sleepMark(304))).length > 0, 30_000);
   const [spawner] = await spawnersOf(killed.pid!);
   assert.ok(spawner, 'the other process has a spawner');
   killed.kill('SIGKILL');
