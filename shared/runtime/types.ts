@@ -165,8 +165,9 @@ export interface SandboxRuntime {
    * Kubernetes' port-forward learns of a refusal only once its stream is open, and carries no
    * half-close: there the stream fails with PortNotListeningError before its first byte, and
    * its end() ends nothing toward the program (callers end a request by its framing, not so).
+   * With `reads`, the program's bytes go to them rather than to 'data' events (PortReads).
    */
-  openPort(id: string, port: number, options?: { signal?: AbortSignal }): Promise<Duplex>;
+  openPort(id: string, port: number, options?: { signal?: AbortSignal; reads?: PortReads }): Promise<Duplex>;
   /**
    * The running sandbox's egress becomes `policy`: connections it opens from then on are let
    * through or refused by it (one already open to a destination the new policy refuses is cut
@@ -212,3 +213,19 @@ export class SandboxGoneError extends Error {
 export class PortNotListeningError extends Error {
   override name = 'PortNotListeningError';
 }
+
+/**
+ * The program's bytes read into the caller's memory (runtime.openPort): `buffer()` gives the
+ * memory for the next read, and `take(chunk)` the part of it a read filled, from the first byte
+ * after the open to the last; false pauses the stream until its resume(). Where the runtime reads
+ * a socket itself (local), no memory is allocated per read: at hundreds of MB/s, a buffer a read
+ * makes a large heap's garbage collector the main cost of relaying them. A chunk from a buffer
+ * of `buffer()`'s is the caller's to reuse once `take` returns. Others are the stream's own: the
+ * program's first bytes when they came with the runtime's own answer (local), and every chunk
+ * where a protocol frames the bytes (Kubernetes' WebSocket), which never calls `buffer()`.
+ */
+export interface PortReads {
+  buffer(): Buffer;
+  take(chunk: Buffer): boolean;
+}
+

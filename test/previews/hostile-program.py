@@ -9,6 +9,7 @@
 #   GET /big?mib=N     N MiB, a MiB a write
 #   GET /badstatus     a status line with a control character in its reason
 #   GET /sse           three server-sent events, chunked, 300 ms apart, after a 103 Early Hints
+#   GET /untilclose    200 KiB framed by neither: the connection's end (writing) ends it
 #   GET /twoframes     an answer framed both by Content-Length and as chunked
 #   anything else      {method, path, headers, body: the body's length} (Content-Length or chunked)
 import json, socket, sys, threading, time
@@ -74,6 +75,13 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(0.3)
             self.wfile.write(b'0\r\n\r\n')
             self.wfile.flush()
+        elif self.path == '/untilclose':
+            # Neither a length nor chunks: the answer ends as the connection does.
+            self.wfile.write(b'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\n')
+            for i in range(50):
+                self.wfile.write(b'%05d' % i + b'y' * 4091)
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
         elif self.path == '/twoframes':
             self.wfile.write(b'HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n')
             self.wfile.flush()

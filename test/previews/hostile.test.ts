@@ -64,6 +64,18 @@ async function seen(s: Served): Promise<string[]> {
 const codeOf = (res: RawExchangeResponse) => (res.body as { code?: string }).code;
 
 /** Everything the API writes back to `bytes` down a fresh connection, until it closes; `onData` sees the text so far at each arrival. */
+/** A chunked body's bytes, its framing taken off. */
+function unchunked(body: string): string {
+  let out = '';
+  for (let at = 0; ; ) {
+    const eol = body.indexOf('\r\n', at);
+    const size = parseInt(body.slice(at, eol), 16);
+    if (!(size > 0)) return out;
+    out += body.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
+}
+
 function rawUntilClose(bytes: string, onData: (soFar: string) => void = () => undefined): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(Number(api.port), '127.0.0.1');
@@ -151,7 +163,7 @@ test("a program's status line with a control character in its reason passes with
   assert.equal((await call(stack.url, 'GET', '/healthz')).status, 200);
 });
 
-test("a program's chunked stream (server-sent events) reaches the client as it is written; interim answers, HEAD's bodiless answer, a handshake answered as a request; an answer framed two ways is refused", async () => {
+test("a program's chunked stream (server-sent events) reaches the client as it is written; interim answers, HEAD's bodiless answer, a handshake answered as a request, an answer ended by its close; an answer framed two ways is refused", async () => {
   const s = await served();
   // Each event as it comes, down a raw connection: the first long before the last is written.
   const arrivals: { at: number; text: string }[] = [];
@@ -178,6 +190,14 @@ test("a program's chunked stream (server-sent events) reaches the client as it i
   assert.equal(plain.status, 200, plain.head);
   assert.match(plain.head, /\r\ncontent-type: application\/json\r\n/i);
   assert.equal((plain.body as { path?: string }).path, '/echo');
+
+  // An answer framed by its connection's close: whole, as the client's own close frames it.
+  const closed = await rawUntilClose(`GET /untilclose HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: close\r\n\r\n`);
+  assert.match(closed, /^HTTP\/1\.1 200 OK\r\n/);
+  // Framed anew for the client, in chunks.
+  assert.match(closed, /\r\ntransfer-encoding: chunked\r\n/i);
+  const closedBody = unchunked(closed.slice(closed.indexOf('\r\n\r\n') + 4));
+  assert.ok(closedBody === Array.from({ length: 50 }, (_, i) => `${String(i).padStart(5, '0')}${'y'.repeat(4091)}`).join(''), `the body differs: ${closedBody.length} bytes`);
 
   const twice = await raw(`GET /twoframes HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: close\r\n\r\n`);
   assert.equal(twice.status, 502);

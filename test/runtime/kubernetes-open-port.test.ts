@@ -218,6 +218,50 @@ time.sleep(600)
   });
 });
 
+test("with reads: the WebSocket's chunks go to take as they are (no buffer asked for), and false pauses them until resume", async () => {
+  const id = await sandbox();
+  const served = await serveInSandbox(
+    runtime,
+    id,
+    listening(`
+c, _ = s.accept()
+for i in range(64):
+    c.sendall(bytes([i]) * 65536)
+c.close()
+`),
+  );
+  const expected = createHash('sha256');
+  for (let i = 0; i < 64; i++) expected.update(Buffer.alloc(65536, i));
+  const hash = createHash('sha256');
+  let received = 0;
+  let asked = 0;
+  let paused = false;
+  const stream = await runtime.openPort!(id, served.port, {
+    reads: {
+      buffer: () => {
+        asked++;
+        return Buffer.alloc(65536);
+      },
+      take: (chunk) => {
+        hash.update(chunk);
+        received += chunk.byteLength;
+        if (!paused && received >= 1024 * 1024) {
+          paused = true;
+          setTimeout(() => stream.resume(), 200);
+          return false;
+        }
+        return true;
+      },
+    },
+  });
+  await once(stream, 'end');
+  assert.equal(received, 64 * 65536);
+  assert.equal(hash.digest('hex'), expected.digest('hex'));
+  assert.equal(asked, 0);
+  assert.ok(paused);
+  stream.destroy();
+});
+
 test('destroying the sandbox ends a connection open into it', async () => {
   const id = await sandbox();
   const echo = await serveInSandbox(runtime, id, ECHO);

@@ -154,6 +154,73 @@ c.close()
   assert.equal(await server.exit, 0);
 });
 
+test("with reads: the program's bytes, its first ones sent before it read anything too, go into the caller's buffers, read after read, and false pauses them", async (t) => {
+  const { runtime, sandbox } = await setupLocalRuntime(t);
+  const id = await sandbox();
+  const MIB = 1024 * 1024;
+  const server = await serveInSandbox(
+    runtime,
+    id,
+    listening(`
+c, _ = s.accept()
+c.sendall(b'hello first\\n')
+c.recv(1)
+block = bytes(range(256)) * 4096
+for i in range(8):
+    c.sendall(block)
+c.close()
+`),
+  );
+  t.after(() => server.stop());
+  const block = Buffer.alloc(MIB, Buffer.from(Array.from({ length: 256 }, (_, i) => i)));
+  const expected = createHash('sha256').update('hello first\n');
+  for (let i = 0; i < 8; i++) expected.update(block);
+  // Two buffers, handed out in turn: a chunk's memory is the next read's but one.
+  const buffers = [Buffer.alloc(64 * 1024), Buffer.alloc(64 * 1024)];
+  let handedOut = 0;
+  const hash = createHash('sha256');
+  let received = 0;
+  let paused = false;
+  let dataEvents = 0;
+  let takenBeforeOpen = 0;
+  let opened = false;
+  const foreign: number[] = [];
+  let chunks = 0;
+  const socket = await runtime.openPort!(id, server.port, {
+    reads: {
+      buffer: () => buffers[handedOut++ % 2]!,
+      take: (chunk) => {
+        // The first bytes may have come with the agent's answer, and be handed on as a copy.
+        if (!buffers.some((b) => b.buffer === chunk.buffer)) foreign.push(chunks);
+        chunks++;
+        if (!opened) takenBeforeOpen++;
+        hash.update(chunk);
+        received += chunk.byteLength;
+        // A few MiB in, the caller stops taking them for a while.
+        if (!paused && received >= 2 * MIB) {
+          paused = true;
+          setTimeout(() => socket.resume(), 300);
+          return false;
+        }
+        return true;
+      },
+    },
+  });
+  opened = true;
+  socket.on('data', () => dataEvents++);
+  const ended = once(socket, 'end');
+  socket.write('g');
+  await ended;
+  assert.equal(received, 12 + 8 * MIB);
+  assert.equal(hash.digest('hex'), expected.digest('hex'));
+  assert.ok(handedOut > 8 * 16, `buffers handed out for ${handedOut} reads`);
+  assert.equal(dataEvents, 0, "no 'data' event with reads");
+  assert.ok(foreign.length === 0 || (foreign.length === 1 && foreign[0] === 0), `chunks not in the caller's buffers: ${foreign.join(', ')} of ${chunks}`);
+  assert.ok(paused);
+  t.diagnostic(`${takenBeforeOpen} chunk(s) taken before the open resolved`);
+  socket.destroy();
+});
+
 test('destroying the sandbox closes an open connection', async (t) => {
   const { runtime, sandbox } = await setupLocalRuntime(t);
   const id = await sandbox();

@@ -43,9 +43,11 @@ type Phase = 'head' | 'length' | 'size' | 'data' | 'data-end' | 'trailers' | 'cl
 
 /**
  * Reads the answer to one request (`method`, for HEAD's bodiless answers) off `upstream` into
- * `sink`; 1xx answers before it are skipped. Returns how to resume a paused body.
+ * `sink`; 1xx answers before it are skipped. Returns how to resume a paused body, and `take`,
+ * which the bytes go to: from upstream's 'data' events, unless they are `fed` to it (the
+ * stream's PortReads). Nothing of a chunk is kept past `take` but what `sink.data` is given of it.
  */
-export function readProgramAnswer(upstream: Duplex, method: string, sink: AnswerSink): { resume(): void } {
+export function readProgramAnswer(upstream: Duplex, method: string, sink: AnswerSink, options: { fed?: boolean } = {}): { resume(): void; take(chunk: Buffer): void } {
   let phase: Phase = 'head';
   let pending: Buffer | undefined;
   let left = 0;
@@ -55,7 +57,7 @@ export function readProgramAnswer(upstream: Duplex, method: string, sink: Answer
   /** The answer is over, whole or not: nothing more is read for it. */
   const detach = (): void => {
     phase = 'done';
-    upstream.off('data', onData);
+    if (!options.fed) upstream.off('data', onData);
     upstream.off('end', onEnd);
     upstream.off('close', onEnd);
   };
@@ -117,7 +119,8 @@ export function readProgramAnswer(upstream: Duplex, method: string, sink: Answer
           const end = headEnd(buffered);
           if (end === -1) {
             if (buffered.byteLength > MAX_HEAD_BYTES) throw new NotValidHttp('the head is too large');
-            pending = buffered;
+            // A copy: the chunk's memory may serve another read once this returns.
+            pending = pending ? buffered : Buffer.from(buffered);
             return;
           }
           if (end > MAX_HEAD_BYTES) throw new NotValidHttp('the head is too large');
@@ -199,10 +202,11 @@ export function readProgramAnswer(upstream: Duplex, method: string, sink: Answer
     return { text: text.endsWith('\r') ? text.slice(0, -1) : text, next: lf + 1 };
   }
 
-  upstream.on('data', onData);
+  if (!options.fed) upstream.on('data', onData);
   upstream.once('end', onEnd);
   upstream.once('close', onEnd);
   return {
+    take: onData,
     resume() {
       if (!paused || phase === 'done') return;
       paused = false;

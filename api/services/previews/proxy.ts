@@ -19,11 +19,20 @@ import { OpenPreviewConnections } from './open-connections.ts';
 import { IdleConnections } from './idle-connections.ts';
 import { answerFieldsForClient, requestHead, requestHeadersForProgram, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
 import { carriedReason, readProgramAnswer } from './program-answer.ts';
+import { ReadBuffers } from './read-buffers.ts';
+import type { PortReads } from '../../../shared/runtime/types.ts';
 
 // The preview proxy (docs/api.md, "Preview URLs"): a request whose Host is a preview's goes to
 // that port of that sandbox and nowhere else, never into the API's routes. Each request, and
 // each WebSocket, is one connection to the program (runtime.openPort), streamed both ways with
 // backpressure (pipes), and counted against the sandbox's cap over every replica.
+
+/**
+ * How much of a program's answer waits here for a slow client before its connection is paused.
+ * Above the response's own high-water mark (64 KiB, one chunk of the agent's): pausing at every
+ * chunk costs a stop and a start of the read per chunk, half a download's speed.
+ */
+const ANSWER_BUFFER_BYTES = 256 * 1024;
 
 export interface PreviewProxyDeps {
   pg: Pool;
@@ -50,6 +59,8 @@ interface Admitted {
 
 export class PreviewProxy {
   readonly #deps: PreviewProxyDeps;
+  /** The programs' answers are read into these, each used again once written to its client. */
+  readonly #buffers = new ReadBuffers();
   readonly #open: OpenPreviewConnections;
   readonly #idle: IdleConnections;
   readonly #admission: PreviewAdmission;
@@ -87,7 +98,23 @@ export class PreviewProxy {
   async #serve(req: IncomingMessage, res: ServerResponse, target: PreviewTarget): Promise<void> {
     const admitted = await this.#admit(req, target);
     if (admitted.cookie) return redirect(res, admitted.path, admitted.cookie);
-    const { upstream, release, accountId } = await this.#connect(req, target, admitted.digest);
+    const buffers = this.#buffers;
+    let reader: ReturnType<typeof readProgramAnswer> | undefined;
+    /** What the program sent before the reader was there: copies, its memory being the next read's. */
+    const early: Buffer[] = [];
+    const reads: PortReads = {
+      buffer: () => buffers.next(),
+      take: (chunk) => {
+        try {
+          if (reader) reader.take(chunk);
+          else early.push(Buffer.from(chunk));
+        } finally {
+          buffers.release(chunk);
+        }
+        return true;
+      },
+    };
+    const { upstream, release, accountId } = await this.#connect(req, target, admitted.digest, reads);
     // The answer's bytes take their account's fair share of this process (bulk-transfers.ts).
     const transfer = this.#deps.transfers.open(accountId);
     let over = false;
@@ -128,7 +155,7 @@ export class PreviewProxy {
       corked = false;
       res.uncork();
     };
-    const reader = readProgramAnswer(upstream, req.method ?? 'GET', {
+    reader = readProgramAnswer(upstream, req.method ?? 'GET', {
       head: (answer) => {
         if (over) return false;
         const fields = answerFieldsForClient(answer.fields);
@@ -146,13 +173,16 @@ export class PreviewProxy {
           res.cork();
           setImmediate(uncork);
         }
-        const fits = res.write(chunk);
+        // Its buffer serves no other read until the write is done.
+        buffers.hold(chunk);
+        res.write(chunk, () => buffers.release(chunk));
+        const fits = res.writableLength < ANSWER_BUFFER_BYTES;
         const turn = transfer.pass(chunk.byteLength);
         if (!turn) return fits;
         waitingTurn = true;
         void turn.then(() => {
           waitingTurn = false;
-          if (!res.writableNeedDrain) reader.resume();
+          if (!res.writableNeedDrain) reader?.resume();
         });
         return false;
       },
@@ -166,8 +196,9 @@ export class PreviewProxy {
         refuse(why === 'invalid' ? notValidHttp(target.port) : closedEarly(target.port));
         this.#deps.log.debug({ why, sandboxId: target.sandboxId }, 'preview answer not whole');
       },
-    });
-    res.on('drain', () => waitingTurn || reader.resume());
+    }, { fed: true });
+    for (const chunk of early.splice(0)) reader.take(chunk);
+    res.on('drain', () => waitingTurn || reader?.resume());
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, res: ServerResponse, target: PreviewTarget): Promise<void> {
@@ -250,13 +281,13 @@ export class PreviewProxy {
   }
 
   /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
-  async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined): Promise<{ upstream: Duplex; release: () => void; accountId: string }> {
+  async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined, reads?: PortReads): Promise<{ upstream: Duplex; release: () => void; accountId: string }> {
     const { release, accountId } = await this.#admission.enter(target, digest);
     const abort = new AbortController();
     const gone = () => abort.abort();
     req.socket.once('close', gone);
     try {
-      const upstream = await this.#deps.runtime.openPort(target.sandboxId, target.port, { signal: abort.signal });
+      const upstream = await this.#deps.runtime.openPort(target.sandboxId, target.port, { signal: abort.signal, ...(reads ? { reads } : {}) });
       upstream.on('error', () => undefined);
       return { upstream, release, accountId };
     } catch (err) {

@@ -10,6 +10,7 @@ import {
   type RuntimeSandbox,
   type SandboxRuntime,
   type SandboxSpec,
+  type PortReads,
 } from '../types.ts';
 import { execInPod } from './exec.ts';
 import { openPortInPod } from './port-forward.ts';
@@ -125,10 +126,14 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     }
   }
 
-  async function openPort(id: string, port: number, portOptions?: { signal?: AbortSignal }): Promise<Duplex> {
+  async function openPort(id: string, port: number, portOptions?: { signal?: AbortSignal; reads?: PortReads }): Promise<Duplex> {
     const name = podNameFor(id);
     if (name === undefined) throw new SandboxGoneError(`no sandbox ${id}`);
-    return openPortInPod({ kubeConfig: options.kubeConfig, pods, log }, name, port, portOptions?.signal);
+    const stream = await openPortInPod({ kubeConfig: options.kubeConfig, pods, log }, name, port, portOptions?.signal);
+    // The WebSocket's frames hold the bytes already: its chunks are handed on as they are.
+    const reads = portOptions?.reads;
+    if (reads) stream.on('data', (chunk: Buffer) => reads.take(chunk) || stream.pause());
+    return stream;
   }
 
   return {

@@ -11,6 +11,7 @@ import {
   type RuntimeSandbox,
   type SandboxRuntime,
   type SandboxSpec,
+  type PortReads,
 } from '../types.ts';
 import { sandboxArgs, systemDirArgs } from './bwrap-args.ts';
 import { ESSENTIAL, openCgroups, settledAll, type Cgroups } from './cgroups.ts';
@@ -435,7 +436,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       return true;
     },
 
-    async openPort(id: string, port: number, options: { signal?: AbortSignal } = {}): Promise<Duplex> {
+    async openPort(id: string, port: number, options: { signal?: AbortSignal; reads?: PortReads } = {}): Promise<Duplex> {
       if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new RangeError(`not a port: ${port}`);
       const h = await host();
       const state = await runningState(h, id);
@@ -444,7 +445,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       // without it (made on a host with no C compiler, see agent/binary.ts) would need a host
       // process per connection (an nsenter, and a relay of its own), which is not offered.
       if (!state.agent) throw new Error(PORTS_NEED_AGENT);
-      return openThroughAgent(agentSocket(h.layout, id), port, options.signal).catch(async (err: unknown) => {
+      return openThroughAgent(agentSocket(h.layout, id), port, options.signal, options.reads).catch(async (err: unknown) => {
         if (err instanceof AgentGoneError && !(await stillRuns(h, state))) {
           known.delete(id);
           throw new SandboxGoneError(`sandbox ${id} ended before its port ${port} could be reached`);
