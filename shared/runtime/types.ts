@@ -219,10 +219,12 @@ export class PortNotListeningError extends Error {
  * memory for the next read, and `take(chunk)` the part of it a read filled, from the first byte
  * after the open to the last; false pauses the stream until its resume(). Where the runtime reads
  * a socket itself (local), no memory is allocated per read: at hundreds of MB/s, a buffer a read
- * makes a large heap's garbage collector the main cost of relaying them. A chunk from a buffer
- * of `buffer()`'s is the caller's to reuse once `take` returns. Others are the stream's own: the
- * program's first bytes when they came with the runtime's own answer (local), and every chunk
- * where a protocol frames the bytes (Kubernetes' WebSocket), which never calls `buffer()`.
+ * makes a large heap's garbage collector the main cost of relaying them. A buffer of
+ * `buffer()`'s is the caller's again once `take` of its chunk returns, or, when the runtime read
+ * its own answer into it, once `buffer()` is called for the next read (or the stream is closed).
+ * Other chunks are the stream's own: the program's first bytes when they came with the runtime's
+ * own answer (local), and every chunk where a protocol frames the bytes (Kubernetes' WebSocket),
+ * which never calls `buffer()`.
  */
 export interface PortReads {
   buffer(): Buffer;

@@ -102,9 +102,16 @@ export class PreviewProxy {
     let reader: ReturnType<typeof readProgramAnswer> | undefined;
     /** What the program sent before the reader was there: copies, its memory being the next read's. */
     const early: Buffer[] = [];
+    /** The buffer the connection's next read goes into: free again once the connection is closed. */
+    let reading: Buffer | undefined;
     const reads: PortReads = {
-      buffer: () => buffers.next(),
+      // A read's buffer the runtime kept to itself (the agent's answer) is free once the next is asked for.
+      buffer: () => {
+        if (reading) buffers.release(reading);
+        return (reading = buffers.next());
+      },
       take: (chunk) => {
+        if (reading?.buffer === chunk.buffer) reading = undefined;
         try {
           if (reader) reader.take(chunk);
           else early.push(Buffer.from(chunk));
@@ -115,6 +122,10 @@ export class PreviewProxy {
       },
     };
     const { upstream, release, accountId } = await this.#connect(req, target, admitted.digest, reads);
+    upstream.once('close', () => {
+      if (reading) buffers.release(reading);
+      reading = undefined;
+    });
     // The answer's bytes take their account's fair share of this process (bulk-transfers.ts).
     const transfer = this.#deps.transfers.open(accountId);
     let over = false;
