@@ -59,7 +59,8 @@ done`;
 /**
  * take: the sandbox frozen (FREEZE), then the workspace as tar on stdout (its contents as `./…`
  * members: modes, symlinks, empty directories and modification times as tar keeps them), staying
- * on its file system; compressed
+ * on its file system; a sparse file's holes kept as holes (a database's or a disk image's file,
+ * larger than the sandbox's disk once filled, is restored as it was); compressed
  * by the image's zstd where it has one (a zstd frame on stdout, checksummed), else left for
  * Paddock to compress. The members' count first, on stderr, as `members=N`; tar's exit status
  * last, as `tar=N`. A file the user cannot read is left out with a warning; tar's 1, "a file
@@ -70,9 +71,9 @@ ${FREEZE}
 n=$(find . -xdev ! -path . 2>/dev/null | wc -l)
 printf 'members=%s\\n' "\${n##* }" >&2
 if command -v zstd >/dev/null 2>&1; then
-  { LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read .; printf 'tar=%s\\n' $? >&2; } | zstd -3 -q -c --check || exit ${ZSTD_FAILED_EXIT}
+  { LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read --sparse .; printf 'tar=%s\\n' $? >&2; } | zstd -3 -q -c --check || exit ${ZSTD_FAILED_EXIT}
 else
-  LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read .
+  LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read --sparse .
   printf 'tar=%s\\n' $? >&2
 fi
 `;

@@ -165,6 +165,24 @@ test('the storage quota: checked before a snapshot starts and as it streams; one
   assert.equal((await snapshot(account.key, box.id)).status, 201, 'room again once one is deleted');
 });
 
+test("a sparse file larger than the sandbox's disk once filled comes back as it was: its length, its data, its holes", async () => {
+  const account = await newAccount(stack.url, 'snapshot-sparse');
+  const box = await sandboxFor(stack, account.key);
+  // 3 GiB long (the disk holds 2), a few bytes of data at its start and at its end.
+  const made = await box.sh('cd /workspace && truncate -s 3G sparse && printf head | dd of=sparse conv=notrunc 2>/dev/null && printf tail | dd of=sparse bs=1 seek=3221225468 conv=notrunc 2>/dev/null');
+  assert.equal(made.exitCode, 0, made.stderr);
+  const taken = await snapshot(account.key, box.id);
+  assert.equal(taken.status, 201, JSON.stringify(taken.body));
+  assert.ok(taken.body.sizeBytes < 1024 * 1024, `stored ${taken.body.sizeBytes} bytes`);
+  const restored = await createSandbox(stack.url, account.key, '', { snapshot: taken.body.id });
+  assert.equal(restored.body.status, 'running', JSON.stringify(restored.body));
+  const seen = await fileClient(stack, account.key, restored.body.id).sh('cd /workspace && stat -c %s sparse && head -c 4 sparse && echo && tail -c 4 sparse && echo && du -k sparse | cut -f1');
+  assert.equal(seen.exitCode, 0, seen.stderr);
+  const [size, head, tail, kib] = seen.stdout.trim().split('\n');
+  assert.deepEqual([size, head, tail], ['3221225472', 'head', 'tail']);
+  assert.ok(Number(kib) < 1024, `${kib} KiB on disk: its holes were filled`);
+});
+
 test('a stopped sandbox has no workspace to snapshot: 409 sandbox_not_running', async () => {
   const account = await newAccount(stack.url, 'snapshot-stopped');
   const box = await sandboxFor(stack, account.key);
@@ -293,8 +311,8 @@ test("snapshotOnDestroy with two enders: the workers' sweep, coming on the sandb
   const created = await createSandbox(stack.url, account.key, '', { snapshotOnDestroy: true });
   assert.equal(created.body.status, 'running', JSON.stringify(created.body));
   const box = fileClient(stack, account.key, created.body.id);
-  // A copy that takes a while: tar reads a sparse file whole.
-  assert.equal((await box.sh('truncate -s 2G /workspace/sparse')).exitCode, 0);
+  // A copy that takes a while: a GiB of zeros written, which tar reads whole.
+  assert.equal((await box.sh('head -c 1G /dev/zero > /workspace/zeros')).exitCode, 0);
   const list = async () => (await call(stack.url, 'GET', '/v1/snapshots', { token: account.key })).body.data as { id: string; status: string }[];
 
   const destroying = call(stack.url, 'DELETE', `/v1/sandboxes/${box.id}`, { token: account.key });
@@ -359,8 +377,8 @@ test("the final snapshot's kill, as a tenant may run it too: every process but t
 test('a snapshot copies a still workspace: every process of the sandbox is stopped while it is copied, and each runs on after', async () => {
   const account = await newAccount(stack.url, 'snapshot-freeze');
   const box = await sandboxFor(stack, account.key);
-  // A copy that takes a while: a sparse GiB, which tar reads whole and zstd makes next to nothing of.
-  assert.equal((await box.sh('truncate -s 1G /workspace/sparse')).exitCode, 0);
+  // A copy that takes a while: a GiB of zeros written (no holes to skip), which tar reads whole and zstd makes next to nothing of.
+  assert.equal((await box.sh('head -c 1G /dev/zero > /workspace/zeros')).exitCode, 0);
   const ticks = async () => (await box.sh('cat /workspace/ticks')).stdout.trim().split('\n');
   assert.equal((await background(account.key, box.id, 'while :; do date +%s%N >> /workspace/ticks; sleep 0.01; done')).status, 202);
   await eventually('the ticker ticks', 10_000, async () => ((await ticks()).length >= 5 ? true : undefined));
