@@ -47,8 +47,13 @@ test('commands run as the sandbox user, and its files belong to an unprivileged 
   assert.match((await sh(runtime, a, 'grep -E "^(Groups|CapEff)" /proc/self/status')).stdout, /^Groups:\t(1000)? *\nCapEff:\t0+\n$/);
   await run(runtime, a, ['touch', 'made-inside']);
   await run(runtime, b, ['touch', 'made-inside']);
-  const ownerA = (await stat(join(options.dataDir, 'sandboxes', a, 'workspace', 'made-inside'))).uid;
-  const ownerB = (await stat(join(options.dataDir, 'sandboxes', b, 'workspace', 'made-inside'))).uid;
+  // Seen from the host through each sandbox's init: its disk is mounted in its own namespace alone.
+  const madeInside = async (id: string) => {
+    const { pid } = JSON.parse(await readFile(join(options.dataDir, 'sandboxes', id, 'state.json'), 'utf8')) as { pid: number };
+    return (await stat(`/proc/${pid}/root/workspace/made-inside`)).uid;
+  };
+  const ownerA = await madeInside(a);
+  const ownerB = await madeInside(b);
   if (asRoot) {
     assert.notEqual(ownerA, 0);
     assert.notEqual(ownerB, 0);

@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { readStat } from '../../shared/runtime/local/processes.ts';
 import { CommandSpawner, HostCommandError, SpawnerGoneError, type HostCommand } from '../../shared/runtime/local/spawner.ts';
-import { mountDisk } from '../../shared/runtime/local/disk.ts';
+import { attachDisk } from '../../shared/runtime/local/disk.ts';
 import { sandboxArgs, systemDirArgs } from '../../shared/runtime/local/bwrap-args.ts';
 import { hostUidFor, runningAsRoot } from '../../shared/runtime/local/identity.ts';
 import { sandboxMarker, type LaunchRequest } from '../../shared/runtime/local/launch.ts';
@@ -152,9 +152,9 @@ test('the runtime\'s own host commands (the disk\'s truncate, mkfs.ext4, mount) 
   // The disk's failure names what the command said.
   const dir = await mkdtemp(join(tmpdir(), 'paddock-disk-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  await assert.rejects(mountDisk(spawner.host, join(dir, 'disk.img'), join(dir, 'missing-workspace'), { megabytes: 8, inodes: 64 }, 0), (err: unknown) => {
+  await assert.rejects(attachDisk(spawner.host, join(dir, 'disk.img'), { megabytes: 0, inodes: 64 }, 0), (err: unknown) => {
     assert.ok(err instanceof PermanentRuntimeError);
-    assert.match(err.message, /the sandbox's disk could not be made \(mount: .*missing-workspace/);
+    assert.match(err.message, /the sandbox's disk could not be made \(mkfs\.ext4: Device size reported to be zero/);
     return true;
   });
   assert.deepEqual(await spawnersOf(process.pid), [pid], 'one spawner served them all');
@@ -172,13 +172,14 @@ test('a spawner that dies under a host command is no permanent failure of the di
   await assert.rejects(sleeping, SpawnerGoneError);
   await until('its command is killed', async () => (await sleepers(sleepMark(305))).length === 0);
   await spawner.host('true', []);
-  // mkfs.ext4 or mount lost with their spawner: the error goes up as it is, for the job to retry.
+  // mkfs.ext4 or losetup lost with their spawner: the error goes up as it is, for the job to retry.
   const dir = await mkdtemp(join(tmpdir(), 'paddock-disk-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const gone: HostCommand = async (file) => {
     if (file !== 'truncate') throw new SpawnerGoneError('the command spawner exited (SIGKILL)');
+    return { stdout: '' };
   };
-  await assert.rejects(mountDisk(gone, join(dir, 'disk.img'), join(dir, 'ws'), { megabytes: 8, inodes: 64 }, 0), (err: unknown) => err instanceof SpawnerGoneError && !(err instanceof PermanentRuntimeError));
+  await assert.rejects(attachDisk(gone, join(dir, 'disk.img'), { megabytes: 8, inodes: 64 }, 0), (err: unknown) => err instanceof SpawnerGoneError && !(err instanceof PermanentRuntimeError));
 });
 
 test('warm starts the spawner ahead of the first create, whose disk commands then use it', async (t) => {

@@ -37,6 +37,10 @@ const loopMounts = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n'
 test('writing past the disk quota fails with ENOSPC inside; the host loses at most the quota; destroy gives it back', { skip: !local }, async () => {
   const account = await newAccount(stack.url, 'diskhog');
   const [hog, neighbour] = await Promise.all([createSandbox(stack.url, account.key), createSandbox(stack.url, account.key)]);
+  // Each disk is mounted in its sandbox's own mount namespace, never the host's (whose every mount
+  // each new sandbox's namespace would start with a copy of).
+  assert.deepEqual(loopMounts(), [], 'no sandbox disk in the host mount table');
+  assert.equal(loopDevices().length, 2, 'a loop device each');
   const before = hostFree();
   const dd = await sh(account, hog.body.id, 'dd if=/dev/zero of=/workspace/big bs=1M count=128 2>&1; echo "exit $?"');
   assert.match(dd.stdout, /No space left on device/);

@@ -10,6 +10,7 @@ import { GENERATED, GENERATED_ETC_FIRST_FD } from './bwrap-args.ts';
 import { GENERATED_ETC, runningAsRoot, SANDBOX_ENV } from './identity.ts';
 import { killQuietly, readStat } from './processes.ts';
 import { admitTo } from './cgroups.ts';
+import { DISK_MOUNT } from './disk.ts';
 
 // Starting a sandbox's init under bubblewrap. Bubblewrap reports the init's pid (--info-fd), then
 // holds it before it runs anything (--block-fd) so the caller can put it into its cgroups first:
@@ -71,6 +72,12 @@ export interface LaunchOptions {
    * socket is made on the host (the runtime connects there for every exec).
    */
   agent?: { binary: string; socket: string; cgroupDir?: string };
+  /**
+   * The sandbox's own disk, attached to `device` (disk.ts): mounted on `workspace` in a mount
+   * namespace made for this sandbox, as root, before bubblewrap starts in it as the sandbox's user.
+   * `programs`: unshare, mount, losetup and setpriv, by absolute path.
+   */
+  disk?: { device: string; workspace: string; programs: { unshare: string; mount: string; losetup: string; setpriv: string } };
 }
 
 // The agent's descriptors, after the generated /etc files': its listening socket, and its binary
@@ -109,7 +116,14 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
       ? ['--perms', '0555', '--ro-bind-data', String(AGENT_BINARY_FD), AGENT_PATH, ...READ_ONLY, ...start,
           AGENT_PATH, String(AGENT_SOCKET_FD), '5', sandboxMarker(options.id), String(endsAt), ...(cgroupDir === undefined ? [] : [String(AGENT_CGROUP_FD)])]
       : [...READ_ONLY, ...start, '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id), String(Math.ceil(endsAt / 1000))];
-    child = spawn(options.bwrap, [...options.args, ...init], {
+    const bwrap = [options.bwrap, ...options.args, ...init];
+    const disk = options.disk;
+    // With a disk, the chain execs from unshare to bubblewrap in this one process (its pid the child's).
+    const command = disk
+      ? [disk.programs.unshare, '--mount', '--propagation', 'private', '--', '/bin/sh', '-c', DISK_MOUNT, 'paddock-disk',
+          disk.programs.mount, disk.programs.losetup, disk.programs.setpriv, disk.device, disk.workspace, String(options.hostUid), ...bwrap]
+      : bwrap;
+    child = spawn(command[0]!, command.slice(1), {
       // Its own session, and no --die-with-parent: the sandbox outlives the process that made it.
       detached: true,
       cwd: '/',
@@ -118,7 +132,8 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
         'ignore', 'ignore', log, 'pipe', 'pipe', 'pipe', ...GENERATED.map(() => 'pipe' as const),
         ...(listening && binary !== undefined ? [listening.fd, binary, ...(cgroupDir === undefined ? [] : [cgroupDir])] : []),
       ],
-      ...(runningAsRoot ? { uid: options.hostUid, gid: options.hostUid } : {}),
+      // The disk's chain starts as root and becomes the sandbox's user (setpriv) before bubblewrap.
+      ...(runningAsRoot && !disk ? { uid: options.hostUid, gid: options.hostUid } : {}),
     });
   } finally {
     closeSync(log);

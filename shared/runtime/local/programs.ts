@@ -14,15 +14,19 @@ export interface Programs {
   mount: string | undefined;
   /** Opens the terminals' pseudo-terminals, inside the sandbox (which sees the host's /usr). */
   socat: string | undefined;
+  /** A disk's mount in the sandbox's own mount namespace (disk.ts); all three, or no disk quota. */
+  unshare: string | undefined;
+  losetup: string | undefined;
+  setpriv: string | undefined;
 }
 
 const SYSTEM_PATH = ['/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin'];
 
 /** The programs, or undefined when this host lacks bubblewrap or nsenter. */
 export async function findPrograms(): Promise<Programs | undefined> {
-  const names = ['bwrap', 'nsenter', 'slirp4netns', 'nft', 'mount', 'socat'];
-  const [bwrap, nsenter, slirp4netns, nft, mount, socat] = await Promise.all(names.map(find));
-  return bwrap && nsenter ? { bwrap, nsenter, slirp4netns, nft, mount, socat } : undefined;
+  const names = ['bwrap', 'nsenter', 'slirp4netns', 'nft', 'mount', 'socat', 'unshare', 'losetup', 'setpriv'];
+  const [bwrap, nsenter, slirp4netns, nft, mount, socat, unshare, losetup, setpriv] = await Promise.all(names.map(find));
+  return bwrap && nsenter ? { bwrap, nsenter, slirp4netns, nft, mount, socat, unshare, losetup, setpriv } : undefined;
 }
 
 async function find(name: string): Promise<string | undefined> {

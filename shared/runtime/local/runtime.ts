@@ -41,7 +41,7 @@ import { findPrograms, type Programs } from './programs.ts';
 import { attachNetwork, changePolicy, refusedSoFar } from './network.ts';
 import { egressMode, NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { discard, sweepTrash } from './remove-tree.ts';
-import { mountDisk, unmountDisk } from './disk.ts';
+import { attachDisk, detachDisk, unmountDisk } from './disk.ts';
 import { CommandSpawner } from './spawner.ts';
 import { markEnding, readState, writeState, type SandboxState } from './state.ts';
 
@@ -148,16 +148,17 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     await mkdir(workspace, { mode: 0o700 });
     if (runningAsRoot) await chown(workspace, hostUid, hostUid);
     let network: SandboxState['network'];
+    /** The loop device of the sandbox's disk, once attached. */
+    let device: string | undefined;
     try {
       // The disk and the groups are independent: made side by side, a create waits for the slower.
       const disk = async (): Promise<void> => {
         if (diskMb <= 0) return;
-        await mountDisk(spawner.host, diskImage(h.layout, spec.id), workspace, { megabytes: diskMb, inodes: diskInodes }, hostUid);
-        await chmod(workspace, 0o700);
+        device = await attachDisk(spawner.host, diskImage(h.layout, spec.id), { megabytes: diskMb, inodes: diskInodes }, hostUid);
       };
       await settledAll([disk(), h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 }) ?? Promise.resolve()]);
-      if (diskMb > 0 && diskMbps > 0 && h.cgroups) {
-        const limit = { device: deviceOf((await stat(workspace)).dev), bytesPerSecond: diskMbps * 1_000_000 };
+      if (device && diskMbps > 0 && h.cgroups) {
+        const limit = { device: deviceOf((await stat(device)).rdev), bytesPerSecond: diskMbps * 1_000_000 };
         if (!(await h.cgroups.limitDevice(spec.id, limit)) && h.cgroups.limited.io === 'v2') {
           log?.warn({ sandboxId: spec.id, device: limit.device }, 'could not cap the sandbox disk\'s bandwidth (io.max); it runs without');
         }
@@ -177,6 +178,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         endsAt: Date.now() + spec.capSeconds * 1000 + graceMs,
         ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
         ...(h.cgroups ? { admitTo: h.cgroups.initProcsFiles(spec.id, { cpuOnceReady: true }) } : {}),
+        ...(device ? { disk: { device, workspace, programs: diskPrograms(programs) } } : {}),
         deadline,
       };
       // Only a sandbox with network needs this process while its init is held: outbound network
@@ -212,6 +214,8 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       log?.info({ sandboxId: spec.id, pid, hostUid }, 'sandbox started');
       return { id: spec.id, accountId: spec.accountId, status: 'running' };
     } catch (err) {
+      // A device the launch never mounted is still attached: no unmount would free it.
+      if (device) await detachDisk(spawner.host, diskImage(h.layout, spec.id));
       await teardown(h, spec.id, undefined, Date.now() + DESTROY_TIMEOUT_MS).catch((cleanup: unknown) =>
         log?.error({ sandboxId: spec.id, err: cleanup }, 'could not clean up after a failed start'),
       );
@@ -263,6 +267,8 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     } else {
       // No state: its init, if any, is found by the marker it was started with.
       await killByArgument(sandboxMarker(id), deadline);
+      // And its disk may be attached and never mounted, which nothing else would free.
+      await detachDisk(spawner.host, diskImage(h.layout, id));
     }
     // Whatever escaped the namespace's end (nsenter's host-side halves, say) is still in the groups.
     await h.cgroups?.killAndRemove(id, deadline);
@@ -317,6 +323,9 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       refuseWithoutLimits(h.cgroups, settings.allowUnlimited ?? false);
       if (diskMb > 0 && !runningAsRoot) {
         throw new PermanentRuntimeError('a disk quota per sandbox (PADDOCK_LOCAL_DISK_MB) needs Paddock to run as root; set PADDOCK_LOCAL_DISK_MB=0 to run sandboxes without one');
+      }
+      if (diskMb > 0 && !(programs.mount && programs.unshare && programs.losetup && programs.setpriv)) {
+        throw new PermanentRuntimeError('a disk quota per sandbox (PADDOCK_LOCAL_DISK_MB) needs mount, unshare, losetup and setpriv (util-linux); set PADDOCK_LOCAL_DISK_MB=0 to run sandboxes without one');
       }
       if (egressMode(spec.network ?? NO_EGRESS) !== 'none' && !(runningAsRoot && programs.slirp4netns && programs.nft)) {
         throw new PermanentRuntimeError(NETWORK_NEEDS);
@@ -536,4 +545,9 @@ export function deviceOf(dev: number): string {
   const major = ((n >> 8n) & 0xfffn) | ((n >> 32n) & 0xfffff000n);
   const minor = (n & 0xffn) | ((n >> 12n) & 0xffffff00n);
   return `${major}:${minor}`;
+}
+
+/** The programs a disk's mount takes (checked at create). */
+function diskPrograms(programs: Programs): { unshare: string; mount: string; losetup: string; setpriv: string } {
+  return { unshare: programs.unshare!, mount: programs.mount!, losetup: programs.losetup!, setpriv: programs.setpriv! };
 }

@@ -33,8 +33,11 @@ export class HostCommandError extends Error {
 /** The spawner exited (or could not start) while a command was in its hands. */
 export class SpawnerGoneError extends Error {}
 
-/** Runs a short host command (`file` looked up on the PATH) to its end; rejects with HostCommandError unless it exits 0. */
-export type HostCommand = (file: string, args: string[]) => Promise<void>;
+/**
+ * Runs a short host command (`file` looked up on the PATH) to its end: what it printed (its first
+ * HOST_STDERR_BYTES); rejects with HostCommandError unless it exits 0.
+ */
+export type HostCommand = (file: string, args: string[]) => Promise<{ stdout: string }>;
 
 interface Pending {
   request: ExecRequest;
@@ -190,17 +193,24 @@ export class CommandSpawner {
    */
   readonly host: HostCommand = async (file, args) => {
     const stderr: Buffer[] = [];
+    const stdout: Buffer[] = [];
     let kept = 0;
+    let printed = 0;
     const result = await this.run([file, ...args], {
       argv: [file, ...args],
       timeoutMs: HOST_COMMAND_TIMEOUT_MS,
+      onStdout: (chunk) => {
+        if (printed >= HOST_STDERR_BYTES) return;
+        stdout.push(Buffer.from(chunk).subarray(0, HOST_STDERR_BYTES - printed));
+        printed += chunk.byteLength;
+      },
       onStderr: (chunk) => {
         if (kept >= HOST_STDERR_BYTES) return;
         stderr.push(Buffer.from(chunk).subarray(0, HOST_STDERR_BYTES - kept));
         kept += chunk.byteLength;
       },
     });
-    if (result.exitCode === 0) return;
+    if (result.exitCode === 0) return { stdout: Buffer.concat(stdout).toString('utf8') };
     const how = result.timedOut ? `did not finish within ${HOST_COMMAND_TIMEOUT_MS / 1000} s` : result.exitCode === null ? `was ended by ${result.signal}` : `exited with ${result.exitCode}`;
     throw new HostCommandError(`${file} ${how}`, Buffer.concat(stderr).toString('utf8'), result.exitCode);
   };
