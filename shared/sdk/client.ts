@@ -685,8 +685,9 @@ export class PaddockClient {
         res = await this.#fetch(url, init as RequestInit);
       } catch (err) {
         if (spec.signal?.aborted) throw err;
-        // Not reached at all: a GET is safe to send again, after a short pause.
-        if (spec.method === 'GET' && attempt < retries) {
+        // No answer (not reached, or a kept-alive connection the server closed as it was sent):
+        // an idempotent request is safe to send again, after a short pause; a plain POST is not.
+        if (attempt < retries) {
           await pause(250 * 2 ** attempt, spec.signal);
           continue;
         }

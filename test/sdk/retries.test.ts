@@ -64,3 +64,18 @@ test('a Retry-After past the longest wait, or retries turned off, is thrown at o
   assert.ok(Date.now() - started < 3000, 'the wait was cut short');
   assert.equal(api.seen.length, 3);
 });
+
+test('a DELETE whose connection closes before any answer is sent again; a plain POST is not', async (t) => {
+  const api = await serve((req, res, n) => {
+    // The first of each: the connection dropped, as a server closing a kept-alive one does.
+    if (n === 0 || req.method === 'POST') return void req.socket.destroy();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"sbx_3","state":"destroyed"}');
+  });
+  t.after(api.close);
+  const client = new PaddockClient({ baseUrl: api.url, apiKey: 'pdk_live_x' });
+  assert.equal((await client.destroySandbox('sbx_3')).id, 'sbx_3');
+  assert.deepEqual(api.seen.map((s) => s.method), ['DELETE', 'DELETE']);
+  await assert.rejects(client.exec('sbx_3', { command: 'true' }), (err) => (err as Error).name === 'PaddockConnectionError');
+  assert.deepEqual(api.seen.map((s) => s.method), ['DELETE', 'DELETE', 'POST']);
+});
+
