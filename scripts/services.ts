@@ -43,8 +43,12 @@ const DEBIAN_PACKAGES = {
   postgres: 'postgresql',
   'redis-server': 'redis-server',
   bwrap: 'bubblewrap',
-  // Each local sandbox's own disk (PADDOCK_LOCAL_DISK_MB) is formatted ext4.
+  // Each local sandbox's own disk (PADDOCK_LOCAL_DISK_MB) is formatted ext4, attached to a loop
+  // device and mounted in the sandbox's own mount namespace, entered as its user.
   'mkfs.ext4': 'e2fsprogs',
+  losetup: 'mount',
+  unshare: 'util-linux',
+  setpriv: 'util-linux',
   // Sandboxes with network (PADDOCK_LOCAL_NETWORK): slirp4netns links them out, nft filters, and
   // the network test makes its test host with ip.
   slirp4netns: 'slirp4netns',
