@@ -3,7 +3,7 @@ import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from '../auth/api-key-format.ts';
 import { looksLikeJwt } from '../auth/jwt.ts';
 import type { AppContext, AppDeps } from '../context.ts';
-import type { Scope } from '../../shared/scopes.ts';
+import { insufficientScope, type Scope } from '../../shared/scopes.ts';
 import type { BucketToTake } from '../auth/api-key-store.ts';
 import type { BucketName } from '../ratelimit/buckets.ts';
 import { bucketLimit } from './rate-limit.ts';
@@ -189,7 +189,5 @@ export function hasScope(ctx: AppContext, scope: Scope): boolean {
 
 /** 403 insufficient_scope for a key without `scope`, which `what` (a route, or a field of its body) needs. */
 export function requireScopeFor(ctx: AppContext, scope: Scope, what: string): void {
-  if (!hasScope(ctx, scope)) {
-    throw new ApiError('insufficient_scope', `This API key lacks the scope ${scope}, which ${what} needs.`, { extra: { scope } });
-  }
+  if (!hasScope(ctx, scope)) throw insufficientScope(scope, what);
 }

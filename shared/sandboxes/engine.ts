@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Sandbox } from '../db/entities.ts';
 import { ApiError } from '../errors.ts';
+import { insufficientScope } from '../scopes.ts';
 import { isDependencyUnavailable } from '../unavailable.ts';
 import { isId, newId } from '../ids.ts';
 import { jobCatalogue, type JobPayload, type JobRequest } from '../jobs/catalogue.ts';
@@ -372,7 +373,7 @@ export class SandboxEngine {
     const fallback: NetworkPolicy = { egress: defaultEgress(this.#options) };
     const policy = asked ?? fallback;
     if (!samePolicy(policy, fallback) && !grant.mayOpen) {
-      throw new ApiError('insufficient_scope', 'This API key lacks the scope network:write, which a network other than the default needs.', { extra: { scope: 'network:write' } });
+      throw insufficientScope('network:write', 'a network other than the default');
     }
     const max = this.#options.PADDOCK_EGRESS_MAX;
     if (!withinEgressMax(egressMode(policy), max)) {
