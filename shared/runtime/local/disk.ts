@@ -21,8 +21,8 @@ export interface DiskLimits {
 /**
  * Formats the sandbox's disk and attaches it to a loop device (losetup's: the kernel's first free
  * one, at once, not `mount -o loop`'s search of every loop device's sysfs entry for one already
- * backed by the file); the device's path. The launch mounts it (DISK_MOUNT) and detaches it then,
- * so the kernel frees it with the last unmount, the namespace's end (autoclear).
+ * backed by the file); the device's path. The launch mounts it (launch.ts, DISK_MOUNT) and
+ * detaches it then, so the kernel frees it with the last unmount, the namespace's end (autoclear).
  */
 export async function attachDisk(run: HostCommand, image: string, limits: DiskLimits, uid: number): Promise<string> {
   await run('truncate', ['-s', `${limits.megabytes}M`, image]);
@@ -41,21 +41,6 @@ export async function attachDisk(run: HostCommand, image: string, limits: DiskLi
     throw new PermanentRuntimeError(`the sandbox's disk could not be made (${said || (err as Error).message}); PADDOCK_LOCAL_DISK_MB=0 runs sandboxes without a disk quota`);
   }
 }
-
-/**
- * Run as root in the sandbox's own mount namespace (`unshare --mount --propagation private`),
- * before bubblewrap: mounts the disk ($4) on the workspace ($5), detaches the loop device (freed
- * with the unmount), leaves mkfs's lost+found out and the workspace the user's alone, then runs
- * the rest of the arguments as uid $6. $1 to $3: mount, losetup and setpriv, by absolute path.
- */
-export const DISK_MOUNT = `"$1" -t ext4 -o nosuid,nodev,noatime "$4" "$5" || exit 1
-"$2" -d "$4"
-rmdir "$5/lost+found" 2>/dev/null
-chmod 700 "$5" || exit 1
-uid=$6
-setpriv=$3
-shift 6
-exec "$setpriv" --reuid="$uid" --regid="$uid" --clear-groups -- "$@"`;
 
 /**
  * Detaches the loop devices still backed by the sandbox's image: a start that failed before its

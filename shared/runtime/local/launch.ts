@@ -10,7 +10,6 @@ import { GENERATED, GENERATED_ETC_FIRST_FD } from './bwrap-args.ts';
 import { GENERATED_ETC, runningAsRoot, SANDBOX_ENV } from './identity.ts';
 import { killQuietly, readStat } from './processes.ts';
 import { admitTo } from './cgroups.ts';
-import { DISK_MOUNT } from './disk.ts';
 
 // Starting a sandbox's init under bubblewrap. Bubblewrap reports the init's pid (--info-fd), then
 // holds it before it runs anything (--block-fd) so the caller can put it into its cgroups first:
@@ -45,6 +44,22 @@ const READ_ONLY = ['--remount-ro', '/dev', '--remount-ro', '/'];
 
 /** An argument of the init's command line that names its sandbox, in `ps` and for cleanup. */
 export const sandboxMarker = (id: string): string => `paddock-sandbox-${id}`;
+
+/**
+ * Run as root in the sandbox's own mount namespace (`unshare --mount --propagation private`),
+ * before bubblewrap: mounts the disk ($4, attached by disk.ts) on the workspace ($5), detaches
+ * the loop device (freed with the unmount), leaves mkfs's lost+found out and the workspace the
+ * user's alone, then runs the rest of the arguments as uid $6. $1 to $3: mount, losetup and
+ * setpriv, by absolute path.
+ */
+const DISK_MOUNT = `"$1" -t ext4 -o nosuid,nodev,noatime "$4" "$5" || exit 1
+"$2" -d "$4"
+rmdir "$5/lost+found" 2>/dev/null
+chmod 700 "$5" || exit 1
+uid=$6
+setpriv=$3
+shift 6
+exec "$setpriv" --reuid="$uid" --regid="$uid" --clear-groups -- "$@"`;
 
 export interface LaunchOptions {
   bwrap: string;

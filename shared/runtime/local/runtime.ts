@@ -148,12 +148,13 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     await mkdir(workspace, { mode: 0o700 });
     if (runningAsRoot) await chown(workspace, hostUid, hostUid);
     let network: SandboxState['network'];
-    /** The loop device of the sandbox's disk, once attached. */
+    /** The loop device of the sandbox's disk, once attached, and the programs that mount it (create checked them). */
     let device: string | undefined;
+    const disking = diskMb > 0 ? diskPrograms(programs) : undefined;
     try {
       // The disk and the groups are independent: made side by side, a create waits for the slower.
       const disk = async (): Promise<void> => {
-        if (diskMb <= 0) return;
+        if (!disking) return;
         device = await attachDisk(spawner.host, diskImage(h.layout, spec.id), { megabytes: diskMb, inodes: diskInodes }, hostUid);
       };
       await settledAll([disk(), h.cgroups?.create(spec.id, { memoryMb: settings.memoryMb, pidsMax: settings.pidsMax, cpus: settings.cpus ?? 1 }) ?? Promise.resolve()]);
@@ -178,7 +179,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         endsAt: Date.now() + spec.capSeconds * 1000 + graceMs,
         ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
         ...(h.cgroups ? { admitTo: h.cgroups.initProcsFiles(spec.id, { cpuOnceReady: true }) } : {}),
-        ...(device ? { disk: { device, workspace, programs: diskPrograms(programs) } } : {}),
+        ...(device && disking ? { disk: { device, workspace, programs: disking } } : {}),
         deadline,
       };
       // Only a sandbox with network needs this process while its init is held: outbound network
@@ -324,7 +325,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       if (diskMb > 0 && !runningAsRoot) {
         throw new PermanentRuntimeError('a disk quota per sandbox (PADDOCK_LOCAL_DISK_MB) needs Paddock to run as root; set PADDOCK_LOCAL_DISK_MB=0 to run sandboxes without one');
       }
-      if (diskMb > 0 && !(programs.mount && programs.unshare && programs.losetup && programs.setpriv)) {
+      if (diskMb > 0 && !diskPrograms(programs)) {
         throw new PermanentRuntimeError('a disk quota per sandbox (PADDOCK_LOCAL_DISK_MB) needs mount, unshare, losetup and setpriv (util-linux); set PADDOCK_LOCAL_DISK_MB=0 to run sandboxes without one');
       }
       if (egressMode(spec.network ?? NO_EGRESS) !== 'none' && !(runningAsRoot && programs.slirp4netns && programs.nft)) {
@@ -547,7 +548,7 @@ export function deviceOf(dev: number): string {
   return `${major}:${minor}`;
 }
 
-/** The programs a disk's mount takes (checked at create). */
-function diskPrograms(programs: Programs): { unshare: string; mount: string; losetup: string; setpriv: string } {
-  return { unshare: programs.unshare!, mount: programs.mount!, losetup: programs.losetup!, setpriv: programs.setpriv! };
+/** The programs a disk's mount takes, or undefined when the host lacks one. */
+function diskPrograms({ unshare, mount, losetup, setpriv }: Programs): { unshare: string; mount: string; losetup: string; setpriv: string } | undefined {
+  return unshare && mount && losetup && setpriv ? { unshare, mount, losetup, setpriv } : undefined;
 }

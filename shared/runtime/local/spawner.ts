@@ -192,27 +192,17 @@ export class CommandSpawner {
    * process creating and destroying sandboxes, a worker, does not fork for them.
    */
   readonly host: HostCommand = async (file, args) => {
-    const stderr: Buffer[] = [];
-    const stdout: Buffer[] = [];
-    let kept = 0;
-    let printed = 0;
+    const stdout = firstBytes(HOST_STDERR_BYTES);
+    const stderr = firstBytes(HOST_STDERR_BYTES);
     const result = await this.run([file, ...args], {
       argv: [file, ...args],
       timeoutMs: HOST_COMMAND_TIMEOUT_MS,
-      onStdout: (chunk) => {
-        if (printed >= HOST_STDERR_BYTES) return;
-        stdout.push(Buffer.from(chunk).subarray(0, HOST_STDERR_BYTES - printed));
-        printed += chunk.byteLength;
-      },
-      onStderr: (chunk) => {
-        if (kept >= HOST_STDERR_BYTES) return;
-        stderr.push(Buffer.from(chunk).subarray(0, HOST_STDERR_BYTES - kept));
-        kept += chunk.byteLength;
-      },
+      onStdout: stdout.add,
+      onStderr: stderr.add,
     });
-    if (result.exitCode === 0) return { stdout: Buffer.concat(stdout).toString('utf8') };
+    if (result.exitCode === 0) return { stdout: stdout.text() };
     const how = result.timedOut ? `did not finish within ${HOST_COMMAND_TIMEOUT_MS / 1000} s` : result.exitCode === null ? `was ended by ${result.signal}` : `exited with ${result.exitCode}`;
-    throw new HostCommandError(`${file} ${how}`, Buffer.concat(stderr).toString('utf8'), result.exitCode);
+    throw new HostCommandError(`${file} ${how}`, stderr.text(), result.exitCode);
   };
 
   /**
@@ -421,4 +411,17 @@ export class CommandSpawner {
 function post(child: ChildProcess, message: ToSpawner): void {
   // A send to a spawner that has just died fails; 'exit' fails the calls.
   if (child.connected) child.send(message, undefined, undefined, () => undefined);
+}
+
+/** The first `max` bytes of a stream, as text. */
+function firstBytes(max: number): { add(chunk: Uint8Array): void; text(): string } {
+  const kept: Buffer[] = [];
+  let seen = 0;
+  return {
+    add: (chunk) => {
+      if (seen < max) kept.push(Buffer.from(chunk).subarray(0, max - seen));
+      seen += chunk.byteLength;
+    },
+    text: () => Buffer.concat(kept).toString('utf8'),
+  };
 }
