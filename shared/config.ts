@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { withinEgressMax } from './network/policy.ts';
+import { parseUpstreams } from './network/resolvers.ts';
 
 // Environment variables arrive as strings; these helpers turn them into typed values with a
 // message that says what was expected, so a bad deployment fails at start naming the variable.
@@ -101,8 +102,19 @@ export const configSchema = z.object({
   PADDOCK_SNAPSHOT_FINAL_GRACE_SECONDS: int(1).default(60),
   /** A sandbox's egress when its create names none (shared/network/policy.ts); unset: none, or all with PADDOCK_LOCAL_NETWORK. */
   PADDOCK_DEFAULT_EGRESS: z.enum(['none', 'all']).optional(),
-  /** The most any request may open: none, allow (listed addresses) or all. */
+  /** The most any request may open: none, allow (listed domains and addresses) or all. */
   PADDOCK_EGRESS_MAX: z.enum(['none', 'allow', 'all']).default('all'),
+  /** The DNS servers sandboxes' allowed names are resolved with (198.51.100.2, 198.51.100.2:5353, [2001:db8::1]:53, comma-separated); unset: the host's. */
+  PADDOCK_EGRESS_RESOLVERS: z
+    .string()
+    .optional()
+    .superRefine((value, ctx) => {
+      try {
+        parseUpstreams(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
   PADDOCK_SESSION_CAP_SECONDS: int(1).default(1800),
   PADDOCK_SANDBOX_READY_TIMEOUT_SECONDS: int(1).default(60),
   PADDOCK_REAPER_SWEEP_SECONDS: int(1).default(30),

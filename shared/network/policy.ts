@@ -3,9 +3,9 @@ import { z } from 'zod';
 
 // A sandbox's egress policy (docs/api.md, "Egress policy"): where its programs may connect.
 // `none` reaches nothing; `all` reaches whatever is outside the hard floor; `{allow: [...]}`
-// reaches the addresses and ranges listed, each with an optional port, and nothing else. The
-// hard floor (loopback, private, link-local, metadata, Paddock's own and other sandboxes) is the
-// runtime's and holds whatever a policy says.
+// reaches the domains, addresses and ranges listed, each with an optional port, and nothing else.
+// The hard floor (loopback, private, link-local, metadata, Paddock's own and other sandboxes) is
+// the runtime's and holds whatever a policy says.
 
 /** The modes in order of what they open: an operator's maximum admits its own and those before it. */
 export const EGRESS_MODES = ['none', 'allow', 'all'] as const;
@@ -23,10 +23,58 @@ export interface AddressRule {
 }
 
 /**
- * A rule as written, or why it is not one: `198.51.100.7`, `198.51.100.0/24`, either with
+ * One domain rule: the name (lowercase, no final dot), or with `wildcard` every name below it and
+ * not the name itself (`*.example.com`); a port or every port.
+ */
+export interface NameRule {
+  name: string;
+  wildcard: boolean;
+  port?: number;
+}
+
+const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
+
+/**
+ * A domain rule as written (`pypi.org`, `*.githubusercontent.com`, either with `:443`), or why it
+ * is not one; undefined when the text is no name at all (an address).
+ */
+function parseNameRule(text: string): NameRule | string | undefined {
+  const colon = text.lastIndexOf(':');
+  const host = colon < 0 ? text : text.slice(0, colon);
+  // Letters somewhere, or a wildcard: an address has neither (an IPv6 one goes in brackets).
+  if (!/[a-z*]/i.test(host) || host.startsWith('[') || host.includes(':')) return undefined;
+  let port: number | undefined;
+  if (colon >= 0) {
+    const parsed = parsePort(text.slice(colon + 1));
+    if (typeof parsed === 'string') return parsed;
+    port = parsed;
+  }
+  const wildcard = host.startsWith('*.');
+  const name = (wildcard ? host.slice(2) : host).toLowerCase().replace(/\.$/, '');
+  const labels = name.split('.');
+  if (name.length > 253 || labels.some((label) => !LABEL.test(label))) {
+    return 'a domain is labels of letters, digits and hyphens joined by dots; a wildcard is a whole first label: *.example.com';
+  }
+  if (labels.length < 2) return 'a domain names at least two labels (example.com)';
+  if (/^[0-9]+$/.test(labels.at(-1)!)) return 'not an address, nor a domain (its last label is all digits)';
+  return { name, wildcard, ...(port === undefined ? {} : { port }) };
+}
+
+/** Whether `rule` covers `name` (lowercase, no final dot): itself, or for a wildcard a name below it. */
+export function nameRuleCovers(rule: NameRule, name: string): boolean {
+  return rule.wildcard ? name.endsWith(`.${rule.name}`) : name === rule.name;
+}
+
+/** A rule as written, or why it is not one: a domain (parseNameRule), or an address (parseAddressRule). */
+export function parseEgressRule(text: string): AddressRule | NameRule | string {
+  return parseNameRule(text) ?? parseAddressRule(text);
+}
+
+/**
+ * An address rule as written, or why it is not one: `198.51.100.7`, `198.51.100.0/24`, either with
  * `:443`; an IPv6 address or range in brackets, `[2001:db8::1]:443`, `[2001:db8::/32]`.
  */
-export function parseEgressRule(text: string): AddressRule | string {
+function parseAddressRule(text: string): AddressRule | string {
   let rest = text;
   let port: number | undefined;
   let family: 4 | 6;
@@ -55,9 +103,6 @@ export function parseEgressRule(text: string): AddressRule | string {
   const slash = rest.indexOf('/');
   const address = slash < 0 ? rest : rest.slice(0, slash);
   if (isIP(address) !== family) {
-    if (family === 4 && /[a-z]/i.test(address) && isIP(address) === 0) {
-      return 'a rule is an address or a range (name the addresses a domain serves from); an IPv6 one goes in brackets';
-    }
     return family === 6 ? 'not an IPv6 address in brackets' : 'not an IPv4 address (an IPv6 one goes in brackets: [2001:db8::1])';
   }
   const bits = family === 4 ? 32 : 128;
@@ -110,25 +155,28 @@ function formatAddress(value: bigint, family: 4 | 6): string {
 const EgressRule = z
   .string()
   .min(1)
-  .max(64)
+  .max(260)
   .superRefine((text, ctx) => {
     const parsed = parseEgressRule(text);
     if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)}: ${parsed}` });
   })
-  .meta({ description: 'An IPv4 address or CIDR, or an IPv6 one in brackets, with an optional :port: 198.51.100.0/24, 203.0.113.9:443, [2001:db8::1]:443' });
+  .meta({
+    description:
+      'A domain (its subdomains with *.: *.githubusercontent.com, not the bare name), an IPv4 address or CIDR, or an IPv6 one in brackets, with an optional :port: pypi.org:443, 198.51.100.0/24, [2001:db8::1]:443',
+  });
 
 export const NetworkPolicy = z
   .strictObject({
     egress: z.union([
       z.enum(['none', 'all']),
       z.strictObject({
-        allow: z.array(EgressRule).min(1).max(MAX_EGRESS_RULES).meta({ description: 'Where its programs may connect; nothing else' }),
+        allow: z.array(EgressRule).min(1).max(MAX_EGRESS_RULES).meta({ description: 'Where its programs may connect (and, for domains, which names its DNS answers); nothing else' }),
       }),
     ]),
   })
   .meta({
     description:
-      "Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges",
+      "Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges",
   });
 
 export type NetworkPolicy = z.infer<typeof NetworkPolicy>;
@@ -140,13 +188,23 @@ export function egressMode(policy: NetworkPolicy): EgressMode {
 }
 
 /** The policy's rules made exact; none for `none` and `all`. */
-export function egressRules(policy: NetworkPolicy): AddressRule[] {
+function egressRules(policy: NetworkPolicy): (AddressRule | NameRule)[] {
   if (typeof policy.egress === 'string') return [];
   return policy.egress.allow.map((text) => {
     const rule = parseEgressRule(text);
     if (typeof rule === 'string') throw new RangeError(`not an egress rule: ${text}: ${rule}`);
     return rule;
   });
+}
+
+/** The policy's address rules. */
+export function addressRules(policy: NetworkPolicy): AddressRule[] {
+  return egressRules(policy).filter((rule): rule is AddressRule => 'cidr' in rule);
+}
+
+/** The policy's domain rules. */
+export function nameRules(policy: NetworkPolicy): NameRule[] {
+  return egressRules(policy).filter((rule): rule is NameRule => 'name' in rule);
 }
 
 /** Whether `mode` opens no more than `max` does. */

@@ -41,6 +41,7 @@ export function localRuntimeFrom(config: Config, log?: Logger): SandboxRuntime {
     diskMbps: config.PADDOCK_LOCAL_DISK_MBPS,
     agent: config.PADDOCK_LOCAL_AGENT,
     deadlineGraceSeconds: config.PADDOCK_LOCAL_DEADLINE_GRACE_SECONDS,
+    egressResolvers: config.PADDOCK_EGRESS_RESOLVERS,
     log,
   });
 }

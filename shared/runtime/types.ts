@@ -123,6 +123,12 @@ export interface SandboxRuntime {
   /** The image a sandbox runs when its create names none, as sandboxes report it. */
   readonly defaultImage: string;
   /**
+   * Whether egress rules may name domains (shared/network/policy.ts): the runtime answers a
+   * sandbox's DNS itself and opens the addresses it answered. Where it cannot, a policy that
+   * names one is refused before anything is made.
+   */
+  readonly egressByName: boolean;
+  /**
    * The image a create asking for `requested` (none: the default) runs, decided by the runtime
    * that will run it; throws an ImageRefusedError when it cannot or may not run that image.
    */

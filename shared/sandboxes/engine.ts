@@ -16,7 +16,7 @@ import type { IdempotencyRecord } from '../repositories/idempotency.ts';
 import { SNAPSHOT_CORRUPT_MESSAGE } from '../snapshots/restore-error.ts';
 import { presentSandbox } from './present.ts';
 import { defaultEgress } from '../config.ts';
-import { egressMode, NO_EGRESS, samePolicy, withinEgressMax, type NetworkPolicy } from '../network/policy.ts';
+import { egressMode, nameRules, NO_EGRESS, samePolicy, withinEgressMax, type NetworkPolicy } from '../network/policy.ts';
 import { PermanentRuntimeError, SandboxGoneError } from '../runtime/types.ts';
 import { limitsOf, refuseOverQuota } from './quotas.ts';
 import { requireRunning, type InSandboxUse } from './running.ts';
@@ -378,6 +378,9 @@ export class SandboxEngine {
     const max = this.#options.PADDOCK_EGRESS_MAX;
     if (!withinEgressMax(egressMode(policy), max)) {
       throw new ApiError('egress_not_permitted', `This deployment lets a sandbox's egress be at most ${max}.`, { extra: { max } });
+    }
+    if (!this.#deps.runtime.egressByName && nameRules(policy).length > 0) {
+      throw new ApiError('egress_not_permitted', `This deployment's ${this.#deps.runtime.name} runtime takes egress rules by address and range alone, not by domain.`, { extra: { max } });
     }
     return policy;
   }

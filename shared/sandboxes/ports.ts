@@ -115,7 +115,7 @@ export interface SandboxEngineDeps {
   store: SandboxStore;
   queue: SandboxQueue;
   announcer: Announcer;
-  runtime: Pick<SandboxRuntime, 'resolveImage' | 'defaultImage' | 'setExpiresAt' | 'setNetwork'>;
+  runtime: Pick<SandboxRuntime, 'name' | 'resolveImage' | 'defaultImage' | 'egressByName' | 'setExpiresAt' | 'setNetwork'>;
   watcher: SandboxWatcher;
   clock: Clock;
   log: Pick<Logger, 'warn'>;

@@ -46,6 +46,7 @@ function observe(runtime: SandboxRuntime): ObservedBackend {
   const observed: ObservedBackend = {
     name: runtime.name,
     defaultImage: runtime.defaultImage,
+    egressByName: runtime.egressByName,
     resolveImage: (requested) => runtime.resolveImage(requested),
     created: [],
     destroyed: [],

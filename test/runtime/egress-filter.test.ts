@@ -32,8 +32,10 @@ function coveredV4(address: string, cidrs: string[]): boolean {
   });
 }
 
+/** The tag of an installed policy (its named sets', its connections' mark). */
+const TAG = 0x5eed;
 const HOST = ['127.0.0.1', '203.0.113.77', '::1', 'fe80::1%eth0', '2001:db8::5'];
-const ruleset = egressRuleset({ hostAddresses: HOST, policy: { egress: 'all' } });
+const ruleset = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: 'all' }, tag: TAG } });
 
 test('every refused IPv4 range is in the ruleset, and each kind of local address falls in one', () => {
   const v4 = setOf(ruleset, 'blocked4');
@@ -76,10 +78,11 @@ test('public and documentation addresses are not refused by the floor; the one p
   assert.match(lines[dns]!, /th dport 53 jump dns$/);
   assert.ok(dns < lines.findIndex((line) => line.includes('@blocked4')), 'the DNS exception comes before the refusals');
   // In the output chain nothing is accepted ahead of the refusals but the sandbox's own loopback
-  // device; the policy's chain comes after them.
+  // (its device, and the resolver's address on it, where a query sent on is still routed by its
+  // first destination); the policy's chain comes after them.
   const output = lines.slice(lines.indexOf('chain output {'));
   const accepts = output.filter((line) => line.endsWith('accept') && !line.startsWith('type '));
-  assert.deepEqual(accepts, ['oifname "lo" accept']);
+  assert.deepEqual(accepts, ['oifname "lo" accept', 'ip daddr 127.0.0.53 meta l4proto { tcp, udp } th dport 53 accept']);
   assert.match(ruleset, /policy accept;/);
   assert.equal(lines.filter((line) => /daddr @blocked[46] .*counter name "refused" reject/.test(line)).length, 4);
   assert.ok(output.indexOf('jump allowed') > output.findLastIndex((line) => line.includes('@blocked6')), 'the policy is asked only after the floor');
@@ -95,13 +98,13 @@ function chain(script: string, name: string): string[] {
 
 test("each policy's chains: all opens DNS and everything past the floor; none opens nothing; allow its ranges and ports, then refuses, counted", () => {
   const refusals = ['meta l4proto tcp counter name "refused" reject with tcp reset', 'counter name "refused" reject with icmpx admin-prohibited'];
-  const all = egressRuleset({ hostAddresses: HOST, policy: { egress: 'all' } });
+  const all = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: 'all' }, tag: TAG } });
   assert.deepEqual(chain(all, 'dns'), ['accept']);
   assert.deepEqual(chain(all, 'allowed'), []);
-  const none = egressRuleset({ hostAddresses: HOST, policy: { egress: 'none' } });
+  const none = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: 'none' }, tag: TAG } });
   assert.deepEqual(chain(none, 'dns'), []);
   assert.deepEqual(chain(none, 'allowed'), refusals);
-  const allow = egressRuleset({ hostAddresses: HOST, policy: { egress: { allow: ['198.51.100.0/24', '203.0.113.9:443', '[2001:db8::/32]:8443'] } } });
+  const allow = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: { allow: ['198.51.100.0/24', '203.0.113.9:443', '[2001:db8::/32]:8443'] } }, tag: TAG } });
   assert.deepEqual(chain(allow, 'dns'), [], 'no DNS: the host resolvers would answer any name, and carry what a query spells');
   assert.deepEqual(chain(allow, 'allowed'), [
     'ip daddr 198.51.100.0/24 accept',
@@ -110,9 +113,37 @@ test("each policy's chains: all opens DNS and everything past the floor; none op
     ...refusals,
   ]);
   // A change empties both chains and fills them in the one script nft applies as one transaction.
-  const update = policyUpdate({ egress: 'none' }).split('\n');
-  assert.deepEqual(update.slice(0, 2), ['flush chain inet paddock_egress dns', 'flush chain inet paddock_egress allowed']);
+  const update = policyUpdate({ policy: { egress: 'none' }, tag: TAG + 1 }, TAG).split('\n');
+  assert.deepEqual(update.slice(5, 8), ['flush chain inet paddock_egress dns', 'flush chain inet paddock_egress allowed', 'flush chain ip paddock_dns to_resolver']);
   assert.deepEqual(chain(update.join('\n'), 'allowed'), refusals);
+});
+
+test("domain rules: queries to slirp's forwarder go to the resolver, the named sets of the policy's tag open their addresses, the connections they let through are marked; a change replaces the sets", () => {
+  const named = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: { allow: ['pypi.org:443', '*.example.com', '198.51.100.0/24'] } }, tag: TAG } });
+  assert.deepEqual(chain(named, 'to_resolver').slice(1), ['ip daddr 10.0.2.3 meta l4proto { tcp, udp } th dport 53 dnat to 127.0.0.53:53']);
+  assert.deepEqual(chain(named, 'dns'), [], 'nothing reaches slirp\'s forwarder itself');
+  const allowed = chain(named, 'allowed');
+  assert.deepEqual(allowed.slice(0, 6), [
+    `ct mark ${TAG} accept`,
+    'ip daddr @named4_5eed ct mark set 24301 accept',
+    'meta l4proto { tcp, udp } ip daddr . th dport @named4p_5eed ct mark set 24301 accept',
+    'ip6 daddr @named6_5eed ct mark set 24301 accept',
+    'meta l4proto { tcp, udp } ip6 daddr . th dport @named6p_5eed ct mark set 24301 accept',
+    'ip daddr 198.51.100.0/24 accept',
+  ]);
+  const output = chain(named, 'output');
+  // The floor is asked before any of it.
+  assert.ok(output.findLastIndex((line) => line.includes('@blocked')) < output.indexOf('jump allowed'));
+  // Without domains: no redirect, no named rule.
+  const plain = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: { allow: ['198.51.100.0/24'] } }, tag: TAG } });
+  assert.deepEqual(chain(plain, 'to_resolver').slice(1), []);
+  assert.ok(!chain(plain, 'allowed').some((line) => line.includes('named') || line.includes('ct mark')));
+  // A change deletes the old tag's sets and makes the new one's, in the same transaction.
+  const update = policyUpdate({ policy: { egress: { allow: ['*.example.com'] } }, tag: TAG + 1 }, TAG);
+  for (const set of ['named4_5eed', 'named4p_5eed', 'named6_5eed', 'named6p_5eed']) assert.ok(update.includes(`delete set inet paddock_egress ${set}`), set);
+  assert.match(update, /set named4_5eee \{ type ipv4_addr; flags timeout; \}/);
+  assert.ok(chain(update, 'allowed').includes(`ct mark ${TAG + 1} accept`));
+  assert.ok(!chain(update, 'allowed').includes(`ct mark ${TAG} accept`), "the old policy's connections pass no more");
 });
 
 test('nft accepts the ruleset as written (a dry run: nothing is installed)', { skip: process.getuid?.() !== 0 && 'nft --check needs root' }, () => {
@@ -121,15 +152,18 @@ test('nft accepts the ruleset as written (a dry run: nothing is installed)', { s
   } catch {
     assert.fail('nft is not installed: scripts/services.ts installs nftables');
   }
-  const policies: NetworkPolicy[] = [{ egress: 'all' }, { egress: 'none' }, { egress: { allow: ['198.51.100.0/24', '[2001:db8::1]:443'] } }];
+  const policies: NetworkPolicy[] = [{ egress: 'all' }, { egress: 'none' }, { egress: { allow: ['198.51.100.0/24', '[2001:db8::1]:443'] } }, { egress: { allow: ['pypi.org:443', '*.example.com'] } }];
   for (const policy of policies) {
-    execFileSync('nft', ['--check', '-f', '-'], { input: egressRuleset({ hostAddresses: HOST, policy }), stdio: ['pipe', 'ignore', 'pipe'] });
+    execFileSync('nft', ['--check', '-f', '-'], { input: egressRuleset({ hostAddresses: HOST, installed: { policy, tag: TAG } }), stdio: ['pipe', 'ignore', 'pipe'] });
+    // A change, as applied on top of an installed filter (the check runs both in one transaction).
+    const change = policyUpdate({ policy, tag: TAG + 1 }, TAG);
+    execFileSync('nft', ['--check', '-f', '-'], { input: `${egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: 'none' }, tag: TAG } })}\n${change}`, stdio: ['pipe', 'ignore', 'pipe'] });
   }
 });
 
 test('a rule reaches nothing of the floor whatever it spells: all of IPv4, loopback, an IPv4-mapped or NAT64 address; the floor is asked first', () => {
   const spelled = ['0.0.0.0/0', '127.0.0.1:5432', '[::ffff:127.0.0.1]', '[::ffff:169.254.169.254]:80', '[64:ff9b::a9fe:a9fe]', '[::1]', '10.0.2.2', '10.0.2.3:53'];
-  const script = egressRuleset({ hostAddresses: HOST, policy: { egress: { allow: spelled } } });
+  const script = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: { allow: spelled } }, tag: TAG } });
   const lines = script.split('\n').map((line) => line.trim());
   const output = lines.slice(lines.indexOf('chain output {'));
   // Every floor refusal comes before the jump to the policy's chain, so no accept there can undo it.

@@ -126,6 +126,8 @@ function engineWith(overrides: { queueFails?: boolean; heard?: SandboxTransition
       },
       announcer,
       runtime: {
+        name: 'kubernetes',
+        egressByName: false,
         defaultImage: 'base',
         resolveImage: (image) => image ?? 'base',
         setNetwork: async (id, policy) => void store.log.push(`runtime ${id} ${JSON.stringify(policy)}`),

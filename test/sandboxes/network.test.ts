@@ -5,6 +5,7 @@ import { call } from '../helpers/http.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { hostListener, makeTestHost } from '../helpers/test-host.ts';
+import { startTestDns } from '../helpers/test-dns.ts';
 import { BLOCKED_V4 } from '../../shared/network/floor.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
 
@@ -17,8 +18,10 @@ import { sweepOnce } from '../../workers/reaper.ts';
 
 const runtime = testRuntime();
 const needsRoot = runtime === 'local' && process.getuid?.() !== 0 ? 'the local runtime gives sandboxes network as root only' : false;
+// The names of domain rules resolve through a DNS server of the test's own on this host's loopback.
+const dns = await startTestDns();
 // The workers' own sweep stays out of the way: the test runs it when it means to.
-const stack = await startSandboxStack({ overrides: { PADDOCK_REAPER_SWEEP_SECONDS: '3600' } });
+const stack = await startSandboxStack({ overrides: { PADDOCK_REAPER_SWEEP_SECONDS: '3600', PADDOCK_EGRESS_RESOLVERS: dns.address } });
 
 const create = (key: string, body: unknown) => call(stack.url, 'POST', '/v1/sandboxes', { token: key, body });
 const setNetwork = (key: string, id: string, body: unknown) => call(stack.url, 'PATCH', `/v1/sandboxes/${id}/network`, { token: key, body });
@@ -35,14 +38,19 @@ async function keys(label: string) {
   return { account, opener: await mint([...basic, 'network:write']), agent: await mint(basic) };
 }
 
-test('the policy is checked before anything is made: a rule that is not one, a domain, a key without network:write; the default needs no scope, and another account\'s sandbox is 404', async () => {
+test('the policy is checked before anything is made: a rule that is not one, a domain where the runtime takes none, a key without network:write; the default needs no scope, and another account\'s sandbox is 404', async () => {
   const { opener, agent } = await keys('network-refusals');
-  for (const rule of ['pypi.org', '198.51.100.7/24', '198.51.100.0/33', '2001:db8::1', '[2001:db8::1', '198.51.100.1:0', '198.51.100.1:70000']) {
+  for (const rule of ['localhost', '*.com', '*', 'exa mple.org', '-bad.example', 'a..example', 'pypi.org:0', 'pypi.*.org', '198.51.100.7/24', '198.51.100.0/33', '2001:db8::1', '[2001:db8::1', '198.51.100.1:0', '198.51.100.1:70000']) {
     const res = await create(opener, { network: { egress: { allow: [rule] } } });
     assertProblem(res, 400, 'invalid_request');
     assert.ok(res.body.detail.includes(JSON.stringify(rule)), res.body.detail);
   }
   assertProblem(await create(opener, { network: { egress: { allow: [] } } }), 400, 'invalid_request');
+  if (runtime === 'kubernetes') {
+    const named = await create(opener, { network: { egress: { allow: ['pypi.org'] } } });
+    assertProblem(named, 403, 'egress_not_permitted');
+    assert.match(named.body.detail, /not by domain/);
+  }
   assertProblem(await create(opener, { network: { egress: 'some' } }), 400, 'invalid_request');
   const scopeless = await create(agent, { network: { egress: 'all' } });
   assertProblem(scopeless, 403, 'insufficient_scope');
@@ -157,6 +165,90 @@ test('local: allow opens the listed address and port alone, fast refusals elsewh
   // The sandbox cannot widen its own policy: it has no capability over its namespace.
   const lift = await sh('nft flush ruleset 2>&1; ip route 2>&1; echo done');
   assert.match(lift.stdout, /Operation not permitted|must be root|not found/);
+});
+
+test('local: domain rules answer the names they allow and open their addresses alone, on their ports; any other name has no address; a name that resolves into the floor reaches nothing; a change forgets what was resolved and cuts what it opened', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
+  const [a, b] = [await makeTestHost({ servers: 2 }), await makeTestHost({ range: '203.0.113' })];
+  const hostEnd = await hostListener(a.hostEnd);
+  dns.set('web.paddock.example', [a.address]);
+  dns.set('one.wild.paddock.example', [b.address]);
+  dns.set('deep.two.wild.paddock.example', [b.address]);
+  dns.set('wild.paddock.example', [b.address]);
+  dns.set('other.paddock.example', [b.address]);
+  dns.set('inside.wild.paddock.example', [a.hostEnd, '10.0.2.2']);
+  const { opener } = await keys('network-names');
+  const created = await create(opener, { network: { egress: { allow: [`web.paddock.example:${a.ports[0]}`, '*.wild.paddock.example'] } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const sh = async (command: string) => {
+    const res = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token: opener, body: { command: ['bash', '-c', command], timeoutSeconds: 20 } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body as { exitCode: number | null; stdout: string; stderr: string };
+  };
+  /** curl, by name: its exit code (6: no address; 7: refused) and what it got. */
+  const curl = async (url: string) => {
+    const started = Date.now();
+    const res = await sh(`curl -sS --max-time 10 ${url}; echo " exit=$?"`);
+    return { out: res.stdout, code: Number(/exit=([0-9]+)/.exec(res.stdout)?.[1]), ms: Date.now() - started };
+  };
+
+  const web = await curl(`http://web.paddock.example:${a.ports[0]}/`);
+  assert.match(web.out, /hello from the test host/, 'the allowed name on its port');
+  const otherPort = await curl(`http://web.paddock.example:${a.ports[1]}/`);
+  assert.equal(otherPort.code, 7, `another port of the same name is refused: ${otherPort.out}`);
+  assert.ok(otherPort.ms < 5000, `refused at once, not after ${otherPort.ms} ms`);
+  assert.match((await curl(`http://one.wild.paddock.example:${b.port}/`)).out, /hello from the test host/, 'a subdomain of the wildcard, any port');
+  assert.match((await curl(`http://deep.two.wild.paddock.example:${b.port}/`)).out, /hello from the test host/, 'a deeper one');
+  for (const name of ['other.paddock.example', 'wild.paddock.example', 'paddock.example']) {
+    const res = await curl(`http://${name}:${b.port}/`);
+    assert.equal(res.code, 6, `${name} has no address: ${res.out}`);
+  }
+  const names = dns.asked();
+  assert.ok(!names.includes('other.paddock.example') && !names.includes('wild.paddock.example'), `names the policy refuses are never asked upstream: ${names.join(', ')}`);
+  // Over TCP as well (a large answer's path): dig is not on every host, so Python asks.
+  const tcp = await sh(`python3 -c "
+import socket, struct
+q = struct.pack('>HHHHHH', 7, 0x0100, 1, 0, 0, 0) + b''.join(bytes([len(p)]) + p.encode() for p in 'web.paddock.example'.split('.')) + b'\\0' + struct.pack('>HH', 1, 1)
+s = socket.create_connection(('10.0.2.3', 53), timeout=10)
+s.sendall(struct.pack('>H', len(q)) + q)
+n = struct.unpack('>H', s.recv(2))[0]
+a = b''
+while len(a) < n: a += s.recv(n - len(a))
+print('answers', struct.unpack('>H', a[6:8])[0], '.'.join(str(b) for b in a[-4:]))
+"`);
+  assert.match(tcp.stdout, new RegExp(`answers 1 ${a.address.replace(/\./g, '\\.')}`), tcp.stdout + tcp.stderr);
+
+  // A name that resolves into the floor (this host's own address, slirp's gateway) reaches nothing there.
+  const inside = await curl(`http://inside.wild.paddock.example:${hostEnd.port}/`);
+  assert.notEqual(inside.code, 0, inside.out);
+  assert.ok(inside.ms < 5000, `refused at once, not after ${inside.ms} ms`);
+  assert.equal(hostEnd.connections(), 0, 'the host-end listener saw a connection');
+
+  // The refused names are counted with the sandbox's other refusals.
+  assert.ok(await sweepOnce(stack.workers[0]!.deps), 'the sweep ran');
+  const counted = (await call(stack.url, 'GET', `/v1/sandboxes/${id}`, { token: opener })).body.networkRefused as number;
+  assert.ok(counted >= 4, `counted ${counted}`);
+
+  // A download under way from a resolved address, then a change that no longer names it: cut.
+  const download = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {
+    token: opener,
+    body: { command: ['bash', '-c', `curl -sS -o /tmp/stream http://web.paddock.example:${a.ports[0]}/stream; echo "ended $?" > /tmp/stream.end`], background: true },
+  });
+  assert.equal(download.status, 202, JSON.stringify(download.body));
+  const size = async () => Number((await sh('stat -c %s /tmp/stream 2>/dev/null || echo 0')).stdout.trim());
+  await eventually('the download runs', 10_000, async () => ((await size()) > 4096 ? true : undefined));
+  const changed = await setNetwork(opener, id, { egress: { allow: ['other.paddock.example'] } });
+  assert.equal(changed.status, 200, JSON.stringify(changed.body));
+  await eventually('the download is cut', 10_000, async () => ((await sh('cat /tmp/stream.end 2>/dev/null')).stdout.startsWith('ended') ? true : undefined));
+  assert.equal((await curl(`http://web.paddock.example:${a.ports[0]}/`)).code, 6, 'the name it no longer allows has no address');
+  const byAddress = await sh(`exec 3<>/dev/tcp/${a.address}/${a.ports[0]} && echo connected`);
+  assert.notEqual(byAddress.exitCode, 0, 'its address, resolved under the old policy, is closed');
+  assert.match((await curl(`http://other.paddock.example:${b.port}/`)).out, /hello from the test host/, 'the new name');
+
+  // Back to addresses alone: DNS is closed again, and the resolver is gone.
+  assert.equal((await setNetwork(opener, id, { egress: { allow: [`${b.address}/32`] } })).status, 200);
+  assert.equal((await curl(`http://other.paddock.example:${b.port}/`)).code, 6);
+  assert.match((await sh(`exec 3<>/dev/tcp/${b.address}/${b.port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`)).stdout, /hello from the test host/);
 });
 
 test('kubernetes: a sandbox pod gets a NetworkPolicy of its own that opens what its policy says and never the floor, replaced by a change, gone with none and with the pod', { skip: runtime !== 'kubernetes' && 'the kubernetes runtime' }, async () => {

@@ -2,7 +2,7 @@ import { NetworkingV1Api, type KubeConfig, type V1NetworkPolicy, type V1NetworkP
 import { describeApiError, httpStatusOf } from './api-errors.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from './names.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
-import { cidrWithin, egressMode, egressRules, type NetworkPolicy } from '../../network/policy.ts';
+import { addressRules, cidrWithin, egressMode, type NetworkPolicy } from '../../network/policy.ts';
 
 // A sandbox pod's egress on Kubernetes: the namespace denies every pod everything
 // (deploy/kubernetes/base/sandbox-networkpolicy.yaml), and a sandbox whose policy opens any gets a
@@ -31,7 +31,7 @@ export function egressPolicyManifest(pod: Pick<V1Pod, 'metadata'>, sandboxId: st
           // Names resolve through the cluster's DNS, as the `all` of the local runtime has slirp's.
           { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }], ports: bothProtocols(53) },
         ]
-      : egressRules(policy).flatMap((rule) => {
+      : addressRules(policy).flatMap((rule) => {
           // A range wholly inside the floor opens nothing.
           if ((rule.family === 4 ? BLOCKED_V4 : BLOCKED_V6).some((floor) => cidrWithin(rule.cidr, floor))) return [];
           return [{ to: [ipBlock(rule.cidr)], ...(rule.port === undefined ? {} : { ports: bothProtocols(rule.port) }) }];

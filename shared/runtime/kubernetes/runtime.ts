@@ -139,6 +139,8 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
   return {
     name: 'kubernetes',
     defaultImage: options.defaultImage,
+    // Names need Paddock's own resolver and egress gateway in the cluster (docs/deploy.md).
+    egressByName: false,
     resolveImage: (requested) => chooseImage(requested, options),
     terminal,
     openPort,

@@ -1,11 +1,20 @@
 import { isIP } from 'node:net';
-import { egressMode, egressRules, type NetworkPolicy } from '../../network/policy.ts';
+import { addressRules, egressMode, nameRules, type NetworkPolicy } from '../../network/policy.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
 
 // What a sandbox with network may not reach, as an nftables ruleset for its own network namespace.
 // Root installs it before the sandbox's init runs; the sandbox user has no capability over that
 // namespace, so it cannot change or read it. Rules match the destination address a packet leaves
 // with, so a name that resolves to a private address (DNS rebinding) is refused all the same.
+//
+// A policy with domain rules sends the sandbox's DNS queries to Paddock's resolver for it
+// (egress-resolver.ts), listening on RESOLVER inside the namespace, which answers the names the
+// policy allows and, before it answers, adds the addresses it answers to the policy's named sets
+// (namedSets). Each installed policy has a tag of its own: its sets' names carry it, and so does
+// the conntrack mark of each connection a named set let through, whose later packets pass while
+// that policy holds (an address's entry may lapse while a download runs); a change of policy
+// replaces the sets and the tag, so neither what was resolved nor what was opened under the old
+// one passes under the new.
 
 /** slirp4netns's fixed addresses inside the namespace (its defaults). */
 export const SLIRP = {
@@ -19,16 +28,33 @@ export const SLIRP = {
   mtu: 65520,
 } as const;
 
+/** Where Paddock's resolver for a sandbox listens in its namespace (UDP and TCP, port 53): on its loopback. */
+export const RESOLVER = { address: '127.0.0.53', port: 53 } as const;
+
+/** A policy as installed: with its tag (1 to 2^31 - 1), new at each change. */
+export interface InstalledPolicy {
+  policy: NetworkPolicy;
+  tag: number;
+}
+
 export interface EgressOptions {
   /** The host's own addresses (any interface): a public one would reach its services too. */
   hostAddresses: readonly string[];
   /** The sandbox's own policy, within the floor. */
-  policy: NetworkPolicy;
+  installed: InstalledPolicy;
 }
 
 /** The table of the sandbox's filter; its counter of refused packets. */
 export const EGRESS_TABLE = 'paddock_egress';
 export const REFUSED_COUNTER = 'refused';
+/** The table that sends DNS queries to Paddock's resolver (a nat chain: IPv4, slirp has no IPv6). */
+const DNS_TABLE = 'paddock_dns';
+
+/** The sets of the addresses the resolver answered under the policy tagged `tag`: any port, and address-and-port. */
+export function namedSets(tag: number): { v4: string; v4port: string; v6: string; v6port: string } {
+  const suffix = tag.toString(16);
+  return { v4: `named4_${suffix}`, v4port: `named4p_${suffix}`, v6: `named6_${suffix}`, v6port: `named6p_${suffix}` };
+}
 
 /**
  * The nftables script (for `nft -f -`) of a sandbox's namespace: the hard floor, which no policy
@@ -36,6 +62,7 @@ export const REFUSED_COUNTER = 'refused';
  * policy replaces in one transaction (policyUpdate).
  */
 export function egressRuleset(options: EgressOptions): string {
+  const { installed } = options;
   const v4 = [...BLOCKED_V4];
   const v6 = [...BLOCKED_V6];
   for (const raw of options.hostAddresses) {
@@ -49,11 +76,13 @@ export function egressRuleset(options: EgressOptions): string {
     // auto-merge: the host's addresses may fall inside a listed range.
     `  set blocked4 { type ipv4_addr; flags interval; auto-merge; elements = { ${unique(v4).join(', ')} } }`,
     `  set blocked6 { type ipv6_addr; flags interval; auto-merge; elements = { ${unique(v6).join(', ')} } }`,
-    ...policyChains(options.policy),
+    ...policyChains(installed),
     '  chain output {',
     '    type filter hook output priority filter; policy accept;',
     // The sandbox's own loopback is its own: only its processes are in this namespace.
     '    oifname "lo" accept',
+    // A query sent on to the resolver (DNS_TABLE) still names the interface it was routed to.
+    `    ip daddr ${RESOLVER.address} meta l4proto { tcp, udp } th dport ${RESOLVER.port} accept`,
     // slirp's DNS forwarder is the one private address a policy may open (`all` does).
     `    ip daddr ${SLIRP.dns} meta l4proto { tcp, udp } th dport 53 jump dns`,
     // Refused rather than dropped: a connect fails at once instead of after its timeout.
@@ -62,38 +91,93 @@ export function egressRuleset(options: EgressOptions): string {
     '    jump allowed',
     '  }',
     '}',
+    `table ip ${DNS_TABLE} {`,
+    '  chain to_resolver {',
+    '    type nat hook output priority -100; policy accept;',
+    ...redirectRules(installed.policy),
+    '  }',
+    '}',
     '',
   ].join('\n');
+}
+
+/** Under a policy with domain rules, queries to slirp's forwarder go to Paddock's resolver instead. */
+function redirectRules(policy: NetworkPolicy): string[] {
+  if (nameRules(policy).length === 0) return [];
+  return [`    ip daddr ${SLIRP.dns} meta l4proto { tcp, udp } th dport 53 dnat to ${RESOLVER.address}:${RESOLVER.port}`];
 }
 
 /** A refusal, counted: TCP gets a reset, anything else an ICMP error, so nothing waits for a timeout. */
 const REFUSE = [`meta l4proto tcp counter name "${REFUSED_COUNTER}" reject with tcp reset`, `counter name "${REFUSED_COUNTER}" reject with icmpx admin-prohibited`];
 
 /**
- * The policy's two chains: `dns` (jumped to by a query to slirp's DNS forwarder: accepted under
- * `all` alone, since the host's resolvers answer any name and carry what a query spells out) and
- * `allowed` (what passed the floor: all of it under `all`; under `allow` the listed ranges and
- * ports; nothing else).
+ * The policy's named sets and two chains: `dns` (jumped to by a query to slirp's DNS forwarder:
+ * accepted under `all` alone, since the host's resolvers answer any name and carry what a query
+ * spells out) and `allowed` (what passed the floor: all of it under `all`; under `allow` the
+ * listed ranges and ports, the addresses the resolver answered for the listed domains, and
+ * nothing else).
  */
-export function policyChains(policy: NetworkPolicy): string[] {
+export function policyChains(installed: InstalledPolicy): string[] {
+  const { policy, tag } = installed;
   const mode = egressMode(policy);
-  const allowed = egressRules(policy).map((rule) => {
+  const sets = namedSets(tag);
+  const ports = 'meta l4proto { tcp, udp } th dport';
+  const addresses = addressRules(policy).map((rule) => {
     const match = `${rule.family === 4 ? 'ip' : 'ip6'} daddr ${rule.cidr}`;
-    return `    ${match}${rule.port === undefined ? '' : ` meta l4proto { tcp, udp } th dport ${rule.port}`} accept`;
+    return `    ${match}${rule.port === undefined ? '' : ` ${ports} ${rule.port}`} accept`;
   });
+  const named =
+    nameRules(policy).length === 0
+      ? []
+      : [
+          `    ct mark ${tag} accept`,
+          `    ip daddr @${sets.v4} ct mark set ${tag} accept`,
+          `    meta l4proto { tcp, udp } ip daddr . th dport @${sets.v4port} ct mark set ${tag} accept`,
+          `    ip6 daddr @${sets.v6} ct mark set ${tag} accept`,
+          `    meta l4proto { tcp, udp } ip6 daddr . th dport @${sets.v6port} ct mark set ${tag} accept`,
+        ];
   return [
+    `  set ${sets.v4} { type ipv4_addr; flags timeout; }`,
+    `  set ${sets.v4port} { type ipv4_addr . inet_service; flags timeout; }`,
+    `  set ${sets.v6} { type ipv6_addr; flags timeout; }`,
+    `  set ${sets.v6port} { type ipv6_addr . inet_service; flags timeout; }`,
     '  chain dns {',
     ...(mode === 'all' ? ['    accept'] : []),
     '  }',
     '  chain allowed {',
-    ...(mode === 'all' ? [] : [...allowed, ...REFUSE.map((verdict) => `    ${verdict}`)]),
+    ...(mode === 'all' ? [] : [...named, ...addresses, ...REFUSE.map((verdict) => `    ${verdict}`)]),
     '  }',
   ];
 }
 
-/** A change of policy: both chains emptied and filled again in one transaction, so no packet sees half of it. */
-export function policyUpdate(policy: NetworkPolicy): string {
-  return [`flush chain inet ${EGRESS_TABLE} dns`, `flush chain inet ${EGRESS_TABLE} allowed`, `table inet ${EGRESS_TABLE} {`, ...policyChains(policy), '}', ''].join('\n');
+/**
+ * A change of policy in one transaction, so no packet sees half of it: both chains emptied, the
+ * old policy's named sets deleted (an answer the resolver gave under it opens nothing under the
+ * new one), the new policy's sets and chains, and the DNS redirect as the new policy has it.
+ */
+export function policyUpdate(installed: InstalledPolicy, previousTag: number | undefined): string {
+  const old = previousTag === undefined ? [] : Object.values(namedSets(previousTag)).map((set) => `delete set inet ${EGRESS_TABLE} ${set}`);
+  return [
+    // Declared first, as at an install: a filter installed before the table was is given it.
+    `table ip ${DNS_TABLE} {`,
+    '  chain to_resolver {',
+    '    type nat hook output priority -100; policy accept;',
+    '  }',
+    '}',
+    `flush chain inet ${EGRESS_TABLE} dns`,
+    `flush chain inet ${EGRESS_TABLE} allowed`,
+    `flush chain ip ${DNS_TABLE} to_resolver`,
+    ...old,
+    `table inet ${EGRESS_TABLE} {`,
+    ...policyChains(installed),
+    '}',
+    `table ip ${DNS_TABLE} {`,
+    '  chain to_resolver {',
+    ...redirectRules(installed.policy),
+    '  }',
+    '}',
+    '',
+  ].join('\n');
 }
 
 function unique(items: string[]): string[] {

@@ -31,6 +31,21 @@ export const initLogFile = (layout: Layout, id: string): string => join(layout.s
 /** The socket of the sandbox's agent (its init): only root reaches it, and nothing inside. */
 export const agentSocket = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'agent.sock');
 export const networkLogFile = (layout: Layout, id: string): string => join(layout.sandboxes, id, 'network.log');
+/** The files of a sandbox's egress (egress-resolver-process.ts), root's alone. */
+export interface EgressFiles {
+  /** The installed policy and its tag (egress-filter.ts's InstalledPolicy). */
+  policy: string;
+  /** The resolver's pid and start time, while one runs. */
+  resolver: string;
+  /** How many names the resolver refused. */
+  refused: string;
+}
+
+export const egressFiles = (layout: Layout, id: string): EgressFiles => ({
+  policy: join(layout.sandboxes, id, 'egress-policy.json'),
+  resolver: join(layout.sandboxes, id, 'egress-resolver.pid'),
+  refused: join(layout.sandboxes, id, 'egress-dns-refused'),
+});
 
 export async function prepareLayout(dataDir: string): Promise<Layout> {
   await mkdir(dataDir, { recursive: true });

@@ -7,7 +7,8 @@ import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
 import { EGRESS_TABLE, egressRuleset, policyUpdate, REFUSED_COUNTER, SLIRP } from './egress-filter.ts';
-import type { NetworkPolicy } from '../../network/policy.ts';
+import { nameRules, type NetworkPolicy } from '../../network/policy.ts';
+import { dnsRefusals, ensureResolver, newTag, readInstalled, stopResolver, writeInstalled, type ResolverTarget } from './egress-resolver-process.ts';
 import { sandboxMarker } from './launch.ts';
 import { killQuietly } from './processes.ts';
 
@@ -23,30 +24,27 @@ import { killQuietly } from './processes.ts';
 // stops its gateway (10.0.2.2) from forwarding to the host's 127.0.0.1, which the filter refuses
 // as well. Its first argument is the sandbox's marker, as the init's last one is, so a teardown
 // that has no state (its creator died) finds and kills it; it also joins the sandbox's cgroups.
+// So does the sandbox's resolver (egress-resolver-process.ts), while its policy names domains.
 
 const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
 
-export interface NetworkTarget {
-  id: string;
-  /** The held init, whose network namespace is the sandbox's. */
-  pid: number;
-  nsenter: string;
-  nft: string;
+/** A sandbox's network as the runtime reaches it: its resolver's settings too (`logFile` is where slirp4netns, nft and the resolver say what went wrong; `admit` puts slirp4netns and the resolver into the sandbox's cgroups). */
+export interface NetworkTarget extends ResolverTarget {
   slirp4netns: string;
-  /** Where slirp4netns and nft say what went wrong. */
-  logFile: string;
-  /** Puts slirp4netns into the sandbox's cgroups, right after it starts. */
-  admit(pid: number): Promise<void>;
-  deadline: number;
   /** The sandbox's egress, within the floor. */
   policy: NetworkPolicy;
 }
 
-/** Installs the egress filter, then starts slirp4netns and waits for its device; slirp4netns's pid. */
+/**
+ * Installs the egress filter, then starts slirp4netns and waits for its device, then the
+ * sandbox's resolver when its policy names domains; slirp4netns's pid.
+ */
 export async function attachNetwork(target: NetworkTarget): Promise<number> {
   const netns = `/proc/${target.pid}/ns/net`;
+  const installed = { policy: target.policy, tag: newTag() };
   // Before the device exists: nothing leaves the namespace unfiltered, not for a moment.
-  await runNft(target, netns, egressRuleset({ hostAddresses: hostAddresses(), policy: target.policy }), 'install');
+  await runNft(target, netns, egressRuleset({ hostAddresses: hostAddresses(), installed }), 'install');
+  await writeInstalled(target.files, installed);
   const log = openSync(target.logFile, 'a', 0o600);
   const slirp = (() => {
     try {
@@ -91,6 +89,7 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
     await Promise.race([once(ready, 'data', { signal: decided.signal }), failed]);
     for (const stream of slirp.stdio) stream?.destroy();
     slirp.unref();
+    if (nameRules(target.policy).length > 0) await ensureResolver(target);
     return pid;
   } catch (err) {
     if (slirp.pid !== undefined) killQuietly(slirp.pid);
@@ -101,21 +100,33 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
   }
 }
 
-/** What the sandbox's filter refused so far (packets: a refused connection is one); undefined when it cannot be read. */
-export async function refusedSoFar(target: Pick<NetworkTarget, 'pid' | 'nsenter' | 'nft'>): Promise<number | undefined> {
+/**
+ * What the sandbox's egress refused so far: packets its filter refused (a refused connection is
+ * one), and names its resolver refused; undefined when the filter cannot be read.
+ */
+export async function refusedSoFar(target: Pick<NetworkTarget, 'pid' | 'nsenter' | 'nft' | 'files'>): Promise<number | undefined> {
   const listed = await nftIn(target, `/proc/${target.pid}/ns/net`, ['-j', 'list', 'counter', 'inet', EGRESS_TABLE, REFUSED_COUNTER]).catch(() => undefined);
   if (listed?.code !== 0) return undefined;
   try {
     const counted = (JSON.parse(listed.out) as { nftables?: { counter?: { packets?: number } }[] }).nftables?.find((item) => item.counter)?.counter?.packets;
-    return typeof counted === 'number' ? counted : undefined;
+    return typeof counted === 'number' ? counted + (await dnsRefusals(target.files)) : undefined;
   } catch {
     return undefined;
   }
 }
 
-/** The running sandbox's policy replaced (its filter installed when its network was attached). */
-export async function changePolicy(target: Pick<NetworkTarget, 'pid' | 'nsenter' | 'nft'>, policy: NetworkPolicy): Promise<void> {
-  await runNft(target, `/proc/${target.pid}/ns/net`, policyUpdate(policy), 'change');
+/**
+ * The running sandbox's policy replaced (its filter installed when its network was attached):
+ * the filter's in one transaction, then the policy the resolver reads; the resolver started
+ * for a policy that names domains, ended for one that names none.
+ */
+export async function changePolicy(target: ResolverTarget, policy: NetworkPolicy): Promise<void> {
+  const previous = await readInstalled(target.files);
+  const installed = { policy, tag: newTag() };
+  await runNft(target, `/proc/${target.pid}/ns/net`, policyUpdate(installed, previous?.tag), 'change');
+  await writeInstalled(target.files, installed);
+  if (nameRules(policy).length > 0) await ensureResolver(target);
+  else await stopResolver(target.files);
 }
 
 async function runNft(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, script: string, what: 'install' | 'change'): Promise<void> {

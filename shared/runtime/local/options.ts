@@ -41,6 +41,8 @@ export interface LocalRuntimeOptions {
   agent?: boolean;
   /** All sandboxes together: a weight in percent of one ordinary process group (default 25), or an idle CPU group. */
   sandboxesCpuWeight?: SandboxesCpuWeight;
+  /** PADDOCK_EGRESS_RESOLVERS: the DNS servers sandboxes' allowed names are resolved with; default the host's. */
+  egressResolvers?: string;
   /** Where the cgroup file systems are mounted (tests); default /sys/fs/cgroup. */
   cgroupRoot?: string;
   log?: Logger;

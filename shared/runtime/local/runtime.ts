@@ -27,6 +27,7 @@ import {
   initLogFile,
   isSandboxId,
   networkLogFile,
+  egressFiles,
   prepareLayout,
   sandboxDir,
   workspaceDir,
@@ -39,6 +40,8 @@ import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded, watch
 import { LOCAL_IMAGE, resolveLocalImage, type LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
 import { attachNetwork, changePolicy, refusedSoFar } from './network.ts';
+import type { ResolverTarget } from './egress-resolver-process.ts';
+import { parseUpstreams } from '../../network/resolvers.ts';
 import { egressMode, NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { discard, sweepTrash } from './remove-tree.ts';
 import { attachDisk, detachDisk, unmountDisk } from './disk.ts';
@@ -86,6 +89,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
   const diskInodes = Math.min(settings.diskInodes ?? 131_072, diskMb * 64);
   const diskMbps = settings.diskMbps ?? 0;
   const graceMs = (settings.deadlineGraceSeconds ?? DEFAULT_DEADLINE_GRACE_SECONDS) * 1000;
+  const upstreams = parseUpstreams(settings.egressResolvers);
   let sweeping: Promise<void> | undefined;
   // Destroyed sandboxes' files still being removed: close waits for them (bounded), so a
   // worker that stops leaves no trash behind and cuts no `rm` short.
@@ -235,20 +239,26 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     const { slirp4netns, nft } = programs;
     // Checked in create: here for the types.
     if (!slirp4netns || !nft) throw new PermanentRuntimeError(NETWORK_NEEDS);
-    const pid = await attachNetwork({
-      id,
-      pid: initPid,
-      nsenter: programs.nsenter,
-      nft,
-      slirp4netns,
-      logFile: networkLogFile(h.layout, id),
-      admit: async (slirp) => h.cgroups?.admitInit(id, slirp),
-      deadline,
-      policy,
-    });
+    const pid = await attachNetwork({ ...resolverTarget(h, programs, id, initPid, deadline), slirp4netns, policy });
     const stat = readStat(pid);
     if (!stat) throw new PermanentRuntimeError('slirp4netns ended as soon as it started');
     return { pid, startTime: stat.startTime };
+  }
+
+  /** What reaches a sandbox's resolver and named sets (network.ts). */
+  function resolverTarget(h: Host, programs: Programs, id: string, initPid: number, deadline: number): ResolverTarget {
+    if (!programs.nft) throw new PermanentRuntimeError(NETWORK_NEEDS);
+    return {
+      id,
+      pid: initPid,
+      nsenter: programs.nsenter,
+      nft: programs.nft,
+      files: egressFiles(h.layout, id),
+      upstreams,
+      logFile: networkLogFile(h.layout, id),
+      admit: async (pid) => h.cgroups?.admitInit(id, pid),
+      deadline,
+    };
   }
 
   /** Kills everything in the sandbox, waits for it to be gone, then removes its groups and files. */
@@ -312,6 +322,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     name: 'local',
     defaultImage: LOCAL_IMAGE,
     resolveImage: resolveLocalImage,
+    egressByName: true,
 
     async create(spec, options) {
       if (!isSandboxId(spec.id)) throw new PermanentRuntimeError(`not a sandbox id: ${JSON.stringify(spec.id)}`);
@@ -477,7 +488,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
           const id = ids[next++]!;
           const recorded = await readState(sandboxDir(h.layout, id)).catch(() => undefined);
           if (!recorded?.state.network || recorded.ending || !isRunning(recorded.state.pid, recorded.state.startTime)) continue;
-          const refused = await refusedSoFar({ pid: recorded.state.pid, nsenter: programs.nsenter, nft: programs.nft! });
+          const refused = await refusedSoFar({ pid: recorded.state.pid, nsenter: programs.nsenter, nft: programs.nft!, files: egressFiles(h.layout, id) });
           if (refused !== undefined) counted.set(id, refused);
         }
       };
@@ -496,7 +507,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         const state = await runningState(h, id);
         if (state.network) {
           // Attached at its create or by an earlier change: only its policy changes.
-          await changePolicy({ pid: state.pid, nsenter: programs!.nsenter, nft: programs!.nft! }, policy);
+          await changePolicy(resolverTarget(h, programs!, id, state.pid, deadline), policy);
           return;
         }
         // A sandbox without network has only its loopback, which no policy changes.

@@ -1,0 +1,175 @@
+import { createSocket } from 'node:dgram';
+import { connect, isIP } from 'node:net';
+import { cidrWithin, nameRuleCovers, nameRules, type NameRule } from '../../network/policy.ts';
+import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
+import { answeredAddresses, isStandardQuery, RCODE_NOTIMP, RCODE_NXDOMAIN, RCODE_SERVFAIL, readQuestion, refusal, type Question } from './dns-message.ts';
+import type { InstalledPolicy } from './egress-filter.ts';
+import type { Upstream } from '../../network/resolvers.ts';
+
+// Paddock's resolver for one sandbox whose policy names domains (egress-filter.ts sends its DNS
+// queries here): a name the policy allows is asked of the upstream servers
+// (PADDOCK_EGRESS_RESOLVERS, or the host's), and the addresses of the answer are opened for that
+// sandbox, on the rule's port, before the answer is passed on, so that a connect right after the
+// lookup passes; any other name gets NXDOMAIN at once. The answer goes on as the upstream gave it
+// (its TTLs, its other records); an address of the floor in it is opened nowhere, so a name that
+// resolves to a private address reaches nothing (egress-filter.ts refuses the floor first anyway).
+
+/** How long an answered address stays open, whatever its TTL: clients keep answers past it. */
+const OPEN_MIN_SECONDS = 300;
+const OPEN_MAX_SECONDS = 3600;
+/** One upstream's turn at a question. */
+const UDP_TIMEOUT_MS = 2000;
+const TCP_TIMEOUT_MS = 5000;
+/** Questions under way at once; past it a UDP query is dropped (the client asks again), a TCP one fails. */
+const MAX_PENDING = 128;
+/** Addresses remembered as open, to spare their renewal; past it the memory starts again. */
+const OPENED_KEPT = 4096;
+
+
+/** An address to open under the policy's tag: on one port, or on every port; for `seconds`. */
+export interface OpenEntry {
+  family: 4 | 6;
+  address: string;
+  port?: number;
+  seconds: number;
+}
+
+export interface EgressResolverDeps {
+  /** The policy in force and its tag, as the runtime last installed it; undefined when none is readable. */
+  installed(): Promise<InstalledPolicy | undefined>;
+  upstreams: readonly Upstream[];
+  /** Opens the entries in the named sets of the policy tagged `tag`; rejects when it could not (that policy replaced). */
+  open(tag: number, entries: OpenEntry[]): Promise<void>;
+  /** A name the policy does not allow was asked for. */
+  refused(name: string): void;
+}
+
+export class EgressResolver {
+  readonly #deps: EgressResolverDeps;
+  readonly #opened = new Map<string, number>();
+  #pending = 0;
+
+  constructor(deps: EgressResolverDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * The answer to a query that came over `transport` (the bytes of one message, without TCP's
+   * length); undefined when nothing is to be answered (not a query, or too many under way).
+   */
+  async answer(query: Buffer, transport: 'udp' | 'tcp'): Promise<Buffer | undefined> {
+    const question = readQuestion(query);
+    if (!question) return undefined;
+    if (!isStandardQuery(query)) return refusal(query, question, RCODE_NOTIMP);
+    const installed = await this.#deps.installed();
+    const rules = installed ? nameRules(installed.policy).filter((rule) => nameRuleCovers(rule, question.name)) : [];
+    if (!installed || rules.length === 0) {
+      this.#deps.refused(question.name);
+      return refusal(query, question, RCODE_NXDOMAIN);
+    }
+    if (this.#pending >= MAX_PENDING) return transport === 'tcp' ? refusal(query, question, RCODE_SERVFAIL) : undefined;
+    this.#pending++;
+    try {
+      const answer = await this.#ask(query, question, transport);
+      const addresses = answer && answeredAddresses(answer, question);
+      if (!answer || !addresses) return refusal(query, question, RCODE_SERVFAIL);
+      const entries = addresses.filter((a) => !inFloor(a.family, a.address)).flatMap((a) => entriesFor(rules, a.family, a.address, a.ttl));
+      const fresh = entries.filter((entry) => this.#needsOpening(installed.tag, entry));
+      if (fresh.length > 0) {
+        try {
+          await this.#deps.open(installed.tag, fresh);
+        } catch {
+          // The policy was replaced meanwhile: its addresses open nothing now.
+          return refusal(query, question, RCODE_SERVFAIL);
+        }
+        for (const entry of fresh) this.#remember(installed.tag, entry);
+      }
+      return answer;
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  async #ask(query: Buffer, question: Question, transport: 'udp' | 'tcp'): Promise<Buffer | undefined> {
+    for (const upstream of this.#deps.upstreams) {
+      const answer = transport === 'udp' ? await askOverUdp(query, question.id, upstream) : await askOverTcp(query, upstream);
+      if (answer) return answer;
+    }
+    return undefined;
+  }
+
+  /** Whether the entry is not known open for at least half its time to come. */
+  #needsOpening(tag: number, entry: OpenEntry): boolean {
+    const until = this.#opened.get(openedKey(tag, entry));
+    return until === undefined || until - Date.now() < (entry.seconds * 1000) / 2;
+  }
+
+  #remember(tag: number, entry: OpenEntry): void {
+    if (this.#opened.size >= OPENED_KEPT) this.#opened.clear();
+    this.#opened.set(openedKey(tag, entry), Date.now() + entry.seconds * 1000);
+  }
+}
+
+function openedKey(tag: number, entry: OpenEntry): string {
+  return `${tag} ${entry.address} ${entry.port ?? '*'}`;
+}
+
+/** One entry per rule that covers the name: on its port, or on every port. */
+function entriesFor(rules: NameRule[], family: 4 | 6, address: string, ttl: number): OpenEntry[] {
+  const seconds = Math.min(OPEN_MAX_SECONDS, Math.max(OPEN_MIN_SECONDS, ttl));
+  const ports = new Set(rules.map((rule) => rule.port));
+  if (ports.has(undefined)) return [{ family, address, seconds }];
+  return [...ports].map((port) => ({ family, address, port: port!, seconds }));
+}
+
+function inFloor(family: 4 | 6, address: string): boolean {
+  const host = `${address}/${family === 4 ? 32 : 128}`;
+  return (family === 4 ? BLOCKED_V4 : BLOCKED_V6).some((range) => cidrWithin(host, range));
+}
+
+/** The query asked of one upstream over UDP, from a port of its own: its answer, or undefined after UDP_TIMEOUT_MS. */
+function askOverUdp(query: Buffer, id: number, upstream: Upstream): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const socket = createSocket(isIP(upstream.address) === 6 ? 'udp6' : 'udp4');
+    const done = (answer: Buffer | undefined) => {
+      clearTimeout(timer);
+      socket.close();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => done(undefined), UDP_TIMEOUT_MS);
+    socket.on('message', (message, from) => {
+      // Only the server asked, with the query's id: anything else is not its answer.
+      if (from.address === upstream.address && from.port === upstream.port && message.byteLength >= 2 && message.readUInt16BE(0) === id) done(message);
+    });
+    socket.on('error', () => done(undefined));
+    socket.send(query, upstream.port, upstream.address);
+  });
+}
+
+/** The query asked of one upstream over TCP (RFC 7766 framing): its answer, or undefined. */
+function askOverTcp(query: Buffer, upstream: Upstream): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: upstream.address, port: upstream.port });
+    const chunks: Buffer[] = [];
+    let got = 0;
+    const done = (answer: Buffer | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => done(undefined), TCP_TIMEOUT_MS);
+    socket.on('error', () => done(undefined));
+    socket.on('close', () => done(undefined));
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      got += chunk.byteLength;
+      if (got < 2) return;
+      const all = Buffer.concat(chunks);
+      const length = all.readUInt16BE(0);
+      if (all.byteLength >= 2 + length) done(all.subarray(2, 2 + length));
+    });
+    const length = Buffer.alloc(2);
+    length.writeUInt16BE(query.byteLength);
+    socket.write(Buffer.concat([length, query]));
+  });
+}
