@@ -52,11 +52,25 @@ export async function startNetnsHost(options: { servers?: number; range?: '198.5
     }
   };
   // Made under a lock of the whole host: `ip netns add` run twice at once can fail, and the /30
-  // chosen (within a documentation /24) must be one no other run on this machine holds.
-  const made = execFileSync('flock', ['/tmp/paddock-test-hosts.lock', 'sh', '-ec', MAKE_HOST, 'make-test-host', netns, outer, inner, range], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  // chosen (within a documentation /24) must be one no other run on this machine holds. A host
+  // shared with other stacks, whose `ip netns add` takes no lock of ours, can still spoil one:
+  // what was made is removed, and it is made again.
+  const make = () =>
+    execFileSync('flock', ['/tmp/paddock-test-hosts.lock', 'sh', '-ec', MAKE_HOST, 'make-test-host', netns, outer, inner, range], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  let made: string;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      made = make();
+      break;
+    } catch (err) {
+      remove();
+      if (attempt >= 3) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
   const [hostEnd = '', address = ''] = made.trim().split(' ');
 
   // Web servers inside it (`servers` of them, on ports of their own), that say how many

@@ -21,7 +21,7 @@ export function networkCommands(program: Command): void {
         .description("change a running session's egress policy; prints it")
         .argument('[session_id]', 'the session (or --session; default: the one active session)')
         .option('--egress <none|all>', 'nowhere, or anywhere outside the addresses no sandbox reaches (needs a key with network:write, but for the default)')
-        .option('--allow <rule>', 'an address or CIDR it may reach, with an optional :port (203.0.113.0/24, 198.51.100.7:443, [2001:db8::1]:443); repeatable, and nothing else is reached', repeated),
+        .option('--allow <rule>', 'a domain, address or CIDR it may reach, with an optional :port (pypi.org:443, *.githubusercontent.com, 203.0.113.0/24, [2001:db8::1]:443); repeatable, and nothing else is reached', repeated),
     ),
   );
   fieldFlags(set, { body: '--egress or --allow', 'body.egress': '--egress or --allow', 'body.egress.allow': '--allow' }).action(

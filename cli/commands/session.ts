@@ -26,7 +26,7 @@ export function sessionCommand(program: Command): void {
       .option('--from-snapshot <snapshot_id>', "start with that snapshot's /workspace (and its image, unless --image names one)")
       .option('--snapshot-on-destroy', "snapshot its /workspace when it ends (destroyed, or at its cap); `session get` names the snapshot then")
       .option('--egress <none|all>', "where its programs may connect: nowhere, or anywhere outside the addresses no sandbox reaches (default: the operator's)")
-      .option('--allow <rule>', 'an address or CIDR it may reach, with an optional :port (203.0.113.0/24, 198.51.100.7:443); repeatable, and nothing else is reached', repeated)
+      .option('--allow <rule>', 'a domain, address or CIDR it may reach, with an optional :port (pypi.org:443, *.githubusercontent.com, 203.0.113.0/24); repeatable, and nothing else is reached', repeated)
       .option('--no-wait', 'answer at once, while the session is still pending'),
   );
   type CreateOpts = Json & {

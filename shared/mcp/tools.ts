@@ -69,11 +69,11 @@ const SandboxOut = {
 const NetworkIn = {
   egress: z.enum(['none', 'all']).optional().describe("Where its programs may connect: none, or all (but loopback, private, metadata and the operator's own addresses). The operator's default when omitted."),
   allow: z
-    .array(z.string().min(1).max(64))
+    .array(z.string().min(1).max(260))
     .min(1)
     .max(64)
     .optional()
-    .describe('Instead of egress: the only places it may connect, each an IPv4 address or CIDR or an IPv6 one in brackets, with an optional :port (203.0.113.0/24, 198.51.100.7:443).'),
+    .describe('Instead of egress: the only places it may connect, each a domain (*.example.com for its subdomains), an IPv4 address or CIDR or an IPv6 one in brackets, with an optional :port (pypi.org:443, 203.0.113.0/24, 198.51.100.7:443).'),
 };
 
 function policyOf(args: { egress?: 'none' | 'all'; allow?: string[] }): NetworkPolicy | undefined {
@@ -321,7 +321,7 @@ export function createPaddockMcpServer(options: PaddockMcpOptions): McpServer {
       title: "Set a sandbox's network",
       description:
         "Changes where a running sandbox's programs may connect: egress none (nowhere), all (anywhere but loopback, private, " +
-        'metadata and the operator\'s own addresses), or allow, a list of addresses or CIDRs with optional :port (no names). ' +
+        'metadata and the operator\'s own addresses), or allow, a list of domains (*.example.com for its subdomains), addresses or CIDRs, each with an optional :port. ' +
         'Connections it opens from then on follow it. Anything but the operator\'s default needs a key with network:write.',
       inputSchema: { sandboxId, ...NetworkIn },
       outputSchema: SandboxOut,

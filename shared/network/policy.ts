@@ -91,6 +91,7 @@ function parseAddressRule(text: string): AddressRule | string {
     rest = rest.slice(1, close);
     family = 6;
   } else {
+    if (rest.split(':').length > 2) return 'an IPv6 address or range goes in brackets: [2001:db8::1]:443';
     const colon = rest.indexOf(':');
     if (colon >= 0) {
       const parsed = parsePort(rest.slice(colon + 1));

@@ -163,7 +163,7 @@ export type CreateSandboxRequest = {
   /** Where its programs may connect: the operator's default (PADDOCK_DEFAULT_EGRESS) when omitted; another needs the scope network:write */
   network?: {
     egress: ("none" | "all") | {
-      /** Where its programs may connect; nothing else */
+      /** Where its programs may connect (and, for domains, which names its DNS answers); nothing else */
       allow: string[];
     };
   };
@@ -528,10 +528,10 @@ export type Sandbox = {
   snapshotOnDestroy: boolean;
   /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why) */
   finalSnapshotId: string | null;
-  /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges */
+  /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges */
   network: {
     egress: ("none" | "all") | {
-      /** Where its programs may connect; nothing else */
+      /** Where its programs may connect (and, for domains, which names its DNS answers); nothing else */
       allow: string[];
     };
   };
@@ -560,10 +560,10 @@ export type SandboxList = {
     snapshotOnDestroy: boolean;
     /** The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why) */
     finalSnapshotId: string | null;
-    /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges */
+    /** Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges */
     network: {
       egress: ("none" | "all") | {
-        /** Where its programs may connect; nothing else */
+        /** Where its programs may connect (and, for domains, which names its DNS answers); nothing else */
         allow: string[];
       };
     };
@@ -582,7 +582,7 @@ export type SetAllowlistRequest = {
 
 export type SetSandboxNetworkRequest = {
   egress: ("none" | "all") | {
-    /** Where its programs may connect; nothing else */
+    /** Where its programs may connect (and, for domains, which names its DNS answers); nothing else */
     allow: string[];
   };
 };

@@ -198,7 +198,7 @@ class CreatePreviewResponse(TypedDict):
 class CreateSandboxRequestNetworkEgress2(TypedDict):
     """The CreateSandboxRequestNetworkEgress2 object of the API."""
 
-    #: Where its programs may connect; nothing else
+    #: Where its programs may connect (and, for domains, which names its DNS answers); nothing else
     allow: List[str]
 
 
@@ -727,12 +727,12 @@ class RotateWebhookSecretResponse(TypedDict):
 class SandboxNetworkEgress2(TypedDict):
     """The SandboxNetworkEgress2 object of the API."""
 
-    #: Where its programs may connect; nothing else
+    #: Where its programs may connect (and, for domains, which names its DNS answers); nothing else
     allow: List[str]
 
 
 class SandboxNetwork(TypedDict):
-    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges"""
+    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges"""
 
     egress: Union[Literal["none", "all"], SandboxNetworkEgress2]
 
@@ -758,7 +758,7 @@ class Sandbox(TypedDict):
     snapshotOnDestroy: bool
     #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why)
     finalSnapshotId: Optional[str]
-    #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
+    #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges
     network: SandboxNetwork
     #: Packets its egress filter refused (a refused connection is one), as the workers last recorded it with a network.refused event: at most once a minute; local runtime (on Kubernetes the network plugin refuses, uncounted)
     networkRefused: int
@@ -768,12 +768,12 @@ class Sandbox(TypedDict):
 class SandboxListDataNetworkEgress2(TypedDict):
     """The SandboxListDataNetworkEgress2 object of the API."""
 
-    #: Where its programs may connect; nothing else
+    #: Where its programs may connect (and, for domains, which names its DNS answers); nothing else
     allow: List[str]
 
 
 class SandboxListDataNetwork(TypedDict):
-    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges"""
+    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges"""
 
     egress: Union[Literal["none", "all"], SandboxListDataNetworkEgress2]
 
@@ -799,7 +799,7 @@ class SandboxListData(TypedDict):
     snapshotOnDestroy: bool
     #: The snapshot of its workspace taken as it was destroyed (snapshotOnDestroy), named as its copy begins (while the sandbox is terminating, that snapshot is pending); null until then, or when that snapshot failed (its snapshot.failed event says why)
     finalSnapshotId: Optional[str]
-    #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges
+    #: Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges
     network: SandboxListDataNetwork
     #: Packets its egress filter refused (a refused connection is one), as the workers last recorded it with a network.refused event: at most once a minute; local runtime (on Kubernetes the network plugin refuses, uncounted)
     networkRefused: int
@@ -824,12 +824,12 @@ class SetAllowlistRequest(TypedDict):
 class SetSandboxNetworkRequestEgress2(TypedDict):
     """The SetSandboxNetworkRequestEgress2 object of the API."""
 
-    #: Where its programs may connect; nothing else
+    #: Where its programs may connect (and, for domains, which names its DNS answers); nothing else
     allow: List[str]
 
 
 class SetSandboxNetworkRequest(TypedDict):
-    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed addresses and ranges"""
+    """Where the sandbox's programs may connect: none, all (outside the hard floor: loopback, private, link-local and metadata ranges, Paddock's own services and other sandboxes), or the listed domains, addresses and ranges"""
 
     egress: Union[Literal["none", "all"], SetSandboxNetworkRequestEgress2]
 
