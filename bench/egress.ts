@@ -1,13 +1,19 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
 import { call, callOk, percentile, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
+import { startTestDns } from '../scripts/test-dns.ts';
+import { readStat } from '../shared/runtime/local/processes.ts';
 
 // A sandbox's egress policy in the way of its connections (docs/api.md, "Egress policy"): a host
 // outside this one (a network namespace on a documentation range, scripts/netns-host.ts), reached
 // by one local sandbox whose policy lists 64 rules (the host's the last, so every packet is held
 // against all of them) and by one whose policy is `all`, in turns, by the same program in each.
-// Then the API's p99 quiet, and while a third sandbox opens connections its policy refuses as
+// A third sandbox reaches the same host by a domain rule: each of its connections looks the name up
+// first, through Paddock's resolver for it (a DNS server of the benchmark's own on loopback
+// answers upstream), against the first two's connections by address.
+// Then the API's p99 quiet, and while a fourth sandbox opens connections its policy refuses as
 // fast as it can (the refusals are the kernel's, and their count the workers' sweep's).
 
 const COUNT = Number(process.env.BENCH_EGRESS_COUNT ?? 200);
@@ -18,7 +24,7 @@ const LATENCY_GOAL = 1.3;
 const THROUGHPUT_GOAL = 0.7;
 const API_P99_GOAL = 2;
 
-/** Fresh connections, one GET each, timed in the sandbox: the milliseconds of each, as JSON. */
+/** Fresh connections, one GET each (a name looked up each time), timed in the sandbox: the milliseconds of each, as JSON. */
 const SMALL_GETS = `
 import json, socket, sys, time
 host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -72,18 +78,21 @@ print(n)
 export const egressBenchmark: Benchmark = {
   name: 'egress',
   summary:
-    `a local sandbox reaching a host outside through an allow list of 64 rules against egress all: p50 of a small GET, ${COUNT} fresh connections in ${ROUNDS} alternated rounds (goal ≤ ${LATENCY_GOAL}×); ` +
+    `a local sandbox reaching a host outside through an allow list of 64 rules, and by a domain rule (a lookup each time), against egress all: p50 of a small GET, ${COUNT} fresh connections in ${ROUNDS} alternated rounds (goal ≤ ${LATENCY_GOAL}×); ` +
     `a ${BULK_MIB} MiB download, 3 rounds (goal ≥ ${THROUGHPUT_GOAL * 100}%); the API's GET p99 while a sandbox opens refused connections as fast as it can (goal ≤ ${API_P99_GOAL}× quiet)`,
   async run(ctx) {
     if (process.getuid?.() !== 0) throw new Error('the egress benchmark needs root (a network namespace, and sandboxes with network)');
     const host = await startNetnsHost({ range: '203.0.113' });
-    const stack = await startStack(ctx, 'egress', { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '3' });
+    const dns = await startTestDns();
+    dns.set(NAME, [host.address], 60);
+    const stack = await startStack(ctx, 'egress', { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '4', PADDOCK_EGRESS_RESOLVERS: dns.address });
     try {
       const key = await mintApiKey(stack.url);
       // 63 rules the host matches none of, then its own: a packet to it is held against them all.
       const others = Array.from({ length: 63 }, (_, i) => `198.51.100.${i * 4}/30:${1000 + i}`);
       const listed = await created(stack.url, key, { egress: { allow: [...others, `${host.address}/32`] } });
       const open = await created(stack.url, key, { egress: 'all' });
+      const named = await created(stack.url, key, { egress: { allow: [...others.slice(1), NAME] } });
       const python = async (sandbox: SandboxObject, script: string, args: (string | number)[], timeoutSeconds = 300) => {
         const res = await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, { command: ['python3', '-c', script, ...args.map(String)], timeoutSeconds });
         const out = res.body as { exitCode: number | null; stdout: string; stderr: string };
@@ -91,25 +100,28 @@ export const egressBenchmark: Benchmark = {
         return out.stdout.trim();
       };
 
-      const small = { listed: [] as number[], open: [] as number[] };
-      await python(listed, SMALL_GETS, [host.address, host.port, 20]);
-      await python(open, SMALL_GETS, [host.address, host.port, 20]);
+      const sandboxes = { listed, open, named };
+      /** Where each sandbox connects: the host's address, or its name. */
+      const target = (which: keyof typeof sandboxes) => (which === 'named' ? NAME : host.address);
+      const small = { listed: [] as number[], open: [] as number[], named: [] as number[] };
+      for (const which of ['listed', 'open', 'named'] as const) await python(sandboxes[which], SMALL_GETS, [target(which), host.port, 20]);
       for (let round = 0; round < ROUNDS; round++) {
-        for (const which of round % 2 === 0 ? (['listed', 'open'] as const) : (['open', 'listed'] as const)) {
-          const sandbox = which === 'listed' ? listed : open;
-          small[which].push(...(JSON.parse(await python(sandbox, SMALL_GETS, [host.address, host.port, Math.ceil(COUNT / ROUNDS)])) as number[]));
+        for (const which of rotated(['listed', 'open', 'named'] as const, round)) {
+          small[which].push(...(JSON.parse(await python(sandboxes[which], SMALL_GETS, [target(which), host.port, Math.ceil(COUNT / ROUNDS)])) as number[]));
         }
       }
-      const bulk = { listed: [] as number[], open: [] as number[] };
+      const bulk = { listed: [] as number[], open: [] as number[], named: [] as number[] };
       for (let round = 0; round < 3; round++) {
-        for (const which of round % 2 === 0 ? (['listed', 'open'] as const) : (['open', 'listed'] as const)) {
-          bulk[which].push(Number(await python(which === 'listed' ? listed : open, BULK, [host.address, host.port, BULK_MIB])));
-        }
+        for (const which of rotated(['listed', 'open', 'named'] as const, round)) bulk[which].push(Number(await python(sandboxes[which], BULK, [target(which), host.port, BULK_MIB])));
       }
       const latencyRatio = percentile(small.listed, 50) / percentile(small.open, 50);
       const throughputRatio = median(bulk.listed) / median(bulk.open);
-      ctx.log(`  small GET p50: allow list ${percentile(small.listed, 50)} ms, all ${percentile(small.open, 50)} ms (×${latencyRatio.toFixed(2)})`);
-      ctx.log(`  ${BULK_MIB} MiB download: allow list ${median(bulk.listed).toFixed(1)} MiB/s, all ${median(bulk.open).toFixed(1)} MiB/s (${Math.round(throughputRatio * 100)}%)`);
+      const namedLatencyRatio = percentile(small.named, 50) / percentile(small.open, 50);
+      const namedThroughputRatio = median(bulk.named) / median(bulk.open);
+      const resolverRssMb = resolverRss(named.id);
+      ctx.log(`  small GET p50: allow list ${percentile(small.listed, 50)} ms, all ${percentile(small.open, 50)} ms (×${latencyRatio.toFixed(2)}); by name ${percentile(small.named, 50)} ms (×${namedLatencyRatio.toFixed(2)})`);
+      ctx.log(`  ${BULK_MIB} MiB download: allow list ${median(bulk.listed).toFixed(1)} MiB/s, all ${median(bulk.open).toFixed(1)} MiB/s (${Math.round(throughputRatio * 100)}%); by name ${median(bulk.named).toFixed(1)} MiB/s (${Math.round(namedThroughputRatio * 100)}%)`);
+      ctx.log(`  the named sandbox's resolver: ${resolverRssMb} MB resident`);
 
       // The API quiet, then while a sandbox hammers destinations its policy refuses.
       const apiGets = async () => {
@@ -140,6 +152,16 @@ export const egressBenchmark: Benchmark = {
           figures: { n: bulk.listed.length, 'MiB/s median': round1(median(bulk.listed)), 'of the floor': `${Math.round(throughputRatio * 100)}%` },
           goal: { text: `≥ ${THROUGHPUT_GOAL * 100}% of the floor's throughput`, met: throughputRatio >= THROUGHPUT_GOAL },
         },
+        {
+          subject: `the same GET from a sandbox allowed by a domain rule (63 address rules before it), the name looked up through Paddock's resolver for each connection`,
+          figures: { n: small.named.length, 'p50 ms': percentile(small.named, 50), 'p99 ms': percentile(small.named, 99), 'by name / all p50': `×${namedLatencyRatio.toFixed(2)}` },
+          goal: { text: `p50 ≤ ${LATENCY_GOAL}× the floor's`, met: namedLatencyRatio <= LATENCY_GOAL },
+        },
+        {
+          subject: `the same download by name`,
+          figures: { n: bulk.named.length, 'MiB/s median': round1(median(bulk.named)), 'of the floor': `${Math.round(namedThroughputRatio * 100)}%`, 'resolver MB': resolverRssMb },
+          goal: { text: `≥ ${THROUGHPUT_GOAL * 100}% of the floor's throughput`, met: namedThroughputRatio >= THROUGHPUT_GOAL },
+        },
         { subject: 'API GET /v1/sandboxes/{id}, sequential, quiet', figures: { n: quiet.length, 'p50 ms': percentile(quiet, 50), 'p99 ms': percentile(quiet, 99) } },
         {
           subject: `the same, while a sandbox opens refused connections as fast as it can (${refused} in ${seconds} s)`,
@@ -147,14 +169,39 @@ export const egressBenchmark: Benchmark = {
           goal: { text: `p99 ≤ ${API_P99_GOAL}× quiet`, met: apiRatio <= API_P99_GOAL },
         },
       ];
-      for (const sandbox of [listed, open, hammer]) await call(stack.url, key, 'DELETE', `/v1/sandboxes/${sandbox.id}`);
+      for (const sandbox of [listed, open, named, hammer]) await call(stack.url, key, 'DELETE', `/v1/sandboxes/${sandbox.id}`);
       return rows;
     } finally {
       await stack.stop();
+      dns.close();
       host.close();
     }
   },
 };
+
+/** The name the domain rule allows, answered by the benchmark's DNS server. */
+const NAME = 'bench.paddock.example';
+
+/** The order of a round: each sandbox first in turn. */
+function rotated<T>(items: readonly T[], round: number): T[] {
+  return items.map((_, i) => items[(i + round) % items.length]!);
+}
+
+/** The resident memory (MB) of the sandbox's resolver, found by its marker and script in /proc. */
+function resolverRss(sandboxId: string): number {
+  for (const pid of readdirSync('/proc').filter((entry) => /^[0-9]+$/.test(entry))) {
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes(sandboxId) || !cmdline.includes('egress-resolver-main')) continue;
+    const rss = /VmRSS:\s+([0-9]+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    if (rss && readStat(Number(pid))) return Math.round(Number(rss) / 102.4) / 10;
+  }
+  return 0;
+}
 
 async function created(url: string, key: string, network: unknown): Promise<SandboxObject> {
   const sandbox = (await callOk(url, key, 'POST', '/v1/sandboxes', { network })).body as SandboxObject;

@@ -4,7 +4,8 @@ import { createSocket } from 'node:dgram';
 import { answeredAddresses, readQuestion, RCODE_NXDOMAIN, RCODE_SERVFAIL } from '../../shared/runtime/local/dns-message.ts';
 import { EgressResolver, type OpenEntry } from '../../shared/runtime/local/egress-resolver.ts';
 import { parseUpstreams } from '../../shared/network/resolvers.ts';
-import { parseEgressRule, type NetworkPolicy } from '../../shared/network/policy.ts';
+import type { NetworkPolicy } from '../../shared/network/policy.ts';
+import { parseEgressRule } from '../../shared/network/rules.ts';
 import { startTestDns } from '../helpers/test-dns.ts';
 
 // Paddock's resolver for a sandbox (shared/runtime/local/egress-resolver.ts) and the DNS it reads
@@ -109,8 +110,12 @@ test('the resolver asks upstream only for names the policy allows, opens their a
   assert.deepEqual(opened, [{ tag: 7, entries: [{ family: 4, address: '151.101.0.223', port: 443, seconds: 300 }] }], 'only the address outside the floor, on 443');
   assert.equal(rcode(await resolver.answer(query('files.example.com'), 'tcp')), 0);
   assert.deepEqual(opened[1], { tag: 7, entries: [{ family: 4, address: '198.51.100.9', seconds: 3600 }] }, 'every port, at most an hour');
-  // Asked again while the entry has most of its time: nothing to open.
-  await resolver.answer(query('pypi.org'), 'udp');
+  // Asked again: answered from what it kept (its id the new query's), nothing asked, nothing to open.
+  const upstreamAsked = dns.asked().length;
+  const again = await resolver.answer(query('pypi.org', { id: 0x0bad }), 'udp');
+  assert.equal(again!.readUInt16BE(0), 0x0bad);
+  assert.deepEqual(again!.subarray(2), pypi!.subarray(2));
+  assert.equal(dns.asked().length, upstreamAsked);
   assert.equal(opened.length, 2);
 
   for (const refusedName of ['example.com', 'evil.org', 'pypi.org.evil.org', 'xpypi.org']) {

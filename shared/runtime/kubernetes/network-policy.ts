@@ -2,7 +2,8 @@ import { NetworkingV1Api, type KubeConfig, type V1NetworkPolicy, type V1NetworkP
 import { describeApiError, httpStatusOf } from './api-errors.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from './names.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
-import { addressRules, cidrWithin, egressMode, type NetworkPolicy } from '../../network/policy.ts';
+import type { NetworkPolicy } from '../../network/policy.ts';
+import { addressRules, cidrWithin, egressMode } from '../../network/rules.ts';
 
 // A sandbox pod's egress on Kubernetes: the namespace denies every pod everything
 // (deploy/kubernetes/base/sandbox-networkpolicy.yaml), and a sandbox whose policy opens any gets a

@@ -21,7 +21,8 @@ import { chooseImage, type KubernetesRuntimeOptions } from './options.ts';
 import { sandboxFromPod, startupVerdict } from './pod-state.ts';
 import { PodClient } from './pods.ts';
 import { egressPolicyManifest, egressPolicyName, NetworkPolicyClient } from './network-policy.ts';
-import { egressMode, NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
+import { NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
+import { egressMode } from '../../network/rules.ts';
 import { waitForPod, WaitTimeoutError, type Decision } from './wait.ts';
 
 const DEFAULT_CREATE_TIMEOUT_MS = 60_000;

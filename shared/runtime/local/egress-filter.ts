@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
-import { addressRules, egressMode, nameRules, type NetworkPolicy } from '../../network/policy.ts';
+import type { NetworkPolicy } from '../../network/policy.ts';
+import { addressRules, egressMode, nameRules } from '../../network/rules.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
 
 // What a sandbox with network may not reach, as an nftables ruleset for its own network namespace.

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { Socket as UdpSocket } from 'node:dgram';
 import { once } from 'node:events';
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { closeSync, openSync, statSync, writeSync } from 'node:fs';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import type { Server, Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EgressResolver, type OpenEntry } from './egress-resolver.ts';
@@ -146,13 +146,14 @@ function serveTcp(socket: Socket, resolver: EgressResolver): void {
 
 /** The installed policy as the runtime wrote it, read again only when the file changed. */
 function policyReader(file: string): () => Promise<InstalledPolicy | undefined> {
-  let known: { mtimeMs: number; size: number; installed: InstalledPolicy | undefined } | undefined;
+  let known: { ino: number; mtimeMs: number; size: number; installed: InstalledPolicy | undefined } | undefined;
   return async () => {
     try {
-      const info = await stat(file);
-      if (known && known.mtimeMs === info.mtimeMs && known.size === info.size) return known.installed;
+      // Asked at every query, so that a change is heard by the next: a local file's stat, at once.
+      const info = statSync(file);
+      if (known && known.ino === info.ino && known.mtimeMs === info.mtimeMs && known.size === info.size) return known.installed;
       const installed = JSON.parse(await readFile(file, 'utf8')) as InstalledPolicy;
-      known = { mtimeMs: info.mtimeMs, size: info.size, installed };
+      known = { ino: info.ino, mtimeMs: info.mtimeMs, size: info.size, installed };
       return installed;
     } catch {
       return undefined;

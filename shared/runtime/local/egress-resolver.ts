@@ -1,6 +1,6 @@
 import { createSocket } from 'node:dgram';
 import { connect, isIP } from 'node:net';
-import { cidrWithin, nameRuleCovers, nameRules, type NameRule } from '../../network/policy.ts';
+import { cidrWithin, nameRuleCovers, nameRules, type NameRule } from '../../network/rules.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
 import { answeredAddresses, isStandardQuery, RCODE_NOTIMP, RCODE_NXDOMAIN, RCODE_SERVFAIL, readQuestion, refusal, type Question } from './dns-message.ts';
 import type { InstalledPolicy } from './egress-filter.ts';
@@ -24,6 +24,14 @@ const TCP_TIMEOUT_MS = 5000;
 const MAX_PENDING = 128;
 /** Addresses remembered as open, to spare their renewal; past it the memory starts again. */
 const OPENED_KEPT = 4096;
+/**
+ * Answers kept for the same question asked again (the same bytes past its id) under the same
+ * policy: for their shortest TTL, at most a minute, well within the time their addresses stay
+ * open; an answer of no address for 10 s. Past ANSWERS_KEPT the memory starts again.
+ */
+const ANSWER_MAX_SECONDS = 60;
+const EMPTY_ANSWER_SECONDS = 10;
+const ANSWERS_KEPT = 1024;
 
 
 /** An address to open under the policy's tag: on one port, or on every port; for `seconds`. */
@@ -47,6 +55,7 @@ export interface EgressResolverDeps {
 export class EgressResolver {
   readonly #deps: EgressResolverDeps;
   readonly #opened = new Map<string, number>();
+  readonly #answers = new Map<string, { answer: Buffer; until: number }>();
   #pending = 0;
 
   constructor(deps: EgressResolverDeps) {
@@ -67,6 +76,13 @@ export class EgressResolver {
       this.#deps.refused(question.name);
       return refusal(query, question, RCODE_NXDOMAIN);
     }
+    const kept = `${installed.tag} ${transport} ${query.toString('latin1', 2)}`;
+    const cached = this.#answers.get(kept);
+    if (cached && cached.until > Date.now()) {
+      const answer = Buffer.from(cached.answer);
+      answer.writeUInt16BE(question.id, 0);
+      return answer;
+    }
     if (this.#pending >= MAX_PENDING) return transport === 'tcp' ? refusal(query, question, RCODE_SERVFAIL) : undefined;
     this.#pending++;
     try {
@@ -83,6 +99,11 @@ export class EgressResolver {
           return refusal(query, question, RCODE_SERVFAIL);
         }
         for (const entry of fresh) this.#remember(installed.tag, entry);
+      }
+      if ((answer.readUInt16BE(2) & 0xf) === 0) {
+        const seconds = addresses.length > 0 ? Math.min(ANSWER_MAX_SECONDS, ...addresses.map((a) => a.ttl)) : EMPTY_ANSWER_SECONDS;
+        if (this.#answers.size >= ANSWERS_KEPT) this.#answers.clear();
+        if (seconds > 0) this.#answers.set(kept, { answer, until: Date.now() + seconds * 1000 });
       }
       return answer;
     } finally {
