@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseEgressRule } from './rules.ts';
+import { EGRESS_MODES, parseEgressRule, type EgressMode } from './rules.ts';
 
 // A sandbox's egress policy (docs/api.md, "Egress policy"): where its programs may connect.
 // `none` reaches nothing; `all` reaches whatever is outside the hard floor; `{allow: [...]}`
@@ -7,9 +7,6 @@ import { parseEgressRule } from './rules.ts';
 // The hard floor (loopback, private, link-local, metadata, Paddock's own and other sandboxes) is
 // the runtime's and holds whatever a policy says.
 
-/** The modes in order of what they open: an operator's maximum admits its own and those before it. */
-export const EGRESS_MODES = ['none', 'allow', 'all'] as const;
-export type EgressMode = (typeof EGRESS_MODES)[number];
 
 /** Rules a policy may list: each is a line of the sandbox's filter. */
 export const MAX_EGRESS_RULES = 64;

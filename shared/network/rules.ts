@@ -1,9 +1,17 @@
 import { isIP } from 'node:net';
-import type { EgressMode, NetworkPolicy } from './policy.ts';
 
 // The rules of an egress policy (policy.ts) made exact, and what they cover: no schema library
 // here, so that a sandbox's resolver (shared/runtime/local/egress-resolver.ts), a process per
-// sandbox, loads only what it uses.
+// sandbox, loads only what it uses. Its functions take of a policy the shape they read.
+
+/** The modes in order of what they open: an operator's maximum admits its own and those before it. */
+export const EGRESS_MODES = ['none', 'allow', 'all'] as const;
+export type EgressMode = (typeof EGRESS_MODES)[number];
+
+/** What these functions read of a policy (policy.ts's NetworkPolicy). */
+interface PolicyRules {
+  egress: 'none' | 'all' | { allow: readonly string[] };
+}
 
 /** One rule made exact: an address range of one family, and a port or every port. */
 export interface AddressRule {
@@ -144,12 +152,12 @@ function formatAddress(value: bigint, family: 4 | 6): string {
   return `${groups.slice(0, best.at).join(':')}::${groups.slice(best.at + best.length).join(':')}`;
 }
 
-export function egressMode(policy: NetworkPolicy): EgressMode {
+export function egressMode(policy: PolicyRules): EgressMode {
   return typeof policy.egress === 'string' ? policy.egress : 'allow';
 }
 
 /** The policy's rules made exact; none for `none` and `all`. */
-function egressRules(policy: NetworkPolicy): (AddressRule | NameRule)[] {
+function egressRules(policy: PolicyRules): (AddressRule | NameRule)[] {
   if (typeof policy.egress === 'string') return [];
   return policy.egress.allow.map((text) => {
     const rule = parseEgressRule(text);
@@ -159,12 +167,12 @@ function egressRules(policy: NetworkPolicy): (AddressRule | NameRule)[] {
 }
 
 /** The policy's address rules. */
-export function addressRules(policy: NetworkPolicy): AddressRule[] {
+export function addressRules(policy: PolicyRules): AddressRule[] {
   return egressRules(policy).filter((rule): rule is AddressRule => 'cidr' in rule);
 }
 
 /** The policy's domain rules. */
-export function nameRules(policy: NetworkPolicy): NameRule[] {
+export function nameRules(policy: PolicyRules): NameRule[] {
   return egressRules(policy).filter((rule): rule is NameRule => 'name' in rule);
 }
 
