@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
 import { call, callOk, percentile, startStack, type SandboxObject } from './stack.ts';
@@ -118,10 +118,10 @@ export const egressBenchmark: Benchmark = {
       const throughputRatio = median(bulk.listed) / median(bulk.open);
       const namedLatencyRatio = percentile(small.named, 50) / percentile(small.open, 50);
       const namedThroughputRatio = median(bulk.named) / median(bulk.open);
-      const resolverRssMb = resolverRss(named.id);
+      const resolverRssMb = resolverRss(realpathSync(stack.dataDir));
       ctx.log(`  small GET p50: allow list ${percentile(small.listed, 50)} ms, all ${percentile(small.open, 50)} ms (×${latencyRatio.toFixed(2)}); by name ${percentile(small.named, 50)} ms (×${namedLatencyRatio.toFixed(2)})`);
       ctx.log(`  ${BULK_MIB} MiB download: allow list ${median(bulk.listed).toFixed(1)} MiB/s, all ${median(bulk.open).toFixed(1)} MiB/s (${Math.round(throughputRatio * 100)}%); by name ${median(bulk.named).toFixed(1)} MiB/s (${Math.round(namedThroughputRatio * 100)}%)`);
-      ctx.log(`  the named sandbox's resolver: ${resolverRssMb} MB resident`);
+      ctx.log(`  the host's resolver (one for every sandbox with domain rules): ${resolverRssMb} MB resident`);
 
       // The API quiet, then while a sandbox hammers destinations its policy refuses.
       const apiGets = async () => {
@@ -187,8 +187,8 @@ function rotated<T>(items: readonly T[], round: number): T[] {
   return items.map((_, i) => items[(i + round) % items.length]!);
 }
 
-/** The resident memory (MB) of the sandbox's resolver, found by its marker and script in /proc. */
-function resolverRss(sandboxId: string): number {
+/** The resident memory (MB) of the host's resolver for the stack's data directory, found in /proc. */
+function resolverRss(dataDir: string): number {
   for (const pid of readdirSync('/proc').filter((entry) => /^[0-9]+$/.test(entry))) {
     let cmdline = '';
     try {
@@ -196,7 +196,7 @@ function resolverRss(sandboxId: string): number {
     } catch {
       continue;
     }
-    if (!cmdline.includes(sandboxId) || !cmdline.includes('egress-resolver-main')) continue;
+    if (!cmdline.includes(dataDir) || !cmdline.includes('egress-resolver-main')) continue;
     const rss = /VmRSS:\s+([0-9]+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     if (rss && readStat(Number(pid))) return Math.round(Number(rss) / 102.4) / 10;
   }

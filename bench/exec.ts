@@ -13,6 +13,27 @@ const LOAD_WARMUP_SECONDS = 2;
 const TRUE = { command: ['true'] };
 /** The exec's floor: an exec through the whole control plane costs no more than a fresh bubblewrap. */
 const FLOOR_GOAL_RATIO = 1.0;
+/** Against what an exec cannot do without: an HTTP round trip to a bare server, and the raw runtime's exec. */
+const HTTP_FLOOR_GOAL_RATIO = 1.25;
+/** A bare node:http server in a process of its own: a POST's body read, `{}` answered. Prints its port. */
+const BARE_SERVER = `
+const server = require('node:http').createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"exitCode":0}'));
+});
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+process.stdin.on('end', () => process.exit(0));
+process.stdin.resume();`;
+
+/** The bare server started; its URL and its end. */
+async function bareServer(): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['-e', BARE_SERVER], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (chunk: Buffer) => resolve(String(chunk).trim()));
+    child.once('exit', () => reject(new Error('the bare server exited')));
+  });
+  return { url: `http://127.0.0.1:${port}`, stop: () => child.stdin!.end() };
+}
 // A bare isolated process: every namespace new, the host's /usr read-only, /proc and /dev of its own.
 const BWRAP_TRUE = ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
   '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '/bin/true'];
@@ -72,10 +93,11 @@ export const execBenchmark: Benchmark = {
   name: 'exec',
   summary:
     `exec of \`true\`: POST /v1/sandboxes/{id}/exec against the raw local runtime's exec in the same sandbox, ${COUNT} sequential each, ` +
-    `interleaved (goal: API p50 ≤ ${GOAL_RATIO}× raw p50); then ${ACCOUNTS} accounts looping exec for ${LOAD_SECONDS} s`,
+    `interleaved (goal: API p50 ≤ ${GOAL_RATIO}× raw p50), and against a bare node:http POST plus the raw exec, each round (goal ≤ ${HTTP_FLOOR_GOAL_RATIO}×); then ${ACCOUNTS} accounts looping exec for ${LOAD_SECONDS} s`,
   async run(ctx) {
     const stack = await startStack(ctx, 'exec');
     const runtime = localRuntimeOn(stack.dataDir);
+    const bare = await bareServer();
     try {
       const key = await mintApiKey(stack.url);
       const sandbox = await createRunningSandbox(stack.url, key);
@@ -86,6 +108,8 @@ export const execBenchmark: Benchmark = {
       const apiRun: number[] = [];
       const rawRun: number[] = [];
       const bwrap: number[] = [];
+      /** Each round's bare POST (the API's client, the same body) plus its raw exec. */
+      const httpFloor: number[] = [];
       for (let i = 0; i < WARMUP + COUNT; i++) {
         const answer = await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, TRUE);
         if ((answer.body as { exitCode: number }).exitCode !== 0) throw new Error(`exec answered ${JSON.stringify(answer.body)}`);
@@ -94,7 +118,9 @@ export const execBenchmark: Benchmark = {
         const rawMs = performance.now() - started;
         if (result.exitCode !== 0) throw new Error(`raw exec: ${JSON.stringify(result)}`);
         const bwrapMs = await rawBwrap();
+        const post = await callOk(bare.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, TRUE);
         if (i < WARMUP) continue;
+        httpFloor.push(post.ms + rawMs);
         bwrap.push(bwrapMs);
         api.push(answer.ms);
         raw.push(rawMs);
@@ -107,6 +133,8 @@ export const execBenchmark: Benchmark = {
       ctx.log(`  the command itself, p50: ${percentile(apiRun, 50)} ms in the API, ${percentile(rawRun, 50)} ms raw`);
       const floorRatio = percentile(api, 50) / percentile(bwrap, 50);
       ctx.log(`  a fresh bwrap … /bin/true, p50 ${percentile(bwrap, 50)} ms: API ×${floorRatio.toFixed(2)}`);
+      const httpFloorRatio = percentile(api, 50) / percentile(httpFloor, 50);
+      ctx.log(`  a bare node:http POST plus the raw exec, p50 ${percentile(httpFloor, 50)} ms: API ×${httpFloorRatio.toFixed(2)}`);
       ctx.log(`  with ${CAPPED_SECRETS} secrets of ${CAPPED_SECRET_BYTES} bytes: API p50 ${percentile(withSecrets, 50)} ms, p99 ${percentile(withSecrets, 99)} ms`);
       const listingRatio = percentile(listings, 50) / percentile(withSecrets, 50);
       ctx.log(`  starting ${STARTED_PROCESSES} background processes one after another: p50 ${percentile(starts, 50)} ms`);
@@ -142,6 +170,12 @@ export const execBenchmark: Benchmark = {
           figures: { n: bwrap.length, 'p50 ms': percentile(bwrap, 50), 'p99 ms': percentile(bwrap, 99), 'API / floor p50': `×${floorRatio.toFixed(2)}` },
           goal: { text: `API p50 ≤ ${FLOOR_GOAL_RATIO}× a fresh bwrap's p50`, met: floorRatio <= FLOOR_GOAL_RATIO },
           detail: { samples: bwrap.map((v) => round(v)) },
+        },
+        {
+          subject: 'floor: a POST of the same body to a bare node:http server (a process of its own, the same client) plus the raw exec, each round',
+          figures: { n: httpFloor.length, 'p50 ms': percentile(httpFloor, 50), 'p99 ms': percentile(httpFloor, 99), 'API / floor p50': `×${httpFloorRatio.toFixed(2)}` },
+          goal: { text: `API p50 ≤ ${HTTP_FLOOR_GOAL_RATIO}× this floor's p50`, met: httpFloorRatio <= HTTP_FLOOR_GOAL_RATIO },
+          detail: { samples: httpFloor.map((v) => round(v)) },
         },
         {
           subject: 'raw runtime.exec(true), same sandbox',
@@ -189,6 +223,7 @@ export const execBenchmark: Benchmark = {
       ];
       return rows;
     } finally {
+      bare.stop();
       await runtime.close();
       await stack.stop();
     }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { test } from 'node:test';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
@@ -249,6 +250,45 @@ print('answers', struct.unpack('>H', a[6:8])[0], '.'.join(str(b) for b in a[-4:]
   assert.equal((await setNetwork(opener, id, { egress: { allow: [`${b.address}/32`] } })).status, 200);
   assert.equal((await curl(`http://other.paddock.example:${b.port}/`)).code, 6);
   assert.match((await sh(`exec 3<>/dev/tcp/${b.address}/${b.port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`)).stdout, /hello from the test host/);
+});
+
+test('local: one resolver serves every sandbox whose policy names domains, outside their memory; killed, the workers\' sweep starts it again', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
+  const target = await makeTestHost({ range: '203.0.113' });
+  dns.set('both.paddock.example', [target.address]);
+  const { opener } = await keys('network-resolver');
+  const ids: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const made = await create(opener, { network: { egress: { allow: ['both.paddock.example'] } } });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    ids.push(made.body.id as string);
+  }
+  const fetchIn = async (id: string) => {
+    const res = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token: opener, body: { command: ['bash', '-c', `curl -sS --max-time 10 http://both.paddock.example:${target.port}/; echo " exit=$?"`], timeoutSeconds: 20 } });
+    return String(res.body.stdout);
+  };
+  for (const id of ids) assert.match(await fetchIn(id), /hello from the test host/);
+  /** The resolver processes of this stack's data directory. */
+  const resolvers = () =>
+    readdirSync('/proc')
+      .filter((entry) => /^[0-9]+$/.test(entry))
+      .filter((pid) => {
+        try {
+          const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+          return cmdline.includes('egress-resolver-main') && cmdline.includes(realpathSync(stack.config.PADDOCK_DATA_DIR));
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  const [resolver, ...others] = resolvers();
+  assert.ok(resolver, 'a resolver runs');
+  assert.deepEqual(others, [], 'one for both sandboxes');
+  process.kill(resolver, 'SIGKILL');
+  await eventually('the resolver is gone', 5000, async () => (resolvers().length === 0 ? true : undefined));
+  assert.match(await fetchIn(ids[0]!), /exit=6/, 'without it, no name resolves');
+  assert.ok(await sweepOnce(stack.workers[0]!.deps), 'the sweep ran');
+  for (const id of ids) assert.match(await fetchIn(id), /hello from the test host/, 'served again after the sweep');
+  assert.equal(resolvers().length, 1);
 });
 
 test('kubernetes: a sandbox pod gets a NetworkPolicy of its own that opens what its policy says and never the floor, replaced by a change, gone with none and with the pod', { skip: runtime !== 'kubernetes' && 'the kubernetes runtime' }, async () => {

@@ -2,19 +2,20 @@ import { spawn } from 'node:child_process';
 import type { Socket as UdpSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { closeSync, openSync, statSync, writeSync } from 'node:fs';
-import { readFile, rename, writeFile } from 'node:fs/promises';
-import type { Server, Socket } from 'node:net';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EgressResolver, type OpenEntry } from './egress-resolver.ts';
 import { EGRESS_TABLE, namedSets, RESOLVER, type InstalledPolicy } from './egress-filter.ts';
 import { isRunning } from './processes.ts';
-import type { ResolverProcessConfig } from './egress-resolver-process.ts';
+import type { ResolverDaemonConfig, ResolverRequest, ServedSandbox } from './egress-resolver-process.ts';
 
-// The process of one sandbox's resolver (egress-resolver.ts), started by the runtime
-// (egress-resolver-process.ts) as root, in the host's network namespace, with the sandbox's
-// marker as its first argument so that the sandbox's teardown ends it. Its sockets are bound in
-// the sandbox's namespace by a helper run there (egress-sockets-main.ts); it opens addresses with
-// nft run in that namespace, and ends by itself once the sandbox's init has.
+// The host's resolver for every local sandbox whose policy names domains (egress-resolver.ts does
+// the answering): one process for all of them, as root, in the host's network namespace, started
+// by the first runtime that needs it (egress-resolver-process.ts) and told of each sandbox over its
+// control socket. A sandbox's own UDP socket and TCP listener are bound in its namespace by a
+// helper run there (egress-sockets-main.ts); addresses are opened with nft run in that namespace.
+// A sandbox is forgotten once its init has ended; with none left for IDLE_MS, the process exits.
 
 const SOCKETS_MAIN = fileURLToPath(new URL('./egress-sockets-main.ts', import.meta.url));
 const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
@@ -25,34 +26,157 @@ const TCP_CONNECTIONS = 16;
 const TCP_IDLE_MS = 10_000;
 const ALIVE_CHECK_MS = 2000;
 const HELPER_TIMEOUT_MS = 10_000;
+const IDLE_MS = 60_000;
 /** The refusals' count is written at most this often. */
 const COUNT_WRITE_MS = 1000;
+/** Each sandbox's queries: a burst, then so many a second; past them a query is dropped (it is asked again). */
+const QUERY_BURST = 200;
+const QUERIES_PER_SECOND = 100;
+const CONTROL_LINE_MAX = 16_384;
 
-const config = JSON.parse(process.argv[2] ?? '{}') as ResolverProcessConfig;
+const config = JSON.parse(process.argv[2] ?? '{}') as ResolverDaemonConfig;
+
+interface Served {
+  sandbox: ServedSandbox;
+  netns: number;
+  udp: UdpSocket;
+  tcp: Server;
+  close(): void;
+}
+
+const served = new Map<string, Served>();
+/** Serves under way, by sandbox: a second request for one waits for the first. */
+const serving = new Map<string, Promise<void>>();
+let idleSince = Date.now();
 
 async function main(): Promise<void> {
-  // The namespace is held by a descriptor from the start: nothing else can take the pid's place.
-  const netns = openSync(`/proc/${config.pid}/ns/net`, 'r');
-  if (!isRunning(config.pid, config.startTime)) process.exit(0);
-  const { udp, tcp } = await socketsInSandbox(netns);
+  // Only root reaches the control socket: it is made with no permission for anyone else. A path
+  // left by a resolver that was killed is taken over (its starter held the start's lock).
+  process.umask(0o077);
+  await rm(config.socket, { force: true });
+  const control = createServer((socket) => answerControl(socket));
+  await new Promise<void>((resolve, reject) => {
+    control.once('error', reject);
+    control.listen(config.socket, resolve);
+  });
+  control.on('error', () => undefined);
+  if (config.readyFd !== undefined) {
+    writeSync(config.readyFd, 'ready\n');
+    closeSync(config.readyFd);
+  }
+  setInterval(() => {
+    for (const [id, entry] of served) {
+      if (!isRunning(entry.sandbox.pid, entry.sandbox.startTime)) forget(id);
+    }
+    if (served.size > 0 || serving.size > 0) idleSince = Date.now();
+    // Its socket's path goes with the close (libuv unlinks it), before any other process can
+    // find it gone and start another resolver on the same path.
+    else if (Date.now() - idleSince > IDLE_MS) control.close(() => process.exit(0));
+  }, ALIVE_CHECK_MS);
+}
 
+/** One request a line, one answer a line: `{"ok":true}` or `{"ok":false,"error":…}`. */
+function answerControl(socket: Socket): void {
+  let held = '';
+  socket.on('error', () => undefined);
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    held += chunk;
+    if (held.length > CONTROL_LINE_MAX) return void socket.destroy();
+    for (let at = held.indexOf('\n'); at >= 0; at = held.indexOf('\n')) {
+      const line = held.slice(0, at);
+      held = held.slice(at + 1);
+      void handle(line).then(
+        () => socket.write('{"ok":true}\n'),
+        (err: unknown) => socket.write(`${JSON.stringify({ ok: false, error: (err as Error).message })}\n`),
+      );
+    }
+  });
+}
+
+async function handle(line: string): Promise<void> {
+  const request = JSON.parse(line) as ResolverRequest;
+  if (request.op === 'ping') return;
+  if (request.op === 'forget') return forget(request.id);
+  if (request.op !== 'serve') throw new Error(`no such request: ${String((request as { op?: unknown }).op)}`);
+  const { sandbox } = request;
+  const current = served.get(sandbox.id);
+  if (current && current.sandbox.pid === sandbox.pid && current.sandbox.startTime === sandbox.startTime) return;
+  const pending = serving.get(sandbox.id);
+  if (pending) return pending;
+  const started = serve(sandbox).finally(() => serving.delete(sandbox.id));
+  serving.set(sandbox.id, started);
+  return started;
+}
+
+function forget(id: string): void {
+  served.get(id)?.close();
+  served.delete(id);
+}
+
+/** Binds the sandbox's sockets in its namespace and answers its queries from then on. */
+async function serve(sandbox: ServedSandbox): Promise<void> {
+  forget(sandbox.id);
+  // The namespace is held by a descriptor from the start: nothing else can take the pid's place.
+  const netns = openSync(`/proc/${sandbox.pid}/ns/net`, 'r');
+  try {
+    if (!isRunning(sandbox.pid, sandbox.startTime)) throw new Error(`sandbox ${sandbox.id} is not running`);
+    const { udp, tcp } = await socketsIn(netns);
+    const resolver = resolverFor(sandbox, netns);
+    let tokens = QUERY_BURST;
+    let filled = Date.now();
+    const admit = (): boolean => {
+      const now = Date.now();
+      tokens = Math.min(QUERY_BURST, tokens + ((now - filled) / 1000) * QUERIES_PER_SECOND);
+      filled = now;
+      if (tokens < 1) return false;
+      tokens--;
+      return true;
+    };
+    udp.on('message', (message, from) => {
+      if (message.byteLength > UDP_MAX || !admit()) return;
+      void resolver.answer(message, 'udp').then((answer) => {
+        if (answer) udp.send(answer, from.port, from.address);
+      });
+    });
+    udp.on('error', () => undefined);
+    tcp.maxConnections = TCP_CONNECTIONS;
+    tcp.on('connection', (socket: Socket) => serveTcp(socket, resolver, admit));
+    tcp.on('error', () => undefined);
+    served.set(sandbox.id, {
+      sandbox,
+      netns,
+      udp,
+      tcp,
+      close: () => {
+        udp.close();
+        tcp.close();
+        closeSync(netns);
+      },
+    });
+  } catch (err) {
+    closeSync(netns);
+    throw err;
+  }
+}
+
+function resolverFor(sandbox: ServedSandbox, netns: number): EgressResolver {
   let refused = 0;
   let countWritten = 0;
   let countTimer: NodeJS.Timeout | undefined;
   const writeCount = () => {
     countTimer = undefined;
     countWritten = refused;
-    const temporary = `${config.countFile}.${process.pid}`;
+    const temporary = `${sandbox.countFile}.${process.pid}`;
     void writeFile(temporary, String(refused), { mode: 0o600 })
-      .then(() => rename(temporary, config.countFile))
+      .then(() => rename(temporary, sandbox.countFile))
       .catch(() => undefined);
   };
-
   let nftQueue = Promise.resolve();
-  const resolver = new EgressResolver({
-    installed: policyReader(config.policyFile),
+  return new EgressResolver({
+    installed: policyReader(sandbox.policyFile),
     upstreams: config.upstreams,
-    // One nft at a time: each is a transaction of its own.
+    // One nft at a time for a sandbox: each is a transaction of its own.
     open: (tag, entries) => {
       const run = nftQueue.then(() => nftIn(netns, openScript(tag, entries)));
       nftQueue = run.catch(() => undefined);
@@ -63,29 +187,10 @@ async function main(): Promise<void> {
       if (refused !== countWritten) countTimer ??= setTimeout(writeCount, COUNT_WRITE_MS);
     },
   });
-
-  udp.on('message', (message, from) => {
-    if (message.byteLength > UDP_MAX) return;
-    void resolver.answer(message, 'udp').then((answer) => {
-      if (answer) udp.send(answer, from.port, from.address);
-    });
-  });
-  udp.on('error', () => undefined);
-  tcp.maxConnections = TCP_CONNECTIONS;
-  tcp.on('connection', (socket: Socket) => serveTcp(socket, resolver));
-  tcp.on('error', () => undefined);
-
-  if (config.readyFd !== undefined) {
-    writeSync(config.readyFd, 'ready\n');
-    closeSync(config.readyFd);
-  }
-  setInterval(() => {
-    if (!isRunning(config.pid, config.startTime)) process.exit(0);
-  }, ALIVE_CHECK_MS);
 }
 
 /** The UDP socket and TCP listener, bound in the sandbox's namespace by the helper run there. */
-async function socketsInSandbox(netns: number): Promise<{ udp: UdpSocket; tcp: Server }> {
+async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server }> {
   const helper = spawn(config.nsenter, ['--net=/proc/self/fd/3', '--', process.execPath, SOCKETS_MAIN, RESOLVER.address, String(RESOLVER.port)], {
     cwd: '/',
     env: ENV,
@@ -93,25 +198,32 @@ async function socketsInSandbox(netns: number): Promise<{ udp: UdpSocket; tcp: S
   });
   let udp: UdpSocket | undefined;
   let tcp: Server | undefined;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the sockets in the sandbox were not made in time')), HELPER_TIMEOUT_MS);
-    helper.on('message', (message: { kind?: string }, handle: unknown) => {
-      if (message.kind === 'udp') udp = handle as UdpSocket;
-      if (message.kind === 'tcp') tcp = handle as Server;
-      if (udp && tcp) {
-        clearTimeout(timer);
-        resolve();
-      }
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the sockets in the sandbox were not made in time')), HELPER_TIMEOUT_MS);
+      helper.on('message', (message: { kind?: string }, handle: unknown) => {
+        if (message.kind === 'udp') udp = handle as UdpSocket;
+        if (message.kind === 'tcp') tcp = handle as Server;
+        if (udp && tcp) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      helper.on('error', reject);
+      // Its messages come before its exit; an exit without both is its failure.
+      helper.on('exit', () => setTimeout(() => reject(new Error('the sockets in the sandbox could not be made')), 100));
     });
-    helper.on('error', reject);
-    // Its messages come before its exit; an exit without both is its failure.
-    helper.on('exit', () => setTimeout(() => reject(new Error('the sockets in the sandbox could not be made')), 100));
-  });
+  } catch (err) {
+    helper.kill('SIGKILL');
+    udp?.close();
+    tcp?.close();
+    throw err;
+  }
   return { udp: udp!, tcp: tcp! };
 }
 
-/** Length-framed queries, one after another; the connection ends when idle, malformed or too long. */
-function serveTcp(socket: Socket, resolver: EgressResolver): void {
+/** Length-framed queries, one after another; the connection ends when idle, malformed, too long or over budget. */
+function serveTcp(socket: Socket, resolver: EgressResolver, admit: () => boolean): void {
   socket.setTimeout(TCP_IDLE_MS, () => socket.destroy());
   socket.on('error', () => undefined);
   let held = Buffer.alloc(0);
@@ -125,7 +237,7 @@ function serveTcp(socket: Socket, resolver: EgressResolver): void {
         if (held.byteLength < 2 + length) break;
         const query = held.subarray(2, 2 + length);
         held = held.subarray(2 + length);
-        const answer = await resolver.answer(query, 'tcp');
+        const answer = admit() ? await resolver.answer(query, 'tcp') : undefined;
         if (!answer || answer.byteLength > TCP_MAX) return void socket.destroy();
         const framed = Buffer.alloc(2 + answer.byteLength);
         framed.writeUInt16BE(answer.byteLength);
@@ -187,6 +299,6 @@ async function nftIn(netns: number, script: string): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`the sandbox's resolver could not start: ${(err as Error).message}\n`);
+  process.stderr.write(`the sandboxes' resolver could not start: ${(err as Error).message}\n`);
   process.exit(1);
 });

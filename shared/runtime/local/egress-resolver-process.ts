@@ -1,30 +1,29 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Upstream } from '../../network/resolvers.ts';
 import type { InstalledPolicy } from './egress-filter.ts';
-import type { EgressFiles } from './layout.ts';
-import { sandboxMarker } from './launch.ts';
-import { isRunning, killQuietly, readStat } from './processes.ts';
+import type { EgressFiles, Layout } from './layout.ts';
+import { withLock } from './lock.ts';
+import { killQuietly, readStat } from './processes.ts';
 
-// A sandbox's resolver (egress-resolver-main.ts) from the runtime's side: started while its policy
-// names domains, stopped when a change leaves none, found again by any process through its pid
-// file; and the installed policy it reads, written where only root reads it.
+// The host's resolver for sandboxes' domain rules (egress-resolver-main.ts) from a runtime's side:
+// started by the first process that needs it, under a host-wide lock, and told over its control
+// socket which sandboxes to serve; and the installed policy it reads, written where only root
+// reads it. Any process of the host reaches it the same way, and one that finds it gone starts it
+// again (the workers' sweep asks for every sandbox that needs it, so a crash heals within a sweep).
 
 const MAIN = fileURLToPath(new URL('./egress-resolver-main.ts', import.meta.url));
 const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
 
 /** What the resolver's process is started with (its one argument, as JSON). */
-export interface ResolverProcessConfig {
-  /** The sandbox's held init, whose network namespace is the sandbox's, and its start time. */
-  pid: number;
-  startTime: string;
-  policyFile: string;
-  countFile: string;
+export interface ResolverDaemonConfig {
+  socket: string;
   nsenter: string;
   nft: string;
   upstreams: Upstream[];
@@ -32,82 +31,58 @@ export interface ResolverProcessConfig {
   readyFd?: number;
 }
 
+/** A sandbox the resolver serves: its held init (whose namespace is the sandbox's) and its files. */
+export interface ServedSandbox {
+  id: string;
+  pid: number;
+  startTime: string;
+  policyFile: string;
+  countFile: string;
+}
+
+export type ResolverRequest = { op: 'serve'; sandbox: ServedSandbox } | { op: 'forget'; id: string } | { op: 'ping' };
+
 export interface ResolverTarget {
   id: string;
+  /** The sandbox's held init. */
   pid: number;
   nsenter: string;
   nft: string;
   files: EgressFiles;
   upstreams: readonly Upstream[];
-  /** Where it says what went wrong. */
-  logFile: string;
-  /** Puts it into the sandbox's cgroups: its CPU and memory are the sandbox's. */
-  admit(pid: number): Promise<void>;
+  layout: Pick<Layout, 'resolver' | 'lockPrefix'>;
   deadline: number;
 }
 
-/** Starts the sandbox's resolver unless one runs, and waits until it answers. */
+/** The resolver serves the sandbox, started first if none runs; resolves once it answers there. */
 export async function ensureResolver(target: ResolverTarget): Promise<void> {
-  if (await runningResolver(target.files)) return;
   const init = readStat(target.pid);
-  if (!init) throw new Error('the sandbox ended before its resolver could start');
-  const config: ResolverProcessConfig = {
-    pid: target.pid,
-    startTime: init.startTime,
-    policyFile: target.files.policy,
-    countFile: target.files.refused,
-    nsenter: target.nsenter,
-    nft: target.nft,
-    upstreams: [...target.upstreams],
-    readyFd: 3,
+  if (!init) throw new Error('the sandbox ended before its resolver could serve it');
+  const request: ResolverRequest = {
+    op: 'serve',
+    sandbox: { id: target.id, pid: target.pid, startTime: init.startTime, policyFile: target.files.policy, countFile: target.files.refused },
   };
-  const log = openSync(target.logFile, 'a', 0o600);
-  const child = (() => {
-    try {
-      // Its own session, and the sandbox's marker first: it lives as long as the sandbox, not as its starter.
-      return spawn(process.execPath, [MAIN, JSON.stringify(config)], { argv0: sandboxMarker(target.id), detached: true, cwd: '/', env: ENV, stdio: ['ignore', log, log, 'pipe'] });
-    } finally {
-      closeSync(log);
-    }
-  })();
-  const decided = new AbortController();
   try {
-    const ready = child.stdio[3] as Readable;
-    ready.on('error', () => undefined);
-    const failed = Promise.race([
-      once(child, 'error', { signal: decided.signal }).then(([err]) => Promise.reject(err as Error)),
-      once(child, 'exit', { signal: decided.signal }).then(() => Promise.reject(new Error(`the sandbox's resolver exited as it started (${target.logFile})`))),
-      delay(Math.max(0, target.deadline - Date.now()), undefined, { signal: decided.signal }).then(() => Promise.reject(new Error("the sandbox's resolver did not start in time"))),
-    ]);
-    failed.catch(() => undefined);
-    if (child.pid === undefined) await failed;
-    const pid = child.pid!;
-    await Promise.race([target.admit(pid), failed]);
-    await Promise.race([once(ready, 'data', { signal: decided.signal }), failed]);
-    for (const stream of child.stdio) stream?.destroy();
-    child.unref();
-    const stat = readStat(pid);
-    if (!stat) throw new Error("the sandbox's resolver ended as soon as it started");
-    await writeAtomically(target.files.resolver, `${pid} ${stat.startTime}`);
+    await ask(target.layout.resolver.socket, request, target.deadline);
   } catch (err) {
-    if (child.pid !== undefined) killQuietly(child.pid);
-    throw err;
-  } finally {
-    decided.abort();
+    if (!isAbsent(err)) throw err;
+    await withLock(`${target.layout.lockPrefix}/egress-resolver`, target.deadline, async () => {
+      // Another process may have started it while this one waited for the lock.
+      const running = await ask(target.layout.resolver.socket, { op: 'ping' }, target.deadline).then(
+        () => true,
+        (failure: unknown) => (isAbsent(failure) ? false : Promise.reject(failure as Error)),
+      );
+      if (!running) await startResolver(target);
+    });
+    await ask(target.layout.resolver.socket, request, target.deadline);
   }
 }
 
-/** Ends the sandbox's resolver, if one runs: a policy without domains needs none. */
-export async function stopResolver(files: EgressFiles): Promise<void> {
-  const running = await runningResolver(files);
-  if (running) killQuietly(running);
-  await rm(files.resolver, { force: true });
-}
-
-async function runningResolver(files: EgressFiles): Promise<number | undefined> {
-  const recorded = await readFile(files.resolver, 'utf8').catch(() => undefined);
-  const [pid, startTime] = recorded?.split(' ') ?? [];
-  return pid && startTime && isRunning(Number(pid), startTime) ? Number(pid) : undefined;
+/** The resolver serves the sandbox no more (its policy names no domain now); nothing to do when none runs. */
+export async function stopResolver(target: ResolverTarget): Promise<void> {
+  await ask(target.layout.resolver.socket, { op: 'forget', id: target.id }, target.deadline).catch((err: unknown) => {
+    if (!isAbsent(err)) throw err;
+  });
 }
 
 /** The policy the sandbox's filter has, as the last install or change wrote it; undefined before any. */
@@ -117,10 +92,12 @@ export async function readInstalled(files: EgressFiles): Promise<InstalledPolicy
 }
 
 export async function writeInstalled(files: EgressFiles, installed: InstalledPolicy): Promise<void> {
-  await writeAtomically(files.policy, JSON.stringify(installed));
+  const temporary = `${files.policy}.${process.pid}.${Date.now()}`;
+  await writeFile(temporary, JSON.stringify(installed), { mode: 0o600 });
+  await rename(temporary, files.policy);
 }
 
-/** The names the sandbox's resolver refused so far. */
+/** The names the resolver refused the sandbox so far. */
 export async function dnsRefusals(files: EgressFiles): Promise<number> {
   const text = await readFile(files.refused, 'utf8').catch(() => '0');
   const count = Number(text);
@@ -132,8 +109,68 @@ export function newTag(): number {
   return 1 + Math.floor(Math.random() * 0x7ffffffe);
 }
 
-async function writeAtomically(file: string, text: string): Promise<void> {
-  const temporary = `${file}.${process.pid}.${Date.now()}`;
-  await writeFile(temporary, text, { mode: 0o600 });
-  await rename(temporary, file);
+/** Nothing listens on the control socket: no resolver runs. */
+function isAbsent(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ECONNREFUSED';
+}
+
+/** One request on a connection of its own, and its answer. */
+function ask(socket: string, request: ResolverRequest, deadline: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const connection = connect({ path: socket });
+    let said = '';
+    const timer = setTimeout(() => fail(new Error("the sandboxes' resolver did not answer in time")), Math.max(0, deadline - Date.now()));
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      connection.destroy();
+      reject(err);
+    };
+    connection.setEncoding('utf8');
+    connection.on('error', fail);
+    connection.on('data', (chunk: string) => {
+      said += chunk;
+      const end = said.indexOf('\n');
+      if (end < 0) return;
+      clearTimeout(timer);
+      connection.end();
+      const answer = JSON.parse(said.slice(0, end)) as { ok: boolean; error?: string };
+      if (answer.ok) resolve();
+      else reject(new Error(`the sandboxes' resolver could not serve the sandbox: ${answer.error}`));
+    });
+    connection.on('close', () => fail(new Error("the sandboxes' resolver closed the connection without an answer")));
+    connection.write(`${JSON.stringify(request)}\n`);
+  });
+}
+
+/** Starts the resolver, in a session of its own (it outlives its starter), and waits until it listens. */
+async function startResolver(target: ResolverTarget): Promise<void> {
+  const config: ResolverDaemonConfig = { socket: target.layout.resolver.socket, nsenter: target.nsenter, nft: target.nft, upstreams: [...target.upstreams], readyFd: 3 };
+  const log = openSync(target.layout.resolver.log, 'a', 0o600);
+  const child = (() => {
+    try {
+      return spawn(process.execPath, [MAIN, JSON.stringify(config)], { detached: true, cwd: '/', env: ENV, stdio: ['ignore', log, log, 'pipe'] });
+    } finally {
+      closeSync(log);
+    }
+  })();
+  const decided = new AbortController();
+  try {
+    const ready = child.stdio[3] as Readable;
+    ready.on('error', () => undefined);
+    const failed = Promise.race([
+      once(child, 'error', { signal: decided.signal }).then(([err]) => Promise.reject(err as Error)),
+      once(child, 'exit', { signal: decided.signal }).then(() => Promise.reject(new Error(`the sandboxes' resolver exited as it started (${target.layout.resolver.log})`))),
+      delay(Math.max(0, target.deadline - Date.now()), undefined, { signal: decided.signal }).then(() => Promise.reject(new Error("the sandboxes' resolver did not start in time"))),
+    ]);
+    failed.catch(() => undefined);
+    await Promise.race([once(ready, 'data', { signal: decided.signal }), failed]);
+    for (const stream of child.stdio) stream?.destroy();
+    child.unref();
+  } catch (err) {
+    if (child.pid !== undefined) killQuietly(child.pid);
+    throw err;
+  } finally {
+    decided.abort();
+  }
 }

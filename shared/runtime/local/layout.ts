@@ -22,6 +22,8 @@ export interface Layout {
   trash: string;
   /** Names this dataDir for host-wide locks: two runtimes on one dataDir share them. */
   lockPrefix: string;
+  /** The host's resolver for sandboxes' domain rules (egress-resolver-process.ts): its control socket, root's alone, and its log. */
+  resolver: { socket: string; log: string };
 }
 
 export const sandboxDir = (layout: Layout, id: string): string => join(layout.sandboxes, id);
@@ -35,15 +37,12 @@ export const networkLogFile = (layout: Layout, id: string): string => join(layou
 export interface EgressFiles {
   /** The installed policy and its tag (egress-filter.ts's InstalledPolicy). */
   policy: string;
-  /** The resolver's pid and start time, while one runs. */
-  resolver: string;
   /** How many names the resolver refused. */
   refused: string;
 }
 
 export const egressFiles = (layout: Layout, id: string): EgressFiles => ({
   policy: join(layout.sandboxes, id, 'egress-policy.json'),
-  resolver: join(layout.sandboxes, id, 'egress-resolver.pid'),
   refused: join(layout.sandboxes, id, 'egress-dns-refused'),
 });
 
@@ -55,6 +54,7 @@ export async function prepareLayout(dataDir: string): Promise<Layout> {
     sandboxes: join(root, 'sandboxes'),
     trash: join(root, 'trash'),
     lockPrefix: `paddock-local/${createHash('sha256').update(root).digest('hex').slice(0, 16)}`,
+    resolver: { socket: join(root, 'egress-resolver.sock'), log: join(root, 'egress-resolver.log') },
   };
   if (runningAsRoot) await openPathToSandboxUsers(root);
   // 0711 everywhere on the way to a workspace: each sandbox's unprivileged uid must reach its own,

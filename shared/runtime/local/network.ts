@@ -25,13 +25,17 @@ import { killQuietly } from './processes.ts';
 // stops its gateway (10.0.2.2) from forwarding to the host's 127.0.0.1, which the filter refuses
 // as well. Its first argument is the sandbox's marker, as the init's last one is, so a teardown
 // that has no state (its creator died) finds and kills it; it also joins the sandbox's cgroups.
-// So does the sandbox's resolver (egress-resolver-process.ts), while its policy names domains.
+// A sandbox whose policy names domains is served by the host's resolver (egress-resolver-process.ts).
 
 const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
 
-/** A sandbox's network as the runtime reaches it: its resolver's settings too (`logFile` is where slirp4netns, nft and the resolver say what went wrong; `admit` puts slirp4netns and the resolver into the sandbox's cgroups). */
+/** A sandbox's network as the runtime reaches it, its resolver's settings too. */
 export interface NetworkTarget extends ResolverTarget {
   slirp4netns: string;
+  /** Where slirp4netns and nft say what went wrong. */
+  logFile: string;
+  /** Puts slirp4netns into the sandbox's cgroups, right after it starts. */
+  admit(pid: number): Promise<void>;
   /** The sandbox's egress, within the floor. */
   policy: NetworkPolicy;
 }
@@ -118,8 +122,8 @@ export async function refusedSoFar(target: Pick<NetworkTarget, 'pid' | 'nsenter'
 
 /**
  * The running sandbox's policy replaced (its filter installed when its network was attached):
- * the filter's in one transaction, then the policy the resolver reads; the resolver started
- * for a policy that names domains, ended for one that names none.
+ * the filter's in one transaction, then the policy the resolver reads; the resolver told to
+ * serve the sandbox for a policy that names domains, and to forget it for one that names none.
  */
 export async function changePolicy(target: ResolverTarget, policy: NetworkPolicy): Promise<void> {
   const previous = await readInstalled(target.files);
@@ -127,7 +131,7 @@ export async function changePolicy(target: ResolverTarget, policy: NetworkPolicy
   await runNft(target, `/proc/${target.pid}/ns/net`, policyUpdate(installed, previous?.tag), 'change');
   await writeInstalled(target.files, installed);
   if (nameRules(policy).length > 0) await ensureResolver(target);
-  else await stopResolver(target.files);
+  else await stopResolver(target);
 }
 
 async function runNft(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, script: string, what: 'install' | 'change'): Promise<void> {

@@ -40,10 +40,10 @@ import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded, watch
 import { LOCAL_IMAGE, resolveLocalImage, type LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
 import { attachNetwork, changePolicy, refusedSoFar } from './network.ts';
-import type { ResolverTarget } from './egress-resolver-process.ts';
+import { ensureResolver, readInstalled, type ResolverTarget } from './egress-resolver-process.ts';
 import { parseUpstreams } from '../../network/resolvers.ts';
 import { NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
-import { egressMode } from '../../network/rules.ts';
+import { egressMode, nameRules } from '../../network/rules.ts';
 import { discard, sweepTrash } from './remove-tree.ts';
 import { attachDisk, detachDisk, unmountDisk } from './disk.ts';
 import { CommandSpawner } from './spawner.ts';
@@ -240,7 +240,13 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     const { slirp4netns, nft } = programs;
     // Checked in create: here for the types.
     if (!slirp4netns || !nft) throw new PermanentRuntimeError(NETWORK_NEEDS);
-    const pid = await attachNetwork({ ...resolverTarget(h, programs, id, initPid, deadline), slirp4netns, policy });
+    const pid = await attachNetwork({
+      ...resolverTarget(h, programs, id, initPid, deadline),
+      slirp4netns,
+      logFile: networkLogFile(h.layout, id),
+      admit: async (slirp) => h.cgroups?.admitInit(id, slirp),
+      policy,
+    });
     const stat = readStat(pid);
     if (!stat) throw new PermanentRuntimeError('slirp4netns ended as soon as it started');
     return { pid, startTime: stat.startTime };
@@ -256,8 +262,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       nft: programs.nft,
       files: egressFiles(h.layout, id),
       upstreams,
-      logFile: networkLogFile(h.layout, id),
-      admit: async (pid) => h.cgroups?.admitInit(id, pid),
+      layout: h.layout,
       deadline,
     };
   }
@@ -489,8 +494,16 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
           const id = ids[next++]!;
           const recorded = await readState(sandboxDir(h.layout, id)).catch(() => undefined);
           if (!recorded?.state.network || recorded.ending || !isRunning(recorded.state.pid, recorded.state.startTime)) continue;
-          const refused = await refusedSoFar({ pid: recorded.state.pid, nsenter: programs.nsenter, nft: programs.nft!, files: egressFiles(h.layout, id) });
+          const files = egressFiles(h.layout, id);
+          const refused = await refusedSoFar({ pid: recorded.state.pid, nsenter: programs.nsenter, nft: programs.nft!, files });
           if (refused !== undefined) counted.set(id, refused);
+          // The host's resolver serves every sandbox whose policy names domains: started again here if it died.
+          const installed = await readInstalled(files).catch(() => undefined);
+          if (installed && nameRules(installed.policy).length > 0) {
+            await ensureResolver(resolverTarget(h, programs, id, recorded.state.pid, Date.now() + DEFAULT_CREATE_TIMEOUT_MS)).catch((err: unknown) =>
+              log?.warn({ err: (err as Error).message, sandboxId: id }, "the sandboxes' resolver could not serve a sandbox"),
+            );
+          }
         }
       };
       await Promise.all(Array.from({ length: REFUSALS_READ_AT_ONCE }, lane));
