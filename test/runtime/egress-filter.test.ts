@@ -141,7 +141,7 @@ test("domain rules: queries to slirp's forwarder go to the resolver, the named s
   // A change deletes the old tag's sets and makes the new one's, in the same transaction.
   const update = policyUpdate({ policy: { egress: { allow: ['*.example.com'] } }, tag: TAG + 1 }, TAG);
   for (const set of ['named4_5eed', 'named4p_5eed', 'named6_5eed', 'named6p_5eed']) assert.ok(update.includes(`delete set inet paddock_egress ${set}`), set);
-  assert.match(update, /set named4_5eee \{ type ipv4_addr; flags timeout; \}/);
+  assert.match(update, /set named4_5eee \{ type ipv4_addr; flags timeout; size 4096; \}/, 'bounded');
   assert.ok(chain(update, 'allowed').includes(`ct mark ${TAG + 1} accept`));
   assert.ok(!chain(update, 'allowed').includes(`ct mark ${TAG} accept`), "the old policy's connections pass no more");
 });

@@ -51,6 +51,9 @@ export const REFUSED_COUNTER = 'refused';
 /** The table that sends DNS queries to Paddock's resolver (a nat chain: IPv4, slirp has no IPv6). */
 const DNS_TABLE = 'paddock_dns';
 
+/** Addresses each named set holds at most. */
+const NAMED_SET_SIZE = 4096;
+
 /** The sets of the addresses the resolver answered under the policy tagged `tag`: any port, and address-and-port. */
 export function namedSets(tag: number): { v4: string; v4port: string; v6: string; v6port: string } {
   const suffix = tag.toString(16);
@@ -137,11 +140,13 @@ export function policyChains(installed: InstalledPolicy): string[] {
           `    ip6 daddr @${sets.v6} ct mark set ${tag} accept`,
           `    meta l4proto { tcp, udp } ip6 daddr . th dport @${sets.v6port} ct mark set ${tag} accept`,
         ];
+  // Bounded: a name whose server answers another address each time opens no more than this.
+  const bounds = `flags timeout; size ${NAMED_SET_SIZE};`;
   return [
-    `  set ${sets.v4} { type ipv4_addr; flags timeout; }`,
-    `  set ${sets.v4port} { type ipv4_addr . inet_service; flags timeout; }`,
-    `  set ${sets.v6} { type ipv6_addr; flags timeout; }`,
-    `  set ${sets.v6port} { type ipv6_addr . inet_service; flags timeout; }`,
+    `  set ${sets.v4} { type ipv4_addr; ${bounds} }`,
+    `  set ${sets.v4port} { type ipv4_addr . inet_service; ${bounds} }`,
+    `  set ${sets.v6} { type ipv6_addr; ${bounds} }`,
+    `  set ${sets.v6port} { type ipv6_addr . inet_service; ${bounds} }`,
     '  chain dns {',
     ...(mode === 'all' ? ['    accept'] : []),
     '  }',

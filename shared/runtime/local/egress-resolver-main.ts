@@ -172,21 +172,48 @@ function resolverFor(sandbox: ServedSandbox, netns: number): EgressResolver {
       .then(() => rename(temporary, sandbox.countFile))
       .catch(() => undefined);
   };
-  let nftQueue = Promise.resolve();
   return new EgressResolver({
     installed: policyReader(sandbox.policyFile),
     upstreams: config.upstreams,
-    // One nft at a time for a sandbox: each is a transaction of its own.
-    open: (tag, entries) => {
-      const run = nftQueue.then(() => nftIn(netns, openScript(tag, entries)));
-      nftQueue = run.catch(() => undefined);
-      return run;
-    },
+    open: opener(netns),
     refused: () => {
       refused++;
       if (refused !== countWritten) countTimer ??= setTimeout(writeCount, COUNT_WRITE_MS);
     },
   });
+}
+
+/**
+ * Opens entries in the sandbox's sets: one nft at a time for the sandbox, each run taking every
+ * entry asked for meanwhile (of the same policy: a transaction on a replaced policy's sets fails
+ * whole), so a sandbox asking many names costs a few nft runs, not one a name.
+ */
+function opener(netns: number): (tag: number, entries: OpenEntry[]) => Promise<void> {
+  const waiting: { tag: number; entries: OpenEntry[]; done: (err?: unknown) => void }[] = [];
+  let running = false;
+  const drain = async () => {
+    if (running) return;
+    running = true;
+    try {
+      while (waiting.length > 0) {
+        const tag = waiting[0]!.tag;
+        const batch = waiting.filter((item) => item.tag === tag);
+        waiting.splice(0, waiting.length, ...waiting.filter((item) => item.tag !== tag));
+        const failure = await nftIn(netns, openScript(tag, batch.flatMap((item) => item.entries))).then(
+          () => undefined,
+          (err: unknown) => err ?? new Error('nft failed'),
+        );
+        for (const item of batch) item.done(failure);
+      }
+    } finally {
+      running = false;
+    }
+  };
+  return (tag, entries) =>
+    new Promise<void>((resolve, reject) => {
+      waiting.push({ tag, entries, done: (err) => (err ? reject(err as Error) : resolve()) });
+      void drain();
+    });
 }
 
 /** The UDP socket and TCP listener, bound in the sandbox's namespace by the helper run there. */

@@ -31,7 +31,9 @@ const OPENED_KEPT = 4096;
  */
 const ANSWER_MAX_SECONDS = 60;
 const EMPTY_ANSWER_SECONDS = 10;
-const ANSWERS_KEPT = 1024;
+/** A sandbox's kept answers: so many, each at most so large (one resolver serves every sandbox of the host). */
+const ANSWERS_KEPT = 128;
+const ANSWER_KEPT_BYTES = 2048;
 
 
 /** An address to open under the policy's tag: on one port, or on every port; for `seconds`. */
@@ -103,7 +105,7 @@ export class EgressResolver {
       if ((answer.readUInt16BE(2) & 0xf) === 0) {
         const seconds = addresses.length > 0 ? Math.min(ANSWER_MAX_SECONDS, ...addresses.map((a) => a.ttl)) : EMPTY_ANSWER_SECONDS;
         if (this.#answers.size >= ANSWERS_KEPT) this.#answers.clear();
-        if (seconds > 0) this.#answers.set(kept, { answer, until: Date.now() + seconds * 1000 });
+        if (seconds > 0 && answer.byteLength <= ANSWER_KEPT_BYTES) this.#answers.set(kept, { answer, until: Date.now() + seconds * 1000 });
       }
       return answer;
     } finally {
