@@ -1,16 +1,14 @@
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
-import type { Readable } from 'node:stream';
-import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Upstream } from '../../network/resolvers.ts';
 import type { InstalledPolicy } from './egress-filter.ts';
 import type { EgressFiles, Layout } from './layout.ts';
 import { withLock } from './lock.ts';
-import { killQuietly, readStat } from './processes.ts';
+import { readStat } from './processes.ts';
+import { untilReady } from './ready-signal.ts';
 
 // The host's resolver for sandboxes' domain rules (egress-resolver-main.ts) from a runtime's side:
 // started by the first process that needs it, under a host-wide lock, and told over its control
@@ -154,23 +152,5 @@ async function startResolver(target: ResolverTarget): Promise<void> {
       closeSync(log);
     }
   })();
-  const decided = new AbortController();
-  try {
-    const ready = child.stdio[3] as Readable;
-    ready.on('error', () => undefined);
-    const failed = Promise.race([
-      once(child, 'error', { signal: decided.signal }).then(([err]) => Promise.reject(err as Error)),
-      once(child, 'exit', { signal: decided.signal }).then(() => Promise.reject(new Error(`the sandboxes' resolver exited as it started (${target.layout.resolver.log})`))),
-      delay(Math.max(0, target.deadline - Date.now()), undefined, { signal: decided.signal }).then(() => Promise.reject(new Error("the sandboxes' resolver did not start in time"))),
-    ]);
-    failed.catch(() => undefined);
-    await Promise.race([once(ready, 'data', { signal: decided.signal }), failed]);
-    for (const stream of child.stdio) stream?.destroy();
-    child.unref();
-  } catch (err) {
-    if (child.pid !== undefined) killQuietly(child.pid);
-    throw err;
-  } finally {
-    decided.abort();
-  }
+  await untilReady(child, { what: `the sandboxes' resolver (${target.layout.resolver.log})`, deadline: target.deadline });
 }

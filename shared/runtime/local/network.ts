@@ -3,15 +3,13 @@ import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
-import type { Readable } from 'node:stream';
-import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
 import { EGRESS_TABLE, egressRuleset, policyUpdate, REFUSED_COUNTER, SLIRP } from './egress-filter.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { nameRules } from '../../network/rules.ts';
 import { dnsRefusals, ensureResolver, newTag, readInstalled, stopResolver, writeInstalled, type ResolverTarget } from './egress-resolver-process.ts';
 import { sandboxMarker } from './launch.ts';
-import { killQuietly } from './processes.ts';
+import { untilReady } from './ready-signal.ts';
 
 // Network for a sandbox whose policy opens any (shared/network/policy.ts), set up by root while bubblewrap
 // holds the init: the sandbox keeps the network namespace of its own that bubblewrap made, root
@@ -76,33 +74,15 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
       closeSync(log);
     }
   })();
-  const decided = new AbortController();
+  let pid: number;
   try {
-    const ready = slirp.stdio[3] as Readable;
-    ready.on('error', () => undefined);
-    const failed = Promise.race([
-      once(slirp, 'error', { signal: decided.signal }).then(([err]) => Promise.reject(err as Error)),
-      once(slirp, 'exit', { signal: decided.signal }).then(() => Promise.reject(new Error('slirp4netns exited'))),
-      delay(Math.max(0, target.deadline - Date.now()), undefined, { signal: decided.signal }).then(() =>
-        Promise.reject(new Error('slirp4netns did not start in time')),
-      ),
-    ]);
-    failed.catch(() => undefined);
-    if (slirp.pid === undefined) await failed;
-    const pid = slirp.pid!;
-    await Promise.race([target.admit(pid), failed]);
-    await Promise.race([once(ready, 'data', { signal: decided.signal }), failed]);
-    for (const stream of slirp.stdio) stream?.destroy();
-    slirp.unref();
-    if (nameRules(target.policy).length > 0) await ensureResolver(target);
-    return pid;
+    pid = await untilReady(slirp, { what: 'slirp4netns', deadline: target.deadline, admit: target.admit });
   } catch (err) {
-    if (slirp.pid !== undefined) killQuietly(slirp.pid);
     const said = (await readFile(target.logFile, 'utf8').catch(() => '')).trim();
     throw said ? new PermanentRuntimeError(`could not give the sandbox its network: ${said}`) : err;
-  } finally {
-    decided.abort();
   }
+  if (nameRules(target.policy).length > 0) await ensureResolver(target);
+  return pid;
 }
 
 /**
