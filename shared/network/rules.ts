@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 
 // The rules of an egress policy (policy.ts) made exact, and what they cover: no schema library
-// here, so that a sandbox's resolver (shared/runtime/local/egress-resolver.ts), a process per
-// sandbox, loads only what it uses. Its functions take of a policy the shape they read.
+// here, so that the host's resolver for sandboxes (shared/runtime/local/egress-resolver-main.ts),
+// a process of its own, loads only what it uses. Its functions take of a policy the shape they read.
 
 /** The modes in order of what they open: an operator's maximum admits its own and those before it. */
 export const EGRESS_MODES = ['none', 'allow', 'all'] as const;

@@ -6,8 +6,8 @@ import { answeredAddresses, isStandardQuery, RCODE_NOTIMP, RCODE_NXDOMAIN, RCODE
 import type { InstalledPolicy } from './egress-filter.ts';
 import type { Upstream } from '../../network/resolvers.ts';
 
-// Paddock's resolver for one sandbox whose policy names domains (egress-filter.ts sends its DNS
-// queries here): a name the policy allows is asked of the upstream servers
+// What Paddock's resolver answers one sandbox whose policy names domains (egress-filter.ts sends
+// its DNS queries to the host's resolver, egress-resolver-main.ts, which keeps one of these a sandbox): a name the policy allows is asked of the upstream servers
 // (PADDOCK_EGRESS_RESOLVERS, or the host's), and the addresses of the answer are opened for that
 // sandbox, on the rule's port, before the answer is passed on, so that a connect right after the
 // lookup passes; any other name gets NXDOMAIN at once. The answer goes on as the upstream gave it

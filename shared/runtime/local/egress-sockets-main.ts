@@ -1,7 +1,7 @@
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 
-// Run by a sandbox's resolver (egress-resolver-main.ts) under nsenter, in the sandbox's network
+// Run by the host's resolver (egress-resolver-main.ts) under nsenter, in a sandbox's network
 // namespace: binds the resolver's UDP socket and TCP listener there and hands both over its IPC
 // channel, then exits. The resolver itself stays in the host's namespace, where it asks the
 // upstream servers and the sandbox's filter does not apply. Its arguments: the address and port.
