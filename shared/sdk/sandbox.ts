@@ -99,7 +99,7 @@ export class Sandbox {
 
   /**
    * Where its programs may connect from now on: `{ egress: 'none' | 'all' }` or
-   * `{ egress: { allow: ['203.0.113.0/24', '198.51.100.7:443'] } }`.
+   * `{ egress: { allow: ['pypi.org:443', '*.githubusercontent.com', '203.0.113.0/24'] } }`.
    */
   async setNetwork(policy: NetworkPolicy): Promise<void> {
     await this.#client.setSandboxNetwork(this.id, policy);

@@ -47,8 +47,9 @@ export interface Sandbox {
 
 /**
  * A sandbox's egress: `none`, `all` (outside the hard floor: loopback, private, link-local and
- * metadata ranges, Paddock's own services, other sandboxes), or `{ allow: [...] }`: IPv4
- * addresses or CIDRs, IPv6 ones in brackets, each with an optional `:port`.
+ * metadata ranges, Paddock's own services, other sandboxes), or `{ allow: [...] }`: domains
+ * (`*.example.com` for its subdomains), IPv4 addresses or CIDRs, IPv6 ones in brackets, each with
+ * an optional `:port`.
  */
 export type NetworkPolicy = Api.SetSandboxNetworkRequest;
 

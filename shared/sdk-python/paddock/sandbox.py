@@ -262,7 +262,7 @@ class Sandbox:
         ``snapshot_on_destroy`` keeps its /workspace as a snapshot when it is destroyed (by
         ``destroy()`` or at its end), whose answer's ``finalSnapshotId`` names it.
         ``network`` says where its programs may connect: ``{"egress": "none"}``, ``{"egress": "all"}``
-        or ``{"egress": {"allow": ["203.0.113.0/24", "198.51.100.7:443"]}}`` (the operator's
+        or ``{"egress": {"allow": ["pypi.org:443", "203.0.113.0/24"]}}`` (the operator's
         default when not given; another needs a key with ``network:write``).
         """
         c, owned = cls._client_of(client, api_key, base_url)
