@@ -120,7 +120,7 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
  * statement's own condition, so two sweeps agree).
  */
 async function recordNetworkRefusals(deps: WorkerDeps): Promise<number> {
-  const counted = await deps.runtime.egressRefusals?.();
+  const counted = await deps.runtime.sweepEgress?.();
   if (!counted?.size) return 0;
   let recorded = 0;
   const grown = [...counted].filter(([, refused]) => refused > 0).map(([id]) => id);

@@ -182,11 +182,12 @@ export interface SandboxRuntime {
    */
   setNetwork(id: string, policy: NetworkPolicy): Promise<void>;
   /**
-   * What each running sandbox's egress filter has refused so far (packets: a refused connection
-   * is one), for those with network; absent where the runtime cannot count them (on Kubernetes
-   * that is the network plugin's). Read by the workers' sweep.
+   * The workers' sweep of the sandboxes' egress: what each running sandbox with network has had
+   * refused so far (packets, a refused connection being one, and names); and, on the way, what a
+   * sandbox's egress needs started again if it died (the local runtime's resolver for domain
+   * rules). Absent where the runtime counts nothing (on Kubernetes that is the network plugin's).
    */
-  egressRefusals?(): Promise<Map<string, number>>;
+  sweepEgress?(): Promise<Map<string, number>>;
   /** Readies what a first create would otherwise wait for (the local runtime's command spawner). */
   warm?(): Promise<void>;
   close(): Promise<void>;

@@ -481,7 +481,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       });
     },
 
-    async egressRefusals(): Promise<Map<string, number>> {
+    async sweepEgress(): Promise<Map<string, number>> {
       const h = await host();
       const programs = h.programs;
       const counted = new Map<string, number>();
