@@ -252,7 +252,7 @@ print('answers', struct.unpack('>H', a[6:8])[0], '.'.join(str(b) for b in a[-4:]
   assert.match((await sh(`exec 3<>/dev/tcp/${b.address}/${b.port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`)).stdout, /hello from the test host/);
 });
 
-test('local: one resolver serves every sandbox whose policy names domains, outside their memory; killed, the workers\' sweep starts it again', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
+test('local: one resolver serves every sandbox whose policy names domains, outside their memory, each within a budget of queries; killed, the workers\' sweep starts it again', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
   const target = await makeTestHost({ range: '203.0.113' });
   dns.set('both.paddock.example', [target.address]);
   const { opener } = await keys('network-resolver');
@@ -280,6 +280,45 @@ test('local: one resolver serves every sandbox whose policy names domains, outsi
         }
       })
       .map(Number);
+  // A flood of queries from one sandbox is answered within its budget (200 at once, then 100 a
+  // second), and the other sandbox's names still resolve meanwhile.
+  const flood = await call(stack.url, 'POST', `/v1/sandboxes/${ids[0]}/exec`, {
+    token: opener,
+    body: {
+      command: ['python3', '-c', `
+import os, socket, struct, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setblocking(False)
+answered = 0
+def drain():
+    global answered
+    try:
+        while True:
+            s.recv(512)
+            answered += 1
+    except BlockingIOError:
+        pass
+# 1,500 queries over 3 s: paced, so that no socket's buffer drops what the budget would.
+start = time.monotonic()
+for i in range(1500):
+    q = struct.pack('>HHHHHH', i, 0x0100, 1, 0, 0, 0) + b'\\x08' + os.urandom(4).hex().encode() + b'\\x07example\\x03org\\x00' + struct.pack('>HH', 1, 1)
+    s.sendto(q, ('10.0.2.3', 53))
+    drain()
+    time.sleep(max(0, start + (i + 1) * 0.002 - time.monotonic()))
+end = time.monotonic() + 1
+while time.monotonic() < end:
+    drain()
+    time.sleep(0.01)
+print(answered)
+`],
+      timeoutSeconds: 30,
+    },
+  });
+  const answered = Number(String(flood.body.stdout).trim());
+  // 200, then 100 a second over some 3 s: about 500 of 1,500.
+  assert.ok(answered >= 200 && answered <= 900, `answered ${answered} of 1,500 queries`);
+  assert.match(await fetchIn(ids[1]!), /hello from the test host/, 'the other sandbox resolves meanwhile');
+
   const [resolver, ...others] = resolvers();
   assert.ok(resolver, 'a resolver runs');
   assert.deepEqual(others, [], 'one for both sandboxes');
