@@ -156,7 +156,13 @@ test('nft accepts the ruleset as written (a dry run: nothing is installed)', { s
   for (const policy of policies) {
     execFileSync('nft', ['--check', '-f', '-'], { input: egressRuleset({ hostAddresses: HOST, installed: { policy, tag: TAG } }), stdio: ['pipe', 'ignore', 'pipe'] });
     // A change, as applied on top of an installed filter (the check runs both in one transaction).
-    const change = policyUpdate({ policy, tag: TAG + 1 }, TAG);
+    // With the answered addresses it carries over into the new policy's sets.
+    const change = policyUpdate({ policy, tag: TAG + 1 }, TAG, [
+      { family: 4, address: '198.51.100.9', port: 443, seconds: 300 },
+      { family: 4, address: '198.51.100.10', seconds: 120 },
+      { family: 6, address: '2001:db8::1', seconds: 60 },
+    ]);
+    assert.match(change, /add element inet paddock_egress named4p_5eee \{ 198\.51\.100\.9 \. 443 timeout 300s \}/);
     execFileSync('nft', ['--check', '-f', '-'], { input: `${egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: 'none' }, tag: TAG } })}\n${change}`, stdio: ['pipe', 'ignore', 'pipe'] });
   }
 });

@@ -2,7 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { answeredAddresses, readQuestion, RCODE_NXDOMAIN, RCODE_SERVFAIL } from '../../shared/runtime/local/dns-message.ts';
-import { EgressResolver, type OpenEntry } from '../../shared/runtime/local/egress-resolver.ts';
+import { carriedOver, EgressResolver } from '../../shared/runtime/local/egress-resolver.ts';
+import type { OpenEntry } from '../../shared/runtime/local/egress-filter.ts';
+import { nameRules } from '../../shared/network/rules.ts';
 import { parseUpstreams } from '../../shared/network/resolvers.ts';
 import type { NetworkPolicy } from '../../shared/network/policy.ts';
 import { parseEgressRule } from '../../shared/network/rules.ts';
@@ -124,6 +126,17 @@ test('the resolver asks upstream only for names the policy allows, opens their a
     assert.equal(answer!.readUInt16BE(0), 0x1234, 'its id');
   }
   assert.deepEqual(refused, ['example.com', 'evil.org', 'pypi.org.evil.org', 'xpypi.org']);
+
+  // What a change of policy carries over: the answered names the new rules still cover, on their
+  // ports, for the time each had left; the floor's addresses were never among them.
+  const answered = resolver.answeredNames();
+  assert.deepEqual(answered.map((a) => `${a.name} ${a.address}`).sort(), ['files.example.com 198.51.100.9', 'pypi.org 151.101.0.223']);
+  const now = Date.now();
+  const carried = carriedOver(nameRules({ egress: { allow: ['pypi.org:8443', 'pypi.org:443', 'other.org'] } }), answered, now);
+  assert.deepEqual(carried.map((e) => [e.address, e.port]), [['151.101.0.223', 8443], ['151.101.0.223', 443]]);
+  assert.ok(carried.every((e) => e.seconds > 290 && e.seconds <= 300), JSON.stringify(carried));
+  assert.deepEqual(carriedOver(nameRules({ egress: { allow: ['other.org'] } }), answered, now), []);
+  assert.deepEqual(carriedOver(nameRules({ egress: { allow: ['*.example.com'] } }), answered, now + 3_600_001), [], 'lapsed');
   assert.ok(!dns.asked().some((n) => refused.includes(n)), 'a refused name never leaves');
   assert.equal(await resolver.answer(query('pypi.org', { flags: 0x8100 }), 'udp'), undefined, 'an answer sent as a query is dropped');
 

@@ -168,7 +168,7 @@ test('local: allow opens the listed address and port alone, fast refusals elsewh
   assert.match(lift.stdout, /Operation not permitted|must be root|not found/);
 });
 
-test('local: domain rules answer the names they allow and open their addresses alone, on their ports; any other name has no address; a name that resolves into the floor reaches nothing; a change forgets what was resolved and cuts what it opened', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
+test('local: domain rules answer the names they allow and open their addresses alone, on their ports; any other name has no address; a name that resolves into the floor reaches nothing; a change keeps what it still allows and forgets the rest, cutting what that opened', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
   const [a, b] = [await makeTestHost({ servers: 2 }), await makeTestHost({ range: '203.0.113' })];
   const hostEnd = await hostListener(a.hostEnd);
   dns.set('web.paddock.example', [a.address]);
@@ -238,6 +238,13 @@ print('answers', struct.unpack('>H', a[6:8])[0], '.'.join(str(b) for b in a[-4:]
   assert.equal(download.status, 202, JSON.stringify(download.body));
   const size = async () => Number((await sh('stat -c %s /tmp/stream 2>/dev/null || echo 0')).stdout.trim());
   await eventually('the download runs', 10_000, async () => ((await size()) > 4096 ? true : undefined));
+  // A change that still allows the name: the download goes on, and the name still resolves.
+  const widened = await setNetwork(opener, id, { egress: { allow: [`web.paddock.example:${a.ports[0]}`, 'other.paddock.example'] } });
+  assert.equal(widened.status, 200, JSON.stringify(widened.body));
+  const going = await size();
+  await eventually('the download goes on', 10_000, async () => ((await size()) > going + 8192 ? true : undefined));
+  assert.equal((await sh('cat /tmp/stream.end 2>/dev/null')).stdout, '', 'not cut');
+  assert.match((await curl(`http://web.paddock.example:${a.ports[0]}/`)).out, /hello from the test host/);
   const changed = await setNetwork(opener, id, { egress: { allow: ['other.paddock.example'] } });
   assert.equal(changed.status, 200, JSON.stringify(changed.body));
   await eventually('the download is cut', 10_000, async () => ((await sh('cat /tmp/stream.end 2>/dev/null')).stdout.startsWith('ended') ? true : undefined));

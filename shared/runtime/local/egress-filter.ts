@@ -51,6 +51,21 @@ export const REFUSED_COUNTER = 'refused';
 /** The table that sends DNS queries to Paddock's resolver (a nat chain: IPv4, slirp has no IPv6). */
 const DNS_TABLE = 'paddock_dns';
 
+/** An address to open in a policy's named sets: on one port, or on every port; for `seconds`. */
+export interface OpenEntry {
+  family: 4 | 6;
+  address: string;
+  port?: number;
+  seconds: number;
+}
+
+/** The entry as nft names it: its set (of the policy tagged `tag`) and its element. */
+export function namedElement(tag: number, entry: OpenEntry): { set: string; element: string } {
+  const sets = namedSets(tag);
+  const set = entry.family === 4 ? (entry.port === undefined ? sets.v4 : sets.v4port) : entry.port === undefined ? sets.v6 : sets.v6port;
+  return { set: `inet ${EGRESS_TABLE} ${set}`, element: entry.port === undefined ? entry.address : `${entry.address} . ${entry.port}` };
+}
+
 /** Addresses each named set holds at most. */
 const NAMED_SET_SIZE = 4096;
 
@@ -159,9 +174,11 @@ export function policyChains(installed: InstalledPolicy): string[] {
 /**
  * A change of policy in one transaction, so no packet sees half of it: both chains emptied, the
  * old policy's named sets deleted (an answer the resolver gave under it opens nothing under the
- * new one), the new policy's sets and chains, and the DNS redirect as the new policy has it.
+ * new one), the new policy's sets and chains, and the DNS redirect as the new policy has it; then
+ * `carried`, the answered addresses the new policy still allows, so that their connections (and
+ * the sandbox's cached answers) go on.
  */
-export function policyUpdate(installed: InstalledPolicy, previousTag: number | undefined): string {
+export function policyUpdate(installed: InstalledPolicy, previousTag: number | undefined, carried: OpenEntry[] = []): string {
   const old = previousTag === undefined ? [] : Object.values(namedSets(previousTag)).map((set) => `delete set inet ${EGRESS_TABLE} ${set}`);
   return [
     // Declared first, as at an install: a filter installed before the table was is given it.
@@ -182,6 +199,10 @@ export function policyUpdate(installed: InstalledPolicy, previousTag: number | u
     ...redirectRules(installed.policy),
     '  }',
     '}',
+    ...carried.map((entry) => {
+      const { set, element } = namedElement(installed.tag, entry);
+      return `add element ${set} { ${element} timeout ${entry.seconds}s }`;
+    }),
     '',
   ].join('\n');
 }

@@ -5,8 +5,8 @@ import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { EgressResolver, type OpenEntry } from './egress-resolver.ts';
-import { EGRESS_TABLE, namedSets, RESOLVER, type InstalledPolicy } from './egress-filter.ts';
+import { EgressResolver } from './egress-resolver.ts';
+import { namedElement, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
 import { isRunning } from './processes.ts';
 import type { ResolverDaemonConfig, ResolverRequest, ServedSandbox } from './egress-resolver-process.ts';
 
@@ -38,6 +38,7 @@ const config = JSON.parse(process.argv[2] ?? '{}') as ResolverDaemonConfig;
 
 interface Served {
   sandbox: ServedSandbox;
+  resolver: EgressResolver;
   netns: number;
   udp: UdpSocket;
   tcp: Server;
@@ -87,16 +88,18 @@ function answerControl(socket: Socket): void {
       const line = held.slice(0, at);
       held = held.slice(at + 1);
       void handle(line).then(
-        () => socket.write('{"ok":true}\n'),
+        (more) => socket.write(`${JSON.stringify({ ok: true, ...(more ?? {}) })}\n`),
         (err: unknown) => socket.write(`${JSON.stringify({ ok: false, error: (err as Error).message })}\n`),
       );
     }
   });
 }
 
-async function handle(line: string): Promise<void> {
+/** What a request answers besides `ok`. */
+async function handle(line: string): Promise<object | void> {
   const request = JSON.parse(line) as ResolverRequest;
   if (request.op === 'ping') return;
+  if (request.op === 'answered') return { answered: served.get(request.id)?.resolver.answeredNames() ?? [] };
   if (request.op === 'forget') return forget(request.id);
   if (request.op !== 'serve') throw new Error(`no such request: ${String((request as { op?: unknown }).op)}`);
   const { sandbox } = request;
@@ -145,6 +148,7 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
     tcp.on('error', () => undefined);
     served.set(sandbox.id, {
       sandbox,
+      resolver,
       netns,
       udp,
       tcp,
@@ -305,13 +309,10 @@ function policyReader(file: string): () => Promise<InstalledPolicy | undefined> 
  * again keeps the timeout it had, so each is added (if new), deleted and added in one transaction.
  */
 function openScript(tag: number, entries: OpenEntry[]): string {
-  const sets = namedSets(tag);
   return entries
     .flatMap((entry) => {
-      const set = entry.family === 4 ? (entry.port === undefined ? sets.v4 : sets.v4port) : entry.port === undefined ? sets.v6 : sets.v6port;
-      const element = entry.port === undefined ? entry.address : `${entry.address} . ${entry.port}`;
-      const target = `inet ${EGRESS_TABLE} ${set}`;
-      return [`add element ${target} { ${element} timeout ${entry.seconds}s }`, `delete element ${target} { ${element} }`, `add element ${target} { ${element} timeout ${entry.seconds}s }`];
+      const { set, element } = namedElement(tag, entry);
+      return [`add element ${set} { ${element} timeout ${entry.seconds}s }`, `delete element ${set} { ${element} }`, `add element ${set} { ${element} timeout ${entry.seconds}s }`];
     })
     .join('\n');
 }

@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Upstream } from '../../network/resolvers.ts';
 import type { InstalledPolicy } from './egress-filter.ts';
+import type { AnsweredName } from './egress-resolver.ts';
 import type { EgressFiles, Layout } from './layout.ts';
 import { withLock } from './lock.ts';
 import { readStat } from './processes.ts';
@@ -38,7 +39,7 @@ export interface ServedSandbox {
   countFile: string;
 }
 
-export type ResolverRequest = { op: 'serve'; sandbox: ServedSandbox } | { op: 'forget'; id: string } | { op: 'ping' };
+export type ResolverRequest = { op: 'serve'; sandbox: ServedSandbox } | { op: 'forget'; id: string } | { op: 'answered'; id: string } | { op: 'ping' };
 
 export interface ResolverTarget {
   id: string;
@@ -83,6 +84,17 @@ export async function stopResolver(target: ResolverTarget): Promise<void> {
   });
 }
 
+/** The names the resolver answered the sandbox, with the addresses still open for them; none when none runs. */
+export async function answeredNames(target: ResolverTarget): Promise<AnsweredName[]> {
+  try {
+    const answer = await ask(target.layout.resolver.socket, { op: 'answered', id: target.id }, target.deadline);
+    return (answer.answered as AnsweredName[] | undefined) ?? [];
+  } catch (err) {
+    if (isAbsent(err)) return [];
+    throw err;
+  }
+}
+
 /** The policy the sandbox's filter has, as the last install or change wrote it; undefined before any. */
 export async function readInstalled(files: EgressFiles): Promise<InstalledPolicy | undefined> {
   const text = await readFile(files.policy, 'utf8').catch(() => undefined);
@@ -114,7 +126,7 @@ function isAbsent(err: unknown): boolean {
 }
 
 /** One request on a connection of its own, and its answer. */
-function ask(socket: string, request: ResolverRequest, deadline: number): Promise<void> {
+function ask(socket: string, request: ResolverRequest, deadline: number): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const connection = connect({ path: socket });
     let said = '';
@@ -132,8 +144,8 @@ function ask(socket: string, request: ResolverRequest, deadline: number): Promis
       if (end < 0) return;
       clearTimeout(timer);
       connection.end();
-      const answer = JSON.parse(said.slice(0, end)) as { ok: boolean; error?: string };
-      if (answer.ok) resolve();
+      const answer = JSON.parse(said.slice(0, end)) as { ok: boolean; error?: string } & Record<string, unknown>;
+      if (answer.ok) resolve(answer);
       else reject(new Error(`the sandboxes' resolver could not serve the sandbox: ${answer.error}`));
     });
     connection.on('close', () => fail(new Error("the sandboxes' resolver closed the connection without an answer")));

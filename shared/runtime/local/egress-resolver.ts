@@ -3,7 +3,7 @@ import { connect, isIP } from 'node:net';
 import { cidrWithin, nameRuleCovers, nameRules, type NameRule } from '../../network/rules.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
 import { answeredAddresses, isStandardQuery, RCODE_NOTIMP, RCODE_NXDOMAIN, RCODE_SERVFAIL, readQuestion, refusal, type Question } from './dns-message.ts';
-import type { InstalledPolicy } from './egress-filter.ts';
+import type { InstalledPolicy, OpenEntry } from './egress-filter.ts';
 import type { Upstream } from '../../network/resolvers.ts';
 
 // What Paddock's resolver answers one sandbox whose policy names domains (egress-filter.ts sends
@@ -36,13 +36,16 @@ const ANSWERS_KEPT = 128;
 const ANSWER_KEPT_BYTES = 2048;
 
 
-/** An address to open under the policy's tag: on one port, or on every port; for `seconds`. */
-export interface OpenEntry {
+/** An address an allowed name was answered with, open until `until` (ms since the epoch). */
+export interface AnsweredName {
+  name: string;
   family: 4 | 6;
   address: string;
-  port?: number;
-  seconds: number;
+  until: number;
 }
+
+/** Names remembered with the addresses opened for them; past it the memory starts again. */
+const NAMES_KEPT = 4096;
 
 export interface EgressResolverDeps {
   /** The policy in force and its tag, as the runtime last installed it; undefined when none is readable. */
@@ -58,6 +61,8 @@ export class EgressResolver {
   readonly #deps: EgressResolverDeps;
   readonly #opened = new Map<string, number>();
   readonly #answers = new Map<string, { answer: Buffer; until: number }>();
+  /** What each allowed name opened, by `name address`: a change of policy carries over what the new one still allows. */
+  readonly #names = new Map<string, AnsweredName>();
   #pending = 0;
 
   constructor(deps: EgressResolverDeps) {
@@ -91,7 +96,8 @@ export class EgressResolver {
       const answer = await this.#ask(query, question, transport);
       const addresses = answer && answeredAddresses(answer, question);
       if (!answer || !addresses) return refusal(query, question, RCODE_SERVFAIL);
-      const entries = addresses.filter((a) => !inFloor(a.family, a.address)).flatMap((a) => entriesFor(rules, a.family, a.address, a.ttl));
+      const outside = addresses.filter((a) => !inFloor(a.family, a.address));
+      const entries = outside.flatMap((a) => entriesFor(rules, a.family, a.address, a.ttl));
       const fresh = entries.filter((entry) => this.#needsOpening(installed.tag, entry));
       if (fresh.length > 0) {
         try {
@@ -101,6 +107,12 @@ export class EgressResolver {
           return refusal(query, question, RCODE_SERVFAIL);
         }
         for (const entry of fresh) this.#remember(installed.tag, entry);
+      }
+      for (const a of outside) {
+        if (this.#names.size >= NAMES_KEPT) this.#names.clear();
+        const until = Date.now() + openSeconds(a.ttl) * 1000;
+        const key = `${question.name} ${a.address}`;
+        if ((this.#names.get(key)?.until ?? 0) < until) this.#names.set(key, { name: question.name, family: a.family, address: a.address, until });
       }
       if ((answer.readUInt16BE(2) & 0xf) === 0) {
         const seconds = addresses.length > 0 ? Math.min(ANSWER_MAX_SECONDS, ...addresses.map((a) => a.ttl)) : EMPTY_ANSWER_SECONDS;
@@ -121,6 +133,13 @@ export class EgressResolver {
     return undefined;
   }
 
+  /** The names answered, with the addresses still open for them. */
+  answeredNames(): AnsweredName[] {
+    const now = Date.now();
+    for (const [key, answered] of this.#names) if (answered.until <= now) this.#names.delete(key);
+    return [...this.#names.values()];
+  }
+
   /** Whether the entry is not known open for at least half its time to come. */
   #needsOpening(tag: number, entry: OpenEntry): boolean {
     const until = this.#opened.get(openedKey(tag, entry));
@@ -137,12 +156,34 @@ function openedKey(tag: number, entry: OpenEntry): string {
   return `${tag} ${entry.address} ${entry.port ?? '*'}`;
 }
 
+/** How long an answer's address stays open, from its TTL. */
+function openSeconds(ttl: number): number {
+  return Math.min(OPEN_MAX_SECONDS, Math.max(OPEN_MIN_SECONDS, ttl));
+}
+
+/**
+ * What a policy's rules open of the answered names (a change of policy carries them over): each
+ * address of a name the rules still cover, on their ports, for the time it had left.
+ */
+export function carriedOver(rules: NameRule[], answered: AnsweredName[], now = Date.now()): OpenEntry[] {
+  return answered.flatMap((a) => {
+    const covering = rules.filter((rule) => nameRuleCovers(rule, a.name));
+    const seconds = Math.ceil((a.until - now) / 1000);
+    if (covering.length === 0 || seconds <= 0) return [];
+    return portsOf(covering).map((port) => ({ family: a.family, address: a.address, ...(port === undefined ? {} : { port }), seconds }));
+  });
+}
+
+/** The ports the rules open: every port (undefined) when one of them names none. */
+function portsOf(rules: NameRule[]): (number | undefined)[] {
+  const ports = new Set(rules.map((rule) => rule.port));
+  return ports.has(undefined) ? [undefined] : [...ports];
+}
+
 /** One entry per rule that covers the name: on its port, or on every port. */
 function entriesFor(rules: NameRule[], family: 4 | 6, address: string, ttl: number): OpenEntry[] {
-  const seconds = Math.min(OPEN_MAX_SECONDS, Math.max(OPEN_MIN_SECONDS, ttl));
-  const ports = new Set(rules.map((rule) => rule.port));
-  if (ports.has(undefined)) return [{ family, address, seconds }];
-  return [...ports].map((port) => ({ family, address, port: port!, seconds }));
+  const seconds = openSeconds(ttl);
+  return portsOf(rules).map((port) => ({ family, address, ...(port === undefined ? {} : { port }), seconds }));
 }
 
 function inFloor(family: 4 | 6, address: string): boolean {

@@ -7,7 +7,8 @@ import { PermanentRuntimeError } from '../types.ts';
 import { EGRESS_TABLE, egressRuleset, policyUpdate, REFUSED_COUNTER, SLIRP } from './egress-filter.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { nameRules } from '../../network/rules.ts';
-import { dnsRefusals, ensureResolver, newTag, readInstalled, stopResolver, writeInstalled, type ResolverTarget } from './egress-resolver-process.ts';
+import { answeredNames, dnsRefusals, ensureResolver, newTag, readInstalled, stopResolver, writeInstalled, type ResolverTarget } from './egress-resolver-process.ts';
+import { carriedOver } from './egress-resolver.ts';
 import { sandboxMarker } from './launch.ts';
 import { untilReady } from './ready-signal.ts';
 
@@ -108,7 +109,9 @@ export async function refusedSoFar(target: Pick<NetworkTarget, 'pid' | 'nsenter'
 export async function changePolicy(target: ResolverTarget, policy: NetworkPolicy): Promise<void> {
   const previous = await readInstalled(target.files);
   const installed = { policy, tag: newTag() };
-  await runNft(target, `/proc/${target.pid}/ns/net`, policyUpdate(installed, previous?.tag), 'change');
+  // What the names the new policy still allows were answered with stays open, in the same transaction.
+  const carried = carriedOver(nameRules(policy), previous && nameRules(previous.policy).length > 0 ? await answeredNames(target) : []);
+  await runNft(target, `/proc/${target.pid}/ns/net`, policyUpdate(installed, previous?.tag, carried), 'change');
   await writeInstalled(target.files, installed);
   if (nameRules(policy).length > 0) await ensureResolver(target);
   else await stopResolver(target);
