@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import type { Socket as UdpSocket } from 'node:dgram';
-import { once } from 'node:events';
 import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -8,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { EgressResolver } from './egress-resolver.ts';
 import { namedElement, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
 import { isRunning } from './processes.ts';
+import { NETWORK_PROGRAM_ENV, nftIn } from './nft.ts';
 import type { ResolverDaemonConfig, ResolverRequest, ServedSandbox } from './egress-resolver-process.ts';
 
 // The host's resolver for every local sandbox whose policy names domains (egress-resolver.ts does
@@ -18,7 +18,6 @@ import type { ResolverDaemonConfig, ResolverRequest, ServedSandbox } from './egr
 // A sandbox is forgotten once its init has ended; with none left for IDLE_MS, the process exits.
 
 const SOCKETS_MAIN = fileURLToPath(new URL('./egress-sockets-main.ts', import.meta.url));
-const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
 /** The largest message taken over UDP (EDNS's usual size), and over TCP (its framing's). */
 const UDP_MAX = 4096;
 const TCP_MAX = 65_535;
@@ -203,7 +202,7 @@ function opener(netns: number): (tag: number, entries: OpenEntry[]) => Promise<v
         const tag = waiting[0]!.tag;
         const batch = waiting.filter((item) => item.tag === tag);
         waiting.splice(0, waiting.length, ...waiting.filter((item) => item.tag !== tag));
-        const failure = await nftIn(netns, openScript(tag, batch.flatMap((item) => item.entries))).then(
+        const failure = await nftScript(netns, openScript(tag, batch.flatMap((item) => item.entries))).then(
           () => undefined,
           (err: unknown) => err ?? new Error('nft failed'),
         );
@@ -224,7 +223,7 @@ function opener(netns: number): (tag: number, entries: OpenEntry[]) => Promise<v
 async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server }> {
   const helper = spawn(config.nsenter, ['--net=/proc/self/fd/3', '--', process.execPath, SOCKETS_MAIN, RESOLVER.address, String(RESOLVER.port)], {
     cwd: '/',
-    env: ENV,
+    env: NETWORK_PROGRAM_ENV,
     stdio: ['ignore', 'ignore', 'inherit', netns, 'ipc'],
   });
   let udp: UdpSocket | undefined;
@@ -318,12 +317,9 @@ function openScript(tag: number, entries: OpenEntry[]): string {
 }
 
 /** nft -f run in the sandbox's namespace; rejects when it fails (the tagged sets gone with their policy). */
-async function nftIn(netns: number, script: string): Promise<void> {
-  const nft = spawn(config.nsenter, ['--net=/proc/self/fd/3', '--', config.nft, '-f', '-'], { cwd: '/', env: ENV, stdio: ['pipe', 'ignore', 'ignore', netns] });
-  nft.stdin!.on('error', () => undefined);
-  nft.stdin!.end(`${script}\n`);
-  const [code] = (await Promise.race([once(nft, 'close'), once(nft, 'error').then(([err]) => Promise.reject(err as Error))])) as [number | null];
-  if (code !== 0) throw new Error(`nft exited with ${code}`);
+async function nftScript(netns: number, script: string): Promise<void> {
+  const ran = await nftIn(config, netns, ['-f', '-'], `${script}\n`);
+  if (ran.code !== 0) throw new Error(`nft exited with ${ran.code}: ${ran.said.trim()}`);
 }
 
 main().catch((err: unknown) => {

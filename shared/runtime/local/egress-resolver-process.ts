@@ -10,6 +10,7 @@ import type { EgressFiles, Layout } from './layout.ts';
 import { withLock } from './lock.ts';
 import { readStat } from './processes.ts';
 import { untilReady } from './ready-signal.ts';
+import { NETWORK_PROGRAM_ENV } from './nft.ts';
 
 // The host's resolver for sandboxes' domain rules (egress-resolver-main.ts) from a runtime's side:
 // started by the first process that needs it, under a host-wide lock, and told over its control
@@ -18,7 +19,6 @@ import { untilReady } from './ready-signal.ts';
 // again (the workers' sweep asks for every sandbox that needs it, so a crash heals within a sweep).
 
 const MAIN = fileURLToPath(new URL('./egress-resolver-main.ts', import.meta.url));
-const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
 
 /** What the resolver's process is started with (its one argument, as JSON). */
 export interface ResolverDaemonConfig {
@@ -159,7 +159,7 @@ async function startResolver(target: ResolverTarget): Promise<void> {
   const log = openSync(target.layout.resolver.log, 'a', 0o600);
   const child = (() => {
     try {
-      return spawn(process.execPath, [MAIN, JSON.stringify(config)], { detached: true, cwd: '/', env: ENV, stdio: ['ignore', log, log, 'pipe'] });
+      return spawn(process.execPath, [MAIN, JSON.stringify(config)], { detached: true, cwd: '/', env: NETWORK_PROGRAM_ENV, stdio: ['ignore', log, log, 'pipe'] });
     } finally {
       closeSync(log);
     }

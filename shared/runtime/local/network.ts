@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
@@ -11,6 +10,7 @@ import { answeredNames, dnsRefusals, ensureResolver, newTag, readInstalled, stop
 import { carriedOver } from './egress-resolver.ts';
 import { sandboxMarker } from './launch.ts';
 import { untilReady } from './ready-signal.ts';
+import { NETWORK_PROGRAM_ENV, nftIn } from './nft.ts';
 
 // Network for a sandbox whose policy opens any (shared/network/policy.ts), set up by root while bubblewrap
 // holds the init: the sandbox keeps the network namespace of its own that bubblewrap made, root
@@ -26,7 +26,6 @@ import { untilReady } from './ready-signal.ts';
 // that has no state (its creator died) finds and kills it; it also joins the sandbox's cgroups.
 // A sandbox whose policy names domains is served by the host's resolver (egress-resolver-process.ts).
 
-const ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' };
 
 /** A sandbox's network as the runtime reaches it, its resolver's settings too. */
 export interface NetworkTarget extends ResolverTarget {
@@ -68,7 +67,7 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
         argv0: sandboxMarker(target.id),
         detached: true,
         cwd: '/',
-        env: ENV,
+        env: NETWORK_PROGRAM_ENV,
         stdio: ['ignore', log, log, 'pipe'],
       });
     } finally {
@@ -120,23 +119,6 @@ export async function changePolicy(target: ResolverTarget, policy: NetworkPolicy
 async function runNft(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, script: string, what: 'install' | 'change'): Promise<void> {
   const ran = await nftIn(target, netns, ['-f', '-'], script);
   if (ran.code !== 0) throw new PermanentRuntimeError(`could not ${what} the sandbox's egress filter: ${ran.said.trim()}`);
-}
-
-/** nft run in the namespace, once it has exited and its output is read: its exit code, and the first 16 KiB of its output and of what it said on stderr. */
-async function nftIn(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, args: string[], input?: string): Promise<{ code: number | null; out: string; said: string }> {
-  const nft = spawn(target.nsenter, [`--net=${netns}`, '--', target.nft, ...args], { cwd: '/', env: ENV, stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let said = '';
-  nft.stdout.on('data', (chunk: Buffer) => {
-    if (out.length < 16_384) out += String(chunk);
-  });
-  nft.stderr.on('data', (chunk: Buffer) => {
-    if (said.length < 16_384) said += String(chunk);
-  });
-  nft.stdin.on('error', () => undefined);
-  nft.stdin.end(input ?? '');
-  const [code] = (await Promise.race([once(nft, 'close'), once(nft, 'error').then(([err]) => Promise.reject(err as Error))])) as [number | null];
-  return { code, out, said };
 }
 
 /** Every address of this host, on any interface, read at each start: interfaces come and go. */
