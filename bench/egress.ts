@@ -3,8 +3,8 @@ import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
 import { call, callOk, percentile, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
-import { startTestDns } from '../scripts/test-dns.ts';
-import { readStat } from '../shared/runtime/local/processes.ts';
+import { PYTHON_DNS, startTestDns } from '../scripts/test-dns.ts';
+import { rssOf } from './paddock-processes.ts';
 
 // A sandbox's egress policy in the way of its connections (docs/api.md, "Egress policy"): a host
 // outside this one (a network namespace on a documentation range, scripts/netns-host.ts), reached
@@ -76,26 +76,20 @@ print(n)
 `;
 
 /** DNS queries for names its policy refuses, as fast as they go, for `seconds`: how many were sent and answered, printed. */
-const DNS_FLOOD = `
-import os, socket, struct, sys, time
+const DNS_FLOOD = `${PYTHON_DNS}
+import socket, sys, time
 seconds = float(sys.argv[1])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
 end = time.monotonic() + seconds
 sent = answered = 0
 while time.monotonic() < end:
-    name = b'\\x08' + os.urandom(4).hex().encode() + b'\\x07example\\x03org\\x00'
     try:
-        s.sendto(struct.pack('>HHHHHH', sent & 0xffff, 0x0100, 1, 0, 0, 0) + name + struct.pack('>HH', 1, 1), ('10.0.2.3', 53))
+        s.sendto(query(sent), ('10.0.2.3', 53))
         sent += 1
     except BlockingIOError:
         pass
-    try:
-        while True:
-            s.recv(512)
-            answered += 1
-    except BlockingIOError:
-        pass
+    answered += drain(s)
 print(sent, answered)
 `;
 
@@ -245,8 +239,8 @@ function resolverRss(dataDir: string): number {
       continue;
     }
     if (!cmdline.includes(dataDir) || !cmdline.includes('egress-resolver-main')) continue;
-    const rss = /VmRSS:\s+([0-9]+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    if (rss && readStat(Number(pid))) return Math.round(Number(rss) / 102.4) / 10;
+    const bytes = rssOf(Number(pid));
+    if (bytes !== undefined) return Math.round(bytes / 104_857.6) / 10;
   }
   return 0;
 }

@@ -100,3 +100,25 @@ export async function startTestDns(): Promise<TestDns> {
     },
   };
 }
+
+/**
+ * Python for programs in a sandbox that ask DNS themselves (the tests' and benchmarks'):
+ * `query(i, name)`, a query of type A with id `i` for `name`, or for a random name under
+ * example.org; and `drain(sock)`, the answers waiting on a non-blocking socket, read and counted.
+ */
+export const PYTHON_DNS = String.raw`
+import os, struct
+def query(i, name=None):
+    name = name or os.urandom(4).hex() + '.example.org'
+    labels = b''.join(bytes([len(p)]) + p.encode() for p in name.split('.'))
+    return struct.pack('>HHHHHH', i & 0xffff, 0x0100, 1, 0, 0, 0) + labels + b'\0' + struct.pack('>HH', 1, 1)
+def drain(sock):
+    n = 0
+    try:
+        while True:
+            sock.recv(512)
+            n += 1
+    except BlockingIOError:
+        pass
+    return n
+`;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { test } from 'node:test';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
@@ -7,6 +7,8 @@ import { eventually } from '../helpers/eventually.ts';
 import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { hostListener, makeTestHost } from '../helpers/test-host.ts';
 import { startTestDns } from '../helpers/test-dns.ts';
+import { hostProcesses } from '../helpers/processes.ts';
+import { PYTHON_DNS } from '../../scripts/test-dns.ts';
 import { BLOCKED_V4 } from '../../shared/network/floor.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
 
@@ -207,16 +209,24 @@ test('local: domain rules answer the names they allow and open their addresses a
   const names = dns.asked();
   assert.ok(!names.includes('other.paddock.example') && !names.includes('wild.paddock.example'), `names the policy refuses are never asked upstream: ${names.join(', ')}`);
   // Over TCP as well (a large answer's path): dig is not on every host, so Python asks.
-  const tcp = await sh(`python3 -c "
-import socket, struct
-q = struct.pack('>HHHHHH', 7, 0x0100, 1, 0, 0, 0) + b''.join(bytes([len(p)]) + p.encode() for p in 'web.paddock.example'.split('.')) + b'\\0' + struct.pack('>HH', 1, 1)
+  const tcp = (
+    await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {
+      token: opener,
+      body: {
+        command: ['python3', '-c', `${PYTHON_DNS}
+import socket
+q = query(7, 'web.paddock.example')
 s = socket.create_connection(('10.0.2.3', 53), timeout=10)
 s.sendall(struct.pack('>H', len(q)) + q)
 n = struct.unpack('>H', s.recv(2))[0]
 a = b''
 while len(a) < n: a += s.recv(n - len(a))
 print('answers', struct.unpack('>H', a[6:8])[0], '.'.join(str(b) for b in a[-4:]))
-"`);
+`],
+        timeoutSeconds: 20,
+      },
+    })
+  ).body as { stdout: string; stderr: string };
   assert.match(tcp.stdout, new RegExp(`answers 1 ${a.address.replace(/\./g, '\\.')}`), tcp.stdout + tcp.stderr);
 
   // A name that resolves into the floor (this host's own address, slirp's gateway) reaches nothing there.
@@ -275,46 +285,30 @@ test('local: one resolver serves every sandbox whose policy names domains, outsi
   };
   for (const id of ids) assert.match(await fetchIn(id), /hello from the test host/);
   /** The resolver processes of this stack's data directory. */
+  const dataDir = realpathSync(stack.config.PADDOCK_DATA_DIR);
   const resolvers = () =>
-    readdirSync('/proc')
-      .filter((entry) => /^[0-9]+$/.test(entry))
-      .filter((pid) => {
-        try {
-          const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-          return cmdline.includes('egress-resolver-main') && cmdline.includes(realpathSync(stack.config.PADDOCK_DATA_DIR));
-        } catch {
-          return false;
-        }
-      })
-      .map(Number);
+    hostProcesses()
+      .filter(({ args }) => args.some((arg) => arg.endsWith('egress-resolver-main.ts')) && args.some((arg) => arg.includes(dataDir)))
+      .map(({ pid }) => pid);
   // A flood of queries from one sandbox is answered within its budget (200 at once, then 100 a
   // second), and the other sandbox's names still resolve meanwhile.
   const flood = await call(stack.url, 'POST', `/v1/sandboxes/${ids[0]}/exec`, {
     token: opener,
     body: {
-      command: ['python3', '-c', `
-import os, socket, struct, time
+      command: ['python3', '-c', `${PYTHON_DNS}
+import socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
 answered = 0
-def drain():
-    global answered
-    try:
-        while True:
-            s.recv(512)
-            answered += 1
-    except BlockingIOError:
-        pass
 # 1,500 queries over 3 s: paced, so that no socket's buffer drops what the budget would.
 start = time.monotonic()
 for i in range(1500):
-    q = struct.pack('>HHHHHH', i, 0x0100, 1, 0, 0, 0) + b'\\x08' + os.urandom(4).hex().encode() + b'\\x07example\\x03org\\x00' + struct.pack('>HH', 1, 1)
-    s.sendto(q, ('10.0.2.3', 53))
-    drain()
+    s.sendto(query(i), ('10.0.2.3', 53))
+    answered += drain(s)
     time.sleep(max(0, start + (i + 1) * 0.002 - time.monotonic()))
 end = time.monotonic() + 1
 while time.monotonic() < end:
-    drain()
+    answered += drain(s)
     time.sleep(0.01)
 print(answered)
 `],
