@@ -25,16 +25,20 @@ function holdLoop(ms: number): void {
   }
 }
 
-async function withConnection(work: (make: () => Queue, makes: () => number, redis: Redis) => Promise<void>): Promise<void> {
+/** How long Redis answers nothing once the first test pauses it: many timeouts' worth, so that a busy host's stall between the pause and a queue's first command does not outlast it. */
+const PAUSE_MS = TIMEOUT_MS * 10;
+
+async function withConnection(work: (make: () => Queue, makes: () => number, redis: Redis) => Promise<void>, options: { pausedMs?: number } = {}): Promise<void> {
   const redis = createRequestRedis(server.url, { commandTimeout: TIMEOUT_MS });
   redis.on('error', () => undefined); // the timeouts are asserted, not printed
   await waitForRedis(redis);
   const prefix = `t${randomBytes(6).toString('hex')}`;
   let makes = 0;
+  // Redis answers nothing for a while from before the first queue sends its first command: the
+  // pause is in force once its own reply has come, so no queue's command can arrive ahead of it.
+  if (options.pausedMs) await admin.call('CLIENT', 'PAUSE', String(options.pausedMs), 'ALL');
   const make = () => {
-    // Redis answers nothing for a while as the first queue sends its first command (past its
-    // timeout, and over before the next queue's would end).
-    if (makes++ === 0) void admin.call('CLIENT', 'PAUSE', String(Math.round(TIMEOUT_MS * 1.5)), 'ALL');
+    makes++;
     const queue = createSandboxQueue(redis, prefix);
     queue.on('error', () => undefined); // the failed check is asserted, not printed
     return queue;
@@ -49,13 +53,14 @@ async function withConnection(work: (make: () => Queue, makes: () => number, red
 test.after(() => admin.disconnect());
 
 test('a queue whose first command timed out fails every later call', async () => {
-  await withConnection(async (make) => {
+  await withConnection(async (make, _makes, redis) => {
     const queue = make();
     await assert.rejects(queue.waitUntilReady(), /Command timed out/);
-    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS * 4));
+    await new Promise((resolve) => setTimeout(resolve, PAUSE_MS + TIMEOUT_MS * 2));
+    assert.equal(await redis.ping(), 'PONG', 'Redis answers again');
     await assert.rejects(queue.getJobCounts(), /Command timed out/, 'still failing once Redis answers again');
     await queue.close().catch(() => undefined);
-  });
+  }, { pausedMs: PAUSE_MS });
 });
 
 test('readyQueue makes the queue again until its first command passes, and says so', async () => {
@@ -66,7 +71,8 @@ test('readyQueue makes the queue again until its first command passes, and says 
     assert.equal(warnings.length, makes() - 1);
     assert.deepEqual(await queue.getJobCounts('waiting'), { waiting: 0 });
     await queue.close();
-  });
+    // Over before readyQueue's makes are: a few of them time out, a later one passes.
+  }, { pausedMs: TIMEOUT_MS * 2 });
 });
 
 test('without Redis at start, the queue is taken as it is made: start-up does not wait', async () => {
