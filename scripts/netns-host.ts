@@ -15,8 +15,18 @@ export interface NetnsHost {
   ports: number[];
   /** Connections the test host's servers took. */
   served(): Promise<number>;
+  /** With `tls`: the requests its HTTPS server on port 443 took, in order, with their headers as sent. */
+  requests(): Promise<TlsRequest[]>;
   /** Its servers stopped, its namespace and link removed. */
   close(): void;
+}
+
+/** A request the test host's HTTPS server took. */
+export interface TlsRequest {
+  method: string;
+  url: string;
+  /** Raw, as sent: name, value, name, value… */
+  headers: string[];
 }
 
 /** $1 namespace, $2 and $3 the veth's ends, $4 the /24: the two addresses of a free /30 of it, printed. */
@@ -36,7 +46,14 @@ for base in $(seq 0 4 252 | shuf); do
 done
 exit 1`;
 
-export async function startNetnsHost(options: { servers?: number; range?: '198.51.100' | '203.0.113' } = {}): Promise<NetnsHost> {
+export async function startNetnsHost(
+  options: {
+    servers?: number;
+    range?: '198.51.100' | '203.0.113';
+    /** An HTTPS server on port 443 too, with this certificate (PEM): it records each request; /redirect/<url> answers 302 to https://<url>. */
+    tls?: { cert: string; key: string };
+  } = {},
+): Promise<NetnsHost> {
   const tag = randomBytes(4).toString('hex');
   const netns = `paddock-t-${tag}`;
   const [outer, inner] = [`pdk${tag}h`, `pdk${tag}n`];
@@ -107,7 +124,29 @@ export async function startNetnsHost(options: { servers?: number; range?: '198.5
         if (ports.length === ${options.servers ?? 1}) console.log(ports.join(' '));
       });
     }
-    process.stdin.on('data', () => console.log(served));
+    const recorded = [];
+    const tls = ${JSON.stringify(options.tls ?? null)};
+    if (tls) {
+      require('node:https').createServer(tls, (req, res) => {
+        if (recorded.length < 1000) recorded.push({ method: req.method, url: req.url, headers: req.rawHeaders });
+        const to = /^\\/redirect\\/(.+)$/.exec(req.url);
+        if (to) {
+          res.writeHead(302, { location: 'https://' + to[1] });
+          return res.end();
+        }
+        req.resume();
+        req.on('end', () => res.end('hello over tls\\n'));
+      }).listen(443, ${JSON.stringify(address)});
+    }
+    let stdinLine = '';
+    process.stdin.on('data', (chunk) => {
+      stdinLine += chunk;
+      for (let at = stdinLine.indexOf('\\n'); at >= 0; at = stdinLine.indexOf('\\n')) {
+        const asked = stdinLine.slice(0, at);
+        stdinLine = stdinLine.slice(at + 1);
+        console.log(asked === 'requests' ? JSON.stringify(recorded) : served);
+      }
+    });
     process.stdin.on('end', () => process.exit(0));`;
   const child: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
   const close = () => {
@@ -144,6 +183,10 @@ export async function startNetnsHost(options: { servers?: number; range?: '198.5
     async served() {
       child.stdin!.write('\n');
       return Number(await nextLine());
+    },
+    async requests() {
+      child.stdin!.write('requests\n');
+      return JSON.parse(await nextLine()) as TlsRequest[];
     },
     close,
   };

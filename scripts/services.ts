@@ -54,6 +54,10 @@ const DEBIAN_PACKAGES = {
   slirp4netns: 'slirp4netns',
   nft: 'nftables',
   ip: 'iproute2',
+  // The egress's certificate authority and its certificates for brokered hosts (egress-ca.ts);
+  // the network tests' programs in sandboxes speak HTTP(S) with curl.
+  openssl: 'openssl',
+  curl: 'curl',
   // The local runtime's terminals: socat opens the pseudo-terminal inside the sandbox.
   socat: 'socat',
   // The CLI's terminal tests drive it in a real terminal.
@@ -154,6 +158,8 @@ export async function startServices(options: ServiceOptions): Promise<Services> 
     'slirp4netns',
     'nft',
     'ip',
+    'openssl',
+    'curl',
     'cc',
     'zstd',
   ]);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { withinEgressMax } from './network/policy.ts';
 import { parseUpstreams } from './network/resolvers.ts';
@@ -113,6 +114,18 @@ export const configSchema = z.object({
         parseUpstreams(value);
       } catch (err) {
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
+  /** A PEM file of authorities trusted for brokered hosts' TLS besides the system's (a host with a private authority). */
+  PADDOCK_EGRESS_UPSTREAM_CA: z
+    .string()
+    .optional()
+    .superRefine((value, ctx) => {
+      if (value === undefined) return;
+      try {
+        if (!readFileSync(value, 'utf8').includes('-----BEGIN CERTIFICATE-----')) ctx.addIssue({ code: 'custom', message: `${value} holds no PEM certificate` });
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `cannot read ${value}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
       }
     }),
   PADDOCK_SESSION_CAP_SECONDS: int(1).default(1800),

@@ -42,6 +42,7 @@ export function localRuntimeFrom(config: Config, log?: Logger): SandboxRuntime {
     agent: config.PADDOCK_LOCAL_AGENT,
     deadlineGraceSeconds: config.PADDOCK_LOCAL_DEADLINE_GRACE_SECONDS,
     egressResolvers: config.PADDOCK_EGRESS_RESOLVERS,
+    egressUpstreamCa: config.PADDOCK_EGRESS_UPSTREAM_CA,
     log,
   });
 }

@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { NetworkPolicy } from '../network/policy.ts';
+import type { BrokeredCredential } from '../network/brokered.ts';
 
 // The one small interface between Paddock and whatever runs sandboxes. Two implementations:
 // `local` (bubblewrap on this host, the embedded default) and `kubernetes` (one pod per sandbox).
@@ -129,6 +130,12 @@ export interface SandboxRuntime {
    */
   readonly egressByName: boolean;
   /**
+   * Whether the runtime's egress can broker credentials (shared/network/brokered.ts): set a
+   * secret's header on the sandbox's HTTPS requests for its hosts, the sandbox trusting the
+   * egress's certificate authority. Where it cannot, a secret with `inject` is refused.
+   */
+  readonly egressBrokering: boolean;
+  /**
    * The image a create asking for `requested` (none: the default) runs, decided by the runtime
    * that will run it; throws an ImageRefusedError when it cannot or may not run that image.
    */
@@ -181,6 +188,13 @@ export interface SandboxRuntime {
    * PermanentRuntimeError where this runtime cannot give the sandbox network at all.
    */
   setNetwork(id: string, policy: NetworkPolicy): Promise<void>;
+  /**
+   * The credentials the sandbox's egress sets on its HTTPS requests from now on, replacing those
+   * it had (none: it sets none). Held outside the sandbox, in memory only; a sandbox without
+   * network has nothing to send them on, and keeps none. Rejects with SandboxGoneError as exec
+   * does. Absent where egressBrokering is false.
+   */
+  broker?(id: string, credentials: readonly BrokeredCredential[]): Promise<void>;
   /**
    * The workers' sweep of the sandboxes' egress: what each running sandbox with network has had
    * refused so far (packets, a refused connection being one, and names); and, on the way, what a

@@ -47,6 +47,7 @@ function observe(runtime: SandboxRuntime): ObservedBackend {
     name: runtime.name,
     defaultImage: runtime.defaultImage,
     egressByName: runtime.egressByName,
+    egressBrokering: runtime.egressBrokering,
     resolveImage: (requested) => runtime.resolveImage(requested),
     created: [],
     destroyed: [],

@@ -142,6 +142,8 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     defaultImage: options.defaultImage,
     // Names need Paddock's own resolver and egress gateway in the cluster (docs/deploy.md).
     egressByName: false,
+    // Its egress is the cluster's network plugin: nothing of Paddock's sees a sandbox's requests.
+    egressBrokering: false,
     resolveImage: (requested) => chooseImage(requested, options),
     terminal,
     openPort,

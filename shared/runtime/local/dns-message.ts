@@ -66,6 +66,25 @@ export function refusal(query: Buffer, question: Question, rcode: number): Buffe
 }
 
 /**
+ * An answer to `query` of its own: for an A question, one record pointing at `address` (IPv4) with
+ * `ttl`; for any other type, no record (the name exists, with nothing of that type).
+ */
+export function localAnswer(query: Buffer, question: Question, address: string, ttl: number): Buffer {
+  const head = refusal(query, question, 0);
+  if (question.type !== TYPE_A || question.qclass !== CLASS_IN) return head;
+  head.writeUInt16BE(1, 6);
+  const record = Buffer.alloc(16);
+  // A pointer to the question's name (at the header's end), type A, class IN, the TTL, 4 bytes.
+  record.writeUInt16BE(0xc000 | HEADER_BYTES, 0);
+  record.writeUInt16BE(TYPE_A, 2);
+  record.writeUInt16BE(CLASS_IN, 4);
+  record.writeUInt32BE(ttl, 6);
+  record.writeUInt16BE(4, 10);
+  address.split('.').forEach((octet, i) => record.writeUInt8(Number(octet), 12 + i));
+  return Buffer.concat([head, record]);
+}
+
+/**
  * The addresses (A and AAAA records of class IN, in the answer section, CNAME chains included) an
  * upstream answer gives for `question`; undefined when it is not an answer to that question (its
  * id, its question or its form differ): such a message is not passed on.

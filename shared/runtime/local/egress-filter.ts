@@ -32,10 +32,23 @@ export const SLIRP = {
 /** Where Paddock's resolver for a sandbox listens in its namespace (UDP and TCP, port 53): on its loopback. */
 export const RESOLVER = { address: '127.0.0.53', port: 53 } as const;
 
+/**
+ * Where the sandbox's brokered HTTPS goes (egress-broker.ts), in its namespace: its resolver
+ * answers a brokered host with this address, so the sandbox's TLS for it ends at Paddock's egress.
+ */
+export const BROKER = { address: '127.0.0.54', port: 443 } as const;
+
 /** A policy as installed: with its tag (1 to 2^31 - 1), new at each change. */
 export interface InstalledPolicy {
   policy: NetworkPolicy;
   tag: number;
+  /** The hosts of the sandbox's brokered credentials (shared/network/brokered.ts); their values are the resolver's alone. */
+  brokered?: string[];
+}
+
+/** Whether the sandbox's DNS goes to Paddock's resolver: its policy names domains, or it has brokered hosts. */
+export function resolvedByPaddock(installed: InstalledPolicy): boolean {
+  return nameRules(installed.policy).length > 0 || (installed.brokered?.length ?? 0) > 0;
 }
 
 export interface EgressOptions {
@@ -113,16 +126,16 @@ export function egressRuleset(options: EgressOptions): string {
     `table ip ${DNS_TABLE} {`,
     '  chain to_resolver {',
     '    type nat hook output priority -100; policy accept;',
-    ...redirectRules(installed.policy),
+    ...redirectRules(installed),
     '  }',
     '}',
     '',
   ].join('\n');
 }
 
-/** Under a policy with domain rules, queries to slirp's forwarder go to Paddock's resolver instead. */
-function redirectRules(policy: NetworkPolicy): string[] {
-  if (nameRules(policy).length === 0) return [];
+/** Under a policy with domain rules, or with brokered hosts, queries to slirp's forwarder go to Paddock's resolver instead. */
+function redirectRules(installed: InstalledPolicy): string[] {
+  if (!resolvedByPaddock(installed)) return [];
   return [`    ip daddr ${SLIRP.dns} meta l4proto { tcp, udp } th dport 53 dnat to ${RESOLVER.address}:${RESOLVER.port}`];
 }
 
@@ -196,7 +209,7 @@ export function policyUpdate(installed: InstalledPolicy, previousTag: number | u
     '}',
     `table ip ${DNS_TABLE} {`,
     '  chain to_resolver {',
-    ...redirectRules(installed.policy),
+    ...redirectRules(installed),
     '  }',
     '}',
     ...carried.map((entry) => {

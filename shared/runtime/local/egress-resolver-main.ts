@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
 import type { Socket as UdpSocket } from 'node:dgram';
-import { closeSync, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EgressResolver } from './egress-resolver.ts';
-import { namedElement, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
+import { BROKER, namedElement, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
+import { EgressBroker } from './egress-broker.ts';
+import type { BrokeredCredential } from '../../network/brokered.ts';
 import { isRunning } from './processes.ts';
 import { NETWORK_PROGRAM_ENV, nftIn } from './nft.ts';
 import type { ResolverDaemonConfig, ResolverRequest, ServedSandbox } from './egress-resolver-process.ts';
@@ -31,16 +33,26 @@ const COUNT_WRITE_MS = 1000;
 /** Each sandbox's queries: a burst, then so many a second; past them a query is dropped (it is asked again). */
 const QUERY_BURST = 200;
 const QUERIES_PER_SECOND = 100;
-const CONTROL_LINE_MAX = 16_384;
+/** A request's line: a sandbox's brokered credentials ride on it (an account's secrets are at most a few MiB). */
+const CONTROL_LINE_MAX = 4 * 1024 * 1024;
 
 const config = JSON.parse(process.argv[2] ?? '{}') as ResolverDaemonConfig;
+/** The sandboxes' brokered HTTPS (egress-broker.ts), where the host has an egress authority. */
+const broker = config.broker
+  ? new EgressBroker({
+      ca: config.broker.ca,
+      openssl: config.broker.openssl,
+      upstreams: config.upstreams,
+      upstreamCa: config.broker.upstreamCa === undefined ? undefined : readFileSync(config.broker.upstreamCa, 'utf8'),
+    })
+  : undefined;
 
 interface Served {
   sandbox: ServedSandbox;
   resolver: EgressResolver;
   netns: number;
-  udp: UdpSocket;
-  tcp: Server;
+  /** Its brokered credentials, as the runtime last sent them: in this process's memory alone. */
+  credentials: readonly BrokeredCredential[];
   close(): void;
 }
 
@@ -103,12 +115,16 @@ async function handle(line: string): Promise<object | void> {
   if (request.op !== 'serve') throw new Error(`no such request: ${String((request as { op?: unknown }).op)}`);
   const { sandbox } = request;
   const current = served.get(sandbox.id);
-  if (current && current.sandbox.pid === sandbox.pid && current.sandbox.startTime === sandbox.startTime) return;
-  const pending = serving.get(sandbox.id);
-  if (pending) return pending;
-  const started = serve(sandbox).finally(() => serving.delete(sandbox.id));
-  serving.set(sandbox.id, started);
-  return started;
+  if (!current || current.sandbox.pid !== sandbox.pid || current.sandbox.startTime !== sandbox.startTime) {
+    let pending = serving.get(sandbox.id);
+    if (!pending) {
+      pending = serve(sandbox).finally(() => serving.delete(sandbox.id));
+      serving.set(sandbox.id, pending);
+    }
+    await pending;
+  }
+  const entry = served.get(sandbox.id);
+  if (request.credentials && entry) entry.credentials = request.credentials;
 }
 
 function forget(id: string): void {
@@ -123,8 +139,9 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
   const netns = openSync(`/proc/${sandbox.pid}/ns/net`, 'r');
   try {
     if (!isRunning(sandbox.pid, sandbox.startTime)) throw new Error(`sandbox ${sandbox.id} is not running`);
-    const { udp, tcp } = await socketsIn(netns);
+    const { udp, tcp, https } = await socketsIn(netns);
     const resolver = resolverFor(sandbox, netns);
+    const installed = policyReader(sandbox.policyFile);
     let tokens = QUERY_BURST;
     let filled = Date.now();
     const admit = (): boolean => {
@@ -145,18 +162,20 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
     tcp.maxConnections = TCP_CONNECTIONS;
     tcp.on('connection', (socket: Socket) => serveTcp(socket, resolver, admit));
     tcp.on('error', () => undefined);
-    served.set(sandbox.id, {
+    const entry: Served = {
       sandbox,
       resolver,
       netns,
-      udp,
-      tcp,
+      credentials: [],
       close: () => {
         udp.close();
         tcp.close();
+        closeBroker?.();
         closeSync(netns);
       },
-    });
+    };
+    const closeBroker = https && broker?.serve(https, { credentials: () => entry.credentials, installed });
+    served.set(sandbox.id, entry);
   } catch (err) {
     closeSync(netns);
     throw err;
@@ -219,22 +238,25 @@ function opener(netns: number): (tag: number, entries: OpenEntry[]) => Promise<v
     });
 }
 
-/** The UDP socket and TCP listener, bound in the sandbox's namespace by the helper run there. */
-async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server }> {
-  const helper = spawn(config.nsenter, ['--net=/proc/self/fd/3', '--', process.execPath, SOCKETS_MAIN, RESOLVER.address, String(RESOLVER.port)], {
+/** The UDP socket and TCP listener, and the broker's listener where there is a broker, bound in the sandbox's namespace by the helper run there. */
+async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server; https?: Server }> {
+  const brokerAt = broker ? [BROKER.address, String(BROKER.port)] : [];
+  const helper = spawn(config.nsenter, ['--net=/proc/self/fd/3', '--', process.execPath, SOCKETS_MAIN, RESOLVER.address, String(RESOLVER.port), ...brokerAt], {
     cwd: '/',
     env: NETWORK_PROGRAM_ENV,
     stdio: ['ignore', 'ignore', 'inherit', netns, 'ipc'],
   });
   let udp: UdpSocket | undefined;
   let tcp: Server | undefined;
+  let https: Server | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the sockets in the sandbox were not made in time')), HELPER_TIMEOUT_MS);
       helper.on('message', (message: { kind?: string }, handle: unknown) => {
         if (message.kind === 'udp') udp = handle as UdpSocket;
         if (message.kind === 'tcp') tcp = handle as Server;
-        if (udp && tcp) {
+        if (message.kind === 'https') https = handle as Server;
+        if (udp && tcp && (https || !broker)) {
           clearTimeout(timer);
           resolve();
         }
@@ -247,9 +269,10 @@ async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server }
     helper.kill('SIGKILL');
     udp?.close();
     tcp?.close();
+    https?.close();
     throw err;
   }
-  return { udp: udp!, tcp: tcp! };
+  return { udp: udp!, tcp: tcp!, ...(https ? { https } : {}) };
 }
 
 /** Length-framed queries, one after another; the connection ends when idle, malformed, too long or over budget. */

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Upstream } from '../../network/resolvers.ts';
 import type { InstalledPolicy } from './egress-filter.ts';
 import type { AnsweredName } from './egress-resolver.ts';
+import type { BrokeredCredential } from '../../network/brokered.ts';
 import type { EgressFiles, Layout } from './layout.ts';
 import { withLock } from './lock.ts';
 import { readStat } from './processes.ts';
@@ -28,6 +29,15 @@ export interface ResolverDaemonConfig {
   upstreams: Upstream[];
   /** Where it says it is ready. */
   readyFd?: number;
+  /** Its broker of credentials (egress-broker.ts), where the host has an egress authority. */
+  broker?: BrokerSettings;
+}
+
+/** The broker's authority (egress-ca.ts's files), its openssl, and PADDOCK_EGRESS_UPSTREAM_CA's file. */
+export interface BrokerSettings {
+  ca: { cert: string; key: string; leafKey: string };
+  openssl: string;
+  upstreamCa?: string;
 }
 
 /** A sandbox the resolver serves: its held init (whose namespace is the sandbox's) and its files. */
@@ -39,7 +49,10 @@ export interface ServedSandbox {
   countFile: string;
 }
 
-export type ResolverRequest = { op: 'serve'; sandbox: ServedSandbox } | { op: 'forget'; id: string } | { op: 'answered'; id: string } | { op: 'ping' };
+export type ResolverRequest =
+  /** With `credentials`, the sandbox's brokered credentials become those. */
+  | { op: 'serve'; sandbox: ServedSandbox; credentials?: readonly BrokeredCredential[] }
+  | { op: 'forget'; id: string } | { op: 'answered'; id: string } | { op: 'ping' };
 
 export interface ResolverTarget {
   id: string;
@@ -51,15 +64,20 @@ export interface ResolverTarget {
   upstreams: readonly Upstream[];
   layout: Pick<Layout, 'resolver' | 'lockPrefix'>;
   deadline: number;
+  broker?: BrokerSettings;
 }
 
-/** The resolver serves the sandbox, started first if none runs; resolves once it answers there. */
-export async function ensureResolver(target: ResolverTarget): Promise<void> {
+/**
+ * The resolver serves the sandbox, started first if none runs; resolves once it answers there.
+ * With `credentials`, they become the sandbox's brokered ones.
+ */
+export async function ensureResolver(target: ResolverTarget, credentials?: readonly BrokeredCredential[]): Promise<void> {
   const init = readStat(target.pid);
   if (!init) throw new Error('the sandbox ended before its resolver could serve it');
   const request: ResolverRequest = {
     op: 'serve',
     sandbox: { id: target.id, pid: target.pid, startTime: init.startTime, policyFile: target.files.policy, countFile: target.files.refused },
+    ...(credentials ? { credentials } : {}),
   };
   try {
     await ask(target.layout.resolver.socket, request, target.deadline);
@@ -155,7 +173,14 @@ function ask(socket: string, request: ResolverRequest, deadline: number): Promis
 
 /** Starts the resolver, in a session of its own (it outlives its starter), and waits until it listens. */
 async function startResolver(target: ResolverTarget): Promise<void> {
-  const config: ResolverDaemonConfig = { socket: target.layout.resolver.socket, nsenter: target.nsenter, nft: target.nft, upstreams: [...target.upstreams], readyFd: 3 };
+  const config: ResolverDaemonConfig = {
+    socket: target.layout.resolver.socket,
+    nsenter: target.nsenter,
+    nft: target.nft,
+    upstreams: [...target.upstreams],
+    readyFd: 3,
+    ...(target.broker ? { broker: target.broker } : {}),
+  };
   const log = openSync(target.layout.resolver.log, 'a', 0o600);
   const child = (() => {
     try {

@@ -1,9 +1,10 @@
 import { createSocket } from 'node:dgram';
 import { connect, isIP } from 'node:net';
-import { cidrWithin, nameRuleCovers, nameRules, type NameRule } from '../../network/rules.ts';
+import { cidrWithin, egressMode, nameRuleCovers, nameRules, type NameRule } from '../../network/rules.ts';
+import { hostsCover, policyReaches } from '../../network/brokered.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
-import { answeredAddresses, isStandardQuery, RCODE_NOTIMP, RCODE_NXDOMAIN, RCODE_SERVFAIL, readQuestion, refusal, type Question } from './dns-message.ts';
-import type { InstalledPolicy, OpenEntry } from './egress-filter.ts';
+import { answeredAddresses, isStandardQuery, localAnswer, RCODE_NOTIMP, RCODE_NXDOMAIN, RCODE_SERVFAIL, readQuestion, refusal, type Question } from './dns-message.ts';
+import { BROKER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
 import type { Upstream } from '../../network/resolvers.ts';
 
 // What Paddock's resolver answers one sandbox whose policy names domains (egress-filter.ts sends
@@ -17,6 +18,8 @@ import type { Upstream } from '../../network/resolvers.ts';
 /** How long an answered address stays open, whatever its TTL: clients keep answers past it. */
 const OPEN_MIN_SECONDS = 300;
 const OPEN_MAX_SECONDS = 3600;
+/** A brokered host's answer, the egress's address: short, so a change of credentials is heard soon. */
+const BROKERED_TTL_SECONDS = 30;
 /** One upstream's turn at a question. */
 const UDP_TIMEOUT_MS = 2000;
 const TCP_TIMEOUT_MS = 5000;
@@ -78,8 +81,15 @@ export class EgressResolver {
     if (!question) return undefined;
     if (!isStandardQuery(query)) return refusal(query, question, RCODE_NOTIMP);
     const installed = await this.#deps.installed();
+    // A brokered host the policy lets the sandbox reach is answered with the egress's own address:
+    // its HTTPS ends there, where the credential is added (egress-broker.ts), and nowhere else.
+    if (installed && hostsCover(installed.brokered ?? [], question.name) && policyReaches(installed.policy, question.name)) {
+      return localAnswer(query, question, BROKER.address, BROKERED_TTL_SECONDS);
+    }
+    // Under `all` (served for its brokered hosts alone) every other name is asked, and opens nothing: all is open.
+    const everything = installed !== undefined && egressMode(installed.policy) === 'all';
     const rules = installed ? nameRules(installed.policy).filter((rule) => nameRuleCovers(rule, question.name)) : [];
-    if (!installed || rules.length === 0) {
+    if (!installed || (rules.length === 0 && !everything)) {
       this.#deps.refused(question.name);
       return refusal(query, question, RCODE_NXDOMAIN);
     }
@@ -96,7 +106,7 @@ export class EgressResolver {
       const answer = await this.#ask(query, question, transport);
       const addresses = answer && answeredAddresses(answer, question);
       if (!answer || !addresses) return refusal(query, question, RCODE_SERVFAIL);
-      const outside = addresses.filter((a) => !inFloor(a.family, a.address));
+      const outside = everything ? [] : addresses.filter((a) => !inFloor(a.family, a.address));
       const entries = outside.flatMap((a) => entriesFor(rules, a.family, a.address, a.ttl));
       const fresh = entries.filter((entry) => this.#needsOpening(installed.tag, entry));
       if (fresh.length > 0) {

@@ -8,6 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { PermanentRuntimeError } from '../types.ts';
 import { GENERATED, GENERATED_ETC_FIRST_FD } from './bwrap-args.ts';
 import { GENERATED_ETC, runningAsRoot, SANDBOX_ENV } from './identity.ts';
+import { SANDBOX_CA_PATH, SYSTEM_BUNDLE } from './egress-ca.ts';
 import { killQuietly, readStat } from './processes.ts';
 import { admitTo } from './cgroups.ts';
 
@@ -93,6 +94,8 @@ export interface LaunchOptions {
    * `programs`: unshare, mount, losetup and setpriv, by absolute path.
    */
   disk?: { device: string; workspace: string; programs: { unshare: string; mount: string; losetup: string; setpriv: string } };
+  /** The egress's authority for the sandbox to trust (egress-ca.ts): the bundle that replaces the host's, and the certificate alone. */
+  trust?: { bundle: string; ca: string };
 }
 
 // The agent's descriptors, after the generated /etc files': its listening socket, and its binary
@@ -123,6 +126,8 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
   const binary = options.agent ? openSync(options.agent.binary, 'r') : undefined;
   // The sandbox's cgroup directory, for the agent to start commands into their own groups.
   const cgroupDir = options.agent?.cgroupDir ? openSync(options.agent.cgroupDir, 'r') : undefined;
+  // Read by bubblewrap from descriptors, as the generated /etc is: no host path in the sandbox's mount table.
+  const trust = options.trust ? [openSync(options.trust.bundle, 'r'), openSync(options.trust.ca, 'r')] : [];
   let child: ChildProcess;
   try {
     const endsAt = Math.max(0, Math.ceil(options.endsAt));
@@ -131,7 +136,12 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
       ? ['--perms', '0555', '--ro-bind-data', String(AGENT_BINARY_FD), AGENT_PATH, ...READ_ONLY, ...start,
           AGENT_PATH, String(AGENT_SOCKET_FD), '5', sandboxMarker(options.id), String(endsAt), ...(cgroupDir === undefined ? [] : [String(AGENT_CGROUP_FD)])]
       : [...READ_ONLY, ...start, '/bin/sh', '-c', INIT_SCRIPT, sandboxMarker(options.id), String(Math.ceil(endsAt / 1000))];
-    const bwrap = [options.bwrap, ...options.args, ...init];
+    // After every other descriptor: the agent's are there only with the agent.
+    const trustFirst = AGENT_SOCKET_FD + (listening && binary !== undefined ? 2 + (cgroupDir === undefined ? 0 : 1) : 0);
+    const trustArgs = trust.length
+      ? ['--perms', '0644', '--ro-bind-data', String(trustFirst), SYSTEM_BUNDLE, '--perms', '0644', '--ro-bind-data', String(trustFirst + 1), SANDBOX_CA_PATH]
+      : [];
+    const bwrap = [options.bwrap, ...options.args, ...trustArgs, ...init];
     const disk = options.disk;
     // With a disk, the chain execs from unshare to bubblewrap in this one process (its pid the child's).
     const command = disk
@@ -146,6 +156,7 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
       stdio: [
         'ignore', 'ignore', log, 'pipe', 'pipe', 'pipe', ...GENERATED.map(() => 'pipe' as const),
         ...(listening && binary !== undefined ? [listening.fd, binary, ...(cgroupDir === undefined ? [] : [cgroupDir])] : []),
+        ...trust,
       ],
       // The disk's chain starts as root and becomes the sandbox's user (setpriv) before bubblewrap.
       ...(runningAsRoot && !disk ? { uid: options.hostUid, gid: options.hostUid } : {}),
@@ -154,6 +165,7 @@ export async function launchSandbox(options: LaunchOptions): Promise<Launched> {
     closeSync(log);
     if (binary !== undefined) closeSync(binary);
     if (cgroupDir !== undefined) closeSync(cgroupDir);
+    for (const fd of trust) closeSync(fd);
     if (listening) {
       // The agent holds the socket now. Renamed first: closing a listening socket unlinks its path.
       if (options.agent) renameSync(listening.path, options.agent.socket);

@@ -3,9 +3,10 @@ import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
 import { PermanentRuntimeError } from '../types.ts';
-import { EGRESS_TABLE, egressRuleset, policyUpdate, REFUSED_COUNTER, SLIRP } from './egress-filter.ts';
+import { EGRESS_TABLE, egressRuleset, policyUpdate, REFUSED_COUNTER, resolvedByPaddock, SLIRP, type InstalledPolicy } from './egress-filter.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { nameRules } from '../../network/rules.ts';
+import type { BrokeredCredential } from '../../network/brokered.ts';
 import { answeredNames, dnsRefusals, ensureResolver, newTag, readInstalled, stopResolver, writeInstalled, type ResolverTarget } from './egress-resolver-process.ts';
 import { carriedOver } from './egress-resolver.ts';
 import { sandboxMarker } from './launch.ts';
@@ -81,7 +82,7 @@ export async function attachNetwork(target: NetworkTarget): Promise<number> {
     const said = (await readFile(target.logFile, 'utf8').catch(() => '')).trim();
     throw said ? new PermanentRuntimeError(`could not give the sandbox its network: ${said}`) : err;
   }
-  if (nameRules(target.policy).length > 0) await ensureResolver(target);
+  if (resolvedByPaddock(installed)) await ensureResolver(target);
   return pid;
 }
 
@@ -107,12 +108,35 @@ export async function refusedSoFar(target: Pick<NetworkTarget, 'pid' | 'nsenter'
  */
 export async function changePolicy(target: ResolverTarget, policy: NetworkPolicy): Promise<void> {
   const previous = await readInstalled(target.files);
-  const installed = { policy, tag: newTag() };
+  await install(target, previous, { policy, tag: newTag(), ...(previous?.brokered ? { brokered: previous.brokered } : {}) });
+}
+
+/**
+ * The running sandbox's brokered credentials replaced: their hosts where its resolver reads them
+ * (with its filter changed when that starts or stops sending its DNS to Paddock's resolver), and
+ * the credentials themselves to the resolver's broker, which alone holds them.
+ */
+export async function changeBrokered(target: ResolverTarget, credentials: readonly BrokeredCredential[]): Promise<void> {
+  const previous = await readInstalled(target.files);
+  if (!previous) return;
+  const hosts = [...new Set(credentials.flatMap((c) => c.hosts))].sort();
+  const installed: InstalledPolicy = { ...previous, brokered: hosts };
+  if (hosts.length === 0) delete installed.brokered;
+  const same = (previous.brokered ?? []).join(' ') === hosts.join(' ');
+  if (!same && resolvedByPaddock(previous) !== resolvedByPaddock(installed)) await install(target, previous, { ...installed, tag: newTag() }, credentials);
+  else {
+    if (!same) await writeInstalled(target.files, installed);
+    if (resolvedByPaddock(installed)) await ensureResolver(target, credentials);
+  }
+}
+
+/** A policy installed in place of `previous`, in one transaction, then to the resolver. */
+async function install(target: ResolverTarget, previous: InstalledPolicy | undefined, installed: InstalledPolicy, credentials?: readonly BrokeredCredential[]): Promise<void> {
   // What the names the new policy still allows were answered with stays open, in the same transaction.
-  const carried = carriedOver(nameRules(policy), previous && nameRules(previous.policy).length > 0 ? await answeredNames(target) : []);
+  const carried = carriedOver(nameRules(installed.policy), previous && nameRules(previous.policy).length > 0 ? await answeredNames(target) : []);
   await runNft(target, `/proc/${target.pid}/ns/net`, policyUpdate(installed, previous?.tag, carried), 'change');
   await writeInstalled(target.files, installed);
-  if (nameRules(policy).length > 0) await ensureResolver(target);
+  if (resolvedByPaddock(installed)) await ensureResolver(target, credentials);
   else await stopResolver(target);
 }
 

@@ -43,6 +43,8 @@ export interface LocalRuntimeOptions {
   sandboxesCpuWeight?: SandboxesCpuWeight;
   /** PADDOCK_EGRESS_RESOLVERS: the DNS servers sandboxes' allowed names are resolved with; default the host's. */
   egressResolvers?: string;
+  /** PADDOCK_EGRESS_UPSTREAM_CA: a PEM file of authorities the broker trusts upstream besides the host's. */
+  egressUpstreamCa?: string;
   /** Where the cgroup file systems are mounted (tests); default /sys/fs/cgroup. */
   cgroupRoot?: string;
   log?: Logger;

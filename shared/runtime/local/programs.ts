@@ -18,15 +18,17 @@ export interface Programs {
   unshare: string | undefined;
   losetup: string | undefined;
   setpriv: string | undefined;
+  /** Makes the egress's authority and its certificates (egress-ca.ts); absent, no credential is brokered. */
+  openssl: string | undefined;
 }
 
 const SYSTEM_PATH = ['/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin'];
 
 /** The programs, or undefined when this host lacks bubblewrap or nsenter. */
 export async function findPrograms(): Promise<Programs | undefined> {
-  const names = ['bwrap', 'nsenter', 'slirp4netns', 'nft', 'mount', 'socat', 'unshare', 'losetup', 'setpriv'];
-  const [bwrap, nsenter, slirp4netns, nft, mount, socat, unshare, losetup, setpriv] = await Promise.all(names.map(find));
-  return bwrap && nsenter ? { bwrap, nsenter, slirp4netns, nft, mount, socat, unshare, losetup, setpriv } : undefined;
+  const names = ['bwrap', 'nsenter', 'slirp4netns', 'nft', 'mount', 'socat', 'unshare', 'losetup', 'setpriv', 'openssl'];
+  const [bwrap, nsenter, slirp4netns, nft, mount, socat, unshare, losetup, setpriv, openssl] = await Promise.all(names.map(find));
+  return bwrap && nsenter ? { bwrap, nsenter, slirp4netns, nft, mount, socat, unshare, losetup, setpriv, openssl } : undefined;
 }
 
 async function find(name: string): Promise<string | undefined> {

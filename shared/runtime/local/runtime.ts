@@ -1,4 +1,5 @@
 import { chmod, chown, mkdir, readdir, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
@@ -39,11 +40,14 @@ import { isLocked, withLock } from './lock.ts';
 import { killByArgument, isRunning, killQuietly, readStat, waitUntilEnded, watcherOf } from './processes.ts';
 import { LOCAL_IMAGE, resolveLocalImage, type LocalRuntimeOptions } from './options.ts';
 import { findPrograms, type Programs } from './programs.ts';
-import { attachNetwork, changePolicy, refusedSoFar } from './network.ts';
+import { resolvedByPaddock } from './egress-filter.ts';
+import { attachNetwork, changeBrokered, changePolicy, refusedSoFar } from './network.ts';
+import { ensureEgressCa, SANDBOX_CA_PATH, type EgressCa } from './egress-ca.ts';
+import type { BrokeredCredential } from '../../network/brokered.ts';
 import { ensureResolver, readInstalled, type ResolverTarget } from './egress-resolver-process.ts';
 import { parseUpstreams } from '../../network/resolvers.ts';
 import { NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
-import { egressMode, nameRules } from '../../network/rules.ts';
+import { egressMode } from '../../network/rules.ts';
 import { discard, sweepTrash } from './remove-tree.ts';
 import { attachDisk, detachDisk, unmountDisk } from './disk.ts';
 import { CommandSpawner } from './spawner.ts';
@@ -72,6 +76,8 @@ interface Host {
   systemDirs: string[];
   /** The agent binary new sandboxes run as their init; without it, commands go through nsenter. */
   agent: string | undefined;
+  /** The egress's authority (egress-ca.ts), on a host where sandboxes may have network; every sandbox trusts it. */
+  egressCa: EgressCa | undefined;
 }
 
 type Found =
@@ -112,7 +118,23 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       systemDirArgs(),
       settings.agent === false ? undefined : agentBinary(log),
     ]);
-    return { layout, cgroups, programs, systemDirs, agent };
+    return { layout, cgroups, programs, systemDirs, agent, egressCa: await egressAuthority(layout, programs) };
+  }
+
+  /** The data directory's egress authority, where sandboxes may have network and openssl can make it; else none, and nothing brokered. */
+  async function egressAuthority(layout: Layout, programs: Programs | undefined): Promise<EgressCa | undefined> {
+    if (!(runningAsRoot && programs?.nft && programs.slirp4netns && programs.openssl)) return undefined;
+    return ensureEgressCa({ root: dirname(layout.sandboxes), openssl: programs.openssl, lockPrefix: layout.lockPrefix, deadline: Date.now() + DEFAULT_CREATE_TIMEOUT_MS }).catch(
+      (err: unknown) => {
+        log?.warn({ err: (err as Error).message }, "could not make the egress's certificate authority; no credential is brokered");
+        return undefined;
+      },
+    );
+  }
+
+  /** What a command's environment gains on this host: Node's trust of the egress's authority. */
+  function hostEnv(h: Host): Record<string, string> {
+    return h.egressCa ? { NODE_EXTRA_CA_CERTS: SANDBOX_CA_PATH } : {};
   }
 
   const lockName = (h: Host, id: string): string => `${h.layout.lockPrefix}/${id}`;
@@ -185,6 +207,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         ...(h.agent ? { agent: { binary: h.agent, socket: agentSocket(h.layout, spec.id), cgroupDir } } : {}),
         ...(h.cgroups ? { admitTo: h.cgroups.initProcsFiles(spec.id, { cpuOnceReady: true }) } : {}),
         ...(device && disking ? { disk: { device, workspace, programs: disking } } : {}),
+        ...(h.egressCa ? { trust: h.egressCa.trust } : {}),
         deadline,
       };
       // Only a sandbox with network needs this process while its init is held: outbound network
@@ -264,6 +287,9 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       upstreams,
       layout: h.layout,
       deadline,
+      ...(h.egressCa && programs.openssl
+        ? { broker: { ca: { cert: h.egressCa.cert, key: h.egressCa.key, leafKey: h.egressCa.leafKey }, openssl: programs.openssl, ...(settings.egressUpstreamCa ? { upstreamCa: settings.egressUpstreamCa } : {}) } }
+        : {}),
     };
   }
 
@@ -329,6 +355,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
     defaultImage: LOCAL_IMAGE,
     resolveImage: resolveLocalImage,
     egressByName: true,
+    egressBrokering: true,
 
     async create(spec, options) {
       if (!isSandboxId(spec.id)) throw new PermanentRuntimeError(`not a sandbox id: ${JSON.stringify(spec.id)}`);
@@ -396,7 +423,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       try {
         if (state.agent && group?.killer && group.own) {
           const target = { socket: agentSocket(h.layout, id), initPid: state.pid, procs: group.own, killer: group.killer, group: group.name };
-          result = await runThroughAgent(target, execCommand(request), request).catch(async (err: unknown) => {
+          result = await runThroughAgent(target, execCommand({ ...request, env: { ...hostEnv(h), ...request.env } }), request).catch(async (err: unknown) => {
             if (err instanceof AgentGoneError && !(await stillRuns(h, state))) {
               known.delete(id);
               throw new SandboxGoneError(`sandbox ${id} ended while the command ran`);
@@ -406,7 +433,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         } else {
           if (!h.programs) throw new Error('nsenter is not installed');
           const commandLine = execCommandLine({ nsenter: h.programs.nsenter, pid: state.pid, cgroupProcs: group?.procsFiles ?? [] });
-          result = await spawner.run(commandLine, request, { frame: execFrame(request), killer: group?.killer });
+          result = await spawner.run(commandLine, request, { frame: execFrame({ ...request, env: { ...hostEnv(h), ...request.env } }), killer: group?.killer });
         }
       } finally {
         void group?.release();
@@ -497,9 +524,10 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
           const files = egressFiles(h.layout, id);
           const refused = await refusedSoFar({ pid: recorded.state.pid, nsenter: programs.nsenter, nft: programs.nft!, files });
           if (refused !== undefined) counted.set(id, refused);
-          // The host's resolver serves every sandbox whose policy names domains: started again here if it died.
+          // The host's resolver serves every sandbox whose policy names domains or that has brokered
+          // hosts: started again here if it died (the credentials come again with the next command).
           const installed = await readInstalled(files).catch(() => undefined);
-          if (installed && nameRules(installed.policy).length > 0) {
+          if (installed && resolvedByPaddock(installed)) {
             await ensureResolver(resolverTarget(h, programs, id, recorded.state.pid, Date.now() + DEFAULT_CREATE_TIMEOUT_MS)).catch((err: unknown) =>
               log?.warn({ err: (err as Error).message, sandboxId: id }, "the sandboxes' resolver could not serve a sandbox"),
             );
@@ -531,6 +559,19 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
         const recorded: SandboxState = { ...state, network };
         await writeState(sandboxDir(h.layout, id), recorded);
         known.set(id, recorded);
+      });
+    },
+
+    async broker(id: string, credentials: readonly BrokeredCredential[]): Promise<void> {
+      if (!isSandboxId(id)) throw new SandboxGoneError(`no sandbox ${id}`);
+      const h = await host();
+      const programs = h.programs;
+      const deadline = Date.now() + DEFAULT_CREATE_TIMEOUT_MS;
+      await withLock(lockName(h, id), deadline, async () => {
+        const state = await runningState(h, id);
+        // Without network, or on a host with no authority, nothing would carry them.
+        if (!state.network || !programs || !h.egressCa) return;
+        await changeBrokered(resolverTarget(h, programs, id, state.pid, deadline), credentials);
       });
     },
 
