@@ -13,6 +13,7 @@ import { Previews } from './20261128000001_previews.ts';
 import { Snapshots } from './20261129000001_snapshots.ts';
 import { FinalSnapshots } from './20261129000002_final_snapshots.ts';
 import { SandboxNetwork } from './20261129000003_sandbox_network.ts';
+import { BrokeredSecrets } from './20261129000004_brokered_secrets.ts';
 
 // Applied in this order; a migration, once released, is never edited: add a new one.
 export const migrationsList = [
@@ -31,4 +32,5 @@ export const migrationsList = [
   { name: '20261129000001_snapshots', class: Snapshots },
   { name: '20261129000002_final_snapshots', class: FinalSnapshots },
   { name: '20261129000003_sandbox_network', class: SandboxNetwork },
+  { name: '20261129000004_brokered_secrets', class: BrokeredSecrets },
 ];

@@ -1,4 +1,11 @@
 import { MaskSet } from '../../shared/exec/masker.ts';
+import type { BrokeredCredential } from '../../shared/network/brokered.ts';
+
+/** A brokered secret, opened: what the sandbox's egress sets, and the secret's own value. */
+export interface OpenedBrokered {
+  credential: BrokeredCredential;
+  value: string;
+}
 
 /**
  * An account's secrets that reach one sandbox, decrypted, as of one version of them
@@ -6,18 +13,26 @@ import { MaskSet } from '../../shared/exec/masker.ts';
  */
 export class OpenedSecrets {
   readonly version: string | null;
-  /** Name → value: the account's, then the sandbox's, which win on a name clash. */
+  /** Name → value of the ordinary secrets: the account's, then the sandbox's, which win on a name clash. */
   readonly env: Readonly<Record<string, string>>;
+  /** What the sandbox's egress sets for the brokered ones: the account's, then the sandbox's. */
+  readonly brokered: readonly BrokeredCredential[];
+  /**
+   * Every value output is masked of, the brokered ones' included: a program never has them, but
+   * a server it sends the header to may echo it back.
+   */
   readonly values: readonly string[];
-  /** The values' bytes, as a cache of these counts them. */
+  /** What this holds in bytes (values, and the brokered headers' hosts, names and values), as a cache of these counts them. */
   readonly bytes: number;
   #masks: MaskSet | undefined | null = null;
 
-  constructor(version: string | null, env: Record<string, string>) {
+  constructor(version: string | null, env: Record<string, string>, brokered: readonly OpenedBrokered[] = []) {
     this.version = version;
     this.env = env;
-    this.values = Object.values(env);
-    this.bytes = this.values.reduce((n, v) => n + Buffer.byteLength(v), 0);
+    this.brokered = brokered.map((b) => b.credential);
+    this.values = [...Object.values(env), ...brokered.map((b) => b.value)];
+    const credentialBytes = ({ hosts, header, value }: BrokeredCredential) => hosts.reduce((n, h) => n + h.length, header.length + Buffer.byteLength(value));
+    this.bytes = this.values.reduce((n, v) => n + Buffer.byteLength(v), 0) + this.brokered.reduce((n, c) => n + credentialBytes(c), 0);
   }
 
   /** The masker's automaton of the values, built on first use; undefined when none is masked. */

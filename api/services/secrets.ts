@@ -5,7 +5,8 @@ import type { SecretCipher } from '../../shared/secrets/cipher.ts';
 import { secretContext } from '../../shared/secrets/cipher.ts';
 import * as policy from '../../shared/repositories/policy.ts';
 import type { SecretsRead, SecretSummary, SecretUsage, StoredSecret } from '../../shared/repositories/policy.ts';
-import { NO_SECRETS, OpenedSecrets } from './opened-secrets.ts';
+import { NO_SECRETS, OpenedSecrets, type OpenedBrokered } from './opened-secrets.ts';
+import { injectedValue, type Injection } from '../../shared/network/brokered.ts';
 import type { SandboxEngine } from '../../shared/sandboxes/engine.ts';
 import type { Logger } from '../../shared/logger.ts';
 import type { OpenedSecretsCache } from './opened-secrets.ts';
@@ -46,16 +47,20 @@ export async function checkScope(sandboxes: Pick<SandboxEngine, 'findOwn'>, acco
   if (forWrite && sandbox.state !== 'active') throw new ApiError('sandbox_not_running', `Sandbox ${sandboxId} is destroyed.`);
 }
 
-/** Creates or replaces a secret; answers whether it replaced one. */
+/**
+ * Creates or replaces a secret; answers whether it replaced one, and the injection of the one it
+ * replaced (null for none or an ordinary one).
+ */
 export async function putSecret(
   writer: SecretWriter,
   accountId: string,
-  input: { name: string; value: string; sandboxId?: string },
-): Promise<{ row: SecretRow; replaced: boolean }> {
+  input: { name: string; value: string; sandboxId?: string; inject?: Injection },
+): Promise<{ row: SecretRow; replaced: boolean; replacedInject: Injection | null }> {
   const sandboxId = input.sandboxId ?? null;
   const ciphertext = cipherOf(writer).encrypt(input.value, secretContext(accountId, sandboxId, input.name));
   const valueBytes = Buffer.byteLength(input.value);
-  return policy.putSecret(writer.pg, { accountId, sandboxId, name: input.name, ciphertext }, (usage) => admitSecret(writer.limits, usage, sandboxId, valueBytes));
+  const secret = { accountId, sandboxId, name: input.name, ciphertext, inject: input.inject ?? null };
+  return policy.putSecret(writer.pg, secret, (usage) => admitSecret(writer.limits, usage, sandboxId, valueBytes));
 }
 
 /** The caps on the account's and the sandbox's secrets, count and bytes (the one replaced does not count twice). */
@@ -83,24 +88,30 @@ function admitSecret(config: SecretLimits, usage: SecretUsage, sandboxId: string
 }
 
 /**
- * The environment an exec gets from secrets, decrypted: the account's, then the sandbox's own,
- * which win on a name clash (the order they are stored in).
+ * The secrets, decrypted, in the order they are stored in (the account's, then the sandbox's
+ * own): the ordinary ones as the environment an exec gets, the sandbox's winning on a name clash;
+ * the brokered ones as what the sandbox's egress sets, never in the environment.
  */
-function secretEnv(deps: SecretOpening, accountId: string, stored: StoredSecret[]): Record<string, string> {
-  if (stored.length === 0) return {};
-  const cipher = cipherOf(deps);
+function openStored(deps: SecretOpening, accountId: string, stored: StoredSecret[]): { env: Record<string, string>; brokered: OpenedBrokered[] } {
   const env: Record<string, string> = {};
+  const brokered: OpenedBrokered[] = [];
+  if (stored.length === 0) return { env, brokered };
+  const cipher = cipherOf(deps);
   for (const secret of stored) {
+    let value: string;
     try {
-      env[secret.name] = cipher.decrypt(secret.ciphertext, secretContext(accountId, secret.sandboxId, secret.name));
+      value = cipher.decrypt(secret.ciphertext, secretContext(accountId, secret.sandboxId, secret.name));
     } catch {
       // A key lost or not yet rolled out to this replica (docs/deploy.md, rotation): the operator's
       // to fix, so the log names the row and the caller is told to retry, never shown a value.
       deps.log.error({ accountId, sandboxId: secret.sandboxId, secret: secret.name }, 'stored secret decrypts with no configured key (PADDOCK_SECRETS_KEY, PADDOCK_SECRETS_KEY_PREVIOUS)');
       throw new ApiError('service_unavailable', `Secret ${secret.name} cannot be read with this server's keys; the operator has been alerted.`);
     }
+    const { inject } = secret;
+    if (inject) brokered.push({ credential: { hosts: inject.hosts, header: inject.header, value: injectedValue(inject.format, value) }, value });
+    else env[secret.name] = value;
   }
-  return env;
+  return { env, brokered };
 }
 
 /**
@@ -117,7 +128,8 @@ export function openSecrets(deps: SecretOpening, accountId: string, sandboxId: s
   // Execs sent at once all read before the first opened them: the first one's serves the rest.
   const meanwhile = read.version === null ? undefined : deps.openedSecrets.get(accountId, sandboxId);
   if (meanwhile?.version === read.version) return meanwhile;
-  const opened = new OpenedSecrets(read.version, secretEnv(deps, accountId, read.stored));
+  const { env, brokered } = openStored(deps, accountId, read.stored);
+  const opened = new OpenedSecrets(read.version, env, brokered);
   deps.openedSecrets.put(accountId, sandboxId, opened);
   return opened;
 }

@@ -3,8 +3,8 @@ import { fieldFlags } from '../output/fields.ts';
 import { table } from '../output/format.ts';
 import { printResult, say } from '../output/print.ts';
 import { apiClient } from '../services/client.ts';
-import { secretValue } from '../services/secrets.ts';
-import { jsonOption } from './options.ts';
+import { injectionFromFlags, secretDelivery, secretValue, type InjectFlags } from '../services/secrets.ts';
+import { jsonOption, repeated } from './options.ts';
 
 type Flags = { json?: boolean; session?: string };
 
@@ -18,23 +18,31 @@ const scoped = (cmd: Command) =>
 export function secretsCommand(program: Command): void {
   const secrets = program
     .command('secrets')
-    .description('secrets, given to every exec as environment variables; values are never shown');
+    .description("secrets, given to every exec as environment variables, or brokered: set as a header on the session's HTTPS requests to the hosts named; values are never shown");
 
-  scoped(
+  const create = scoped(
     secrets
       .command('create')
       .description('create or replace a secret; the value comes from standard input or a hidden prompt, never an argument')
-      .argument('<name>', 'an environment variable name, e.g. OPENAI_API_KEY'),
-  ).action(async (name: string, opts: Flags) => {
-    const value = await secretValue(name);
-    const s = await apiClient().createSecret({ name, value, sandboxId: opts.session });
-    printResult(opts, s, (x) => x.name);
-    say(`Secret ${s.name} saved${s.sandboxId ? ` for session ${s.sandboxId}` : ' for the account'}.`);
-  });
+      .argument('<name>', 'an environment variable name, e.g. OPENAI_API_KEY')
+      .option('--inject-host <host>', "broker it instead: the session's egress sets it as a header on HTTPS requests to this domain (api.example.com, *.example.com); repeatable", repeated)
+      .option('--inject-header <name>', 'the header it is set as (default Authorization)')
+      .option('--inject-format <format>', "the header's value, {value} standing for the secret's (default 'Bearer {value}')"),
+  );
+  fieldFlags(create, { 'body.inject': '--inject-host', 'body.inject.hosts': '--inject-host', 'body.inject.header': '--inject-header', 'body.inject.format': '--inject-format' }).action(
+    async (name: string, opts: Flags & InjectFlags) => {
+      const inject = injectionFromFlags(opts);
+      const value = await secretValue(name);
+      const s = await apiClient().createSecret({ name, value, sandboxId: opts.session, ...(inject && { inject }) });
+      printResult(opts, s, (x) => x.name);
+      const brokered = s.inject ? `, brokered to ${s.inject.hosts.join(', ')} as ${s.inject.header}` : '';
+      say(`Secret ${s.name} saved${s.sandboxId ? ` for session ${s.sandboxId}` : ' for the account'}${brokered}.`);
+    },
+  );
 
-  scoped(secrets.command('ls').description("list secrets' names and scopes")).action(async (opts: Flags) => {
+  scoped(secrets.command('ls').description("list secrets' names, scopes and where they go (env, or the hosts they are brokered to)")).action(async (opts: Flags) => {
     const list = await apiClient().listSecrets(opts.session);
-    printResult(opts, list, (l) => (l.length ? table(['NAME', 'SCOPE', 'CREATED'], l.map((s) => [s.name, s.sandboxId ?? 'account', s.createdAt])) : undefined));
+    printResult(opts, list, (l) => (l.length ? table(['NAME', 'SCOPE', 'DELIVERY', 'CREATED'], l.map((s) => [s.name, s.sandboxId ?? 'account', secretDelivery(s), s.createdAt])) : undefined));
     if (!opts.json && list.length === 0) say('No secrets.');
   });
 

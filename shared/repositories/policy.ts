@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import type { Injection } from '../network/brokered.ts';
 
 // The policy aggregate of an account: its allowlist and its secrets (account-wide and
 // per-sandbox). Every statement on those two tables is here, each a named statement on the
@@ -15,6 +16,8 @@ export interface StoredSecret {
   name: string;
   sandboxId: string | null;
   ciphertext: Buffer;
+  /** Brokered by the sandbox's egress rather than given as a variable; null for an ordinary secret. */
+  inject: Injection | null;
 }
 
 /** The secrets that reach a sandbox, as of one version of its account's secrets. */
@@ -29,6 +32,7 @@ export interface SecretSummary {
   name: string;
   sandbox_id: string | null;
   created_at: Date;
+  inject: Injection | null;
 }
 
 /** What a secret's write must fit in: the account's other secrets, and those of its scope. */
@@ -55,52 +59,62 @@ const CLEAR_ALLOWLIST = { name: 'paddock-clear-allowlist', text: 'delete from al
 // one the caller holds. One row at least, for the version, read in the rows' snapshot.
 const SECRETS = {
   name: 'paddock-secrets-for-sandbox',
-  text: `select v.version, x.name, x.sandbox_id, x.ciphertext
+  text: `select v.version, x.name, x.sandbox_id, x.ciphertext, x.inject
            from (select (select version from secret_versions where account_id = $1) as version) v
            left join secrets x on x.account_id = $1 and (x.sandbox_id is null or x.sandbox_id = $2) and v.version is distinct from $3::uuid
           order by x.sandbox_id nulls first, x.name`,
 };
 const LIST_SECRETS = {
   name: 'paddock-list-secrets',
-  text: `select name, sandbox_id, created_at from secrets
+  text: `select name, sandbox_id, created_at, inject from secrets
           where account_id = $1 and ($2::text is null or sandbox_id = $2)
           order by sandbox_id nulls first, name`,
 };
 const DELETE_SECRET = {
   name: 'paddock-delete-secret',
-  text: 'delete from secrets where account_id = $1 and name = $2 and sandbox_id is not distinct from $3 returning id',
+  text: 'delete from secrets where account_id = $1 and name = $2 and sandbox_id is not distinct from $3 returning inject',
 };
 // One writer per account at a time, so the limits hold under concurrent requests from any number
-// of replicas; the usage is read after the lock, in the transaction's own snapshot.
+// of replicas; the usage is read after the lock, in the transaction's own snapshot, with the
+// injection of the secret the write replaces (its sandboxes' egress must drop a brokered one).
 const LOCK_SECRETS = { name: 'paddock-lock-secrets', text: 'select pg_advisory_xact_lock(hashtextextended($1, 20261122))' };
 const SECRET_USAGE = {
   name: 'paddock-secret-usage',
   text: `select count(*)::int as total,
                 (count(*) filter (where sandbox_id is not distinct from $2))::int as scoped,
                 coalesce(sum(octet_length(ciphertext)), 0)::bigint as bytes,
-                coalesce(sum(octet_length(ciphertext)) filter (where sandbox_id is not distinct from $2), 0)::bigint as scoped_bytes
+                coalesce(sum(octet_length(ciphertext)) filter (where sandbox_id is not distinct from $2), 0)::bigint as scoped_bytes,
+                (select inject from secrets where account_id = $1 and name = $3 and sandbox_id is not distinct from $2) as replaced_inject
            from secrets
           where account_id = $1 and not (name = $3 and sandbox_id is not distinct from $2)`,
 };
 const UPSERT_ACCOUNT_SECRET = {
   name: 'paddock-upsert-account-secret',
-  text: `insert into secrets (account_id, sandbox_id, name, ciphertext) values ($1, null, $2, $3)
-         on conflict (account_id, name) where sandbox_id is null do update set ciphertext = excluded.ciphertext, updated_at = now()
-         returning name, sandbox_id, created_at, (xmax <> 0) as replaced`,
+  text: `insert into secrets (account_id, sandbox_id, name, ciphertext, inject) values ($1, null, $2, $3, $4::jsonb)
+         on conflict (account_id, name) where sandbox_id is null do update set ciphertext = excluded.ciphertext, inject = excluded.inject, updated_at = now()
+         returning name, sandbox_id, created_at, inject, (xmax <> 0) as replaced`,
 };
 const UPSERT_SANDBOX_SECRET = {
   name: 'paddock-upsert-sandbox-secret',
-  text: `insert into secrets (account_id, sandbox_id, name, ciphertext) values ($1, $4, $2, $3)
-         on conflict (account_id, sandbox_id, name) where sandbox_id is not null do update set ciphertext = excluded.ciphertext, updated_at = now()
-         returning name, sandbox_id, created_at, (xmax <> 0) as replaced`,
+  text: `insert into secrets (account_id, sandbox_id, name, ciphertext, inject) values ($1, $5, $2, $3, $4::jsonb)
+         on conflict (account_id, sandbox_id, name) where sandbox_id is not null do update set ciphertext = excluded.ciphertext, inject = excluded.inject, updated_at = now()
+         returning name, sandbox_id, created_at, inject, (xmax <> 0) as replaced`,
 };
 
 export function allowlistOf(row: { commands: string[]; updated_at: Date | string } | undefined): Allowlist {
   return row ? { commands: row.commands, updatedAt: new Date(row.updated_at) } : { commands: [], updatedAt: null };
 }
 
-export function storedSecretsOf(rows: { name: string; sandbox_id: string | null; ciphertext: Buffer }[]): StoredSecret[] {
-  return rows.map((r) => ({ name: r.name, sandboxId: r.sandbox_id, ciphertext: r.ciphertext }));
+/** A secret's row as the reads of a sandbox's secrets bring it. */
+export interface StoredSecretRow {
+  name: string;
+  sandbox_id: string | null;
+  ciphertext: Buffer;
+  inject: Injection | null;
+}
+
+export function storedSecretsOf(rows: StoredSecretRow[]): StoredSecret[] {
+  return rows.map((r) => ({ name: r.name, sandboxId: r.sandbox_id, ciphertext: r.ciphertext, inject: r.inject }));
 }
 
 export async function getAllowlist(pool: Pool, accountId: string): Promise<Allowlist> {
@@ -117,32 +131,34 @@ export async function clearAllowlist(pool: Pool, accountId: string): Promise<voi
 
 /** The secrets that reach the sandbox; their ciphertexts only if their version is not `heldVersion`. */
 export async function secretsForSandbox(pool: Pool, accountId: string, sandboxId: string, heldVersion?: string): Promise<SecretsRead> {
-  type Row = { version: string | null; name: string | null; sandbox_id: string | null; ciphertext: Buffer | null };
+  type Row = { version: string | null } & ({ name: null } | StoredSecretRow);
   const rows = (await pool.query<Row>({ ...SECRETS, values: [accountId, sandboxId, heldVersion ?? null] })).rows;
   const version = rows[0]?.version ?? null;
   if (heldVersion !== undefined && version === heldVersion) return { version };
-  return { version, stored: storedSecretsOf(rows.filter((r) => r.name !== null) as { name: string; sandbox_id: string | null; ciphertext: Buffer }[]) };
+  return { version, stored: storedSecretsOf(rows.filter((r): r is Row & StoredSecretRow => r.name !== null)) };
 }
 
 export async function listSecrets(pool: Pool, accountId: string, sandboxId: string | undefined): Promise<SecretSummary[]> {
   return (await pool.query<SecretSummary>({ ...LIST_SECRETS, values: [accountId, sandboxId ?? null] })).rows;
 }
 
-/** False when there was no such secret. */
-export async function deleteSecret(pool: Pool, accountId: string, name: string, sandboxId: string | undefined): Promise<boolean> {
-  return ((await pool.query({ ...DELETE_SECRET, values: [accountId, name, sandboxId ?? null] })).rowCount ?? 0) > 0;
+/** The secret removed (its injection, the rest being known), or undefined when there was none. */
+export async function deleteSecret(pool: Pool, accountId: string, name: string, sandboxId: string | undefined): Promise<{ inject: Injection | null } | undefined> {
+  return (await pool.query<{ inject: Injection | null }>({ ...DELETE_SECRET, values: [accountId, name, sandboxId ?? null] })).rows[0];
 }
 
 /**
  * Creates or replaces a secret in one transaction, under the account's lock: `admit` sees the
  * usage of every other secret and throws to refuse the write (nothing is written then).
+ * `replacedInject`: the injection of the secret replaced (null for none, or an ordinary one).
  */
 export async function putSecret(
   pool: Pool,
-  secret: { accountId: string; sandboxId: string | null; name: string; ciphertext: Buffer },
+  secret: { accountId: string; sandboxId: string | null; name: string; ciphertext: Buffer; inject: Injection | null },
   admit: (usage: SecretUsage) => void,
-): Promise<{ row: SecretSummary; replaced: boolean }> {
+): Promise<{ row: SecretSummary; replaced: boolean; replacedInject: Injection | null }> {
   const { accountId, sandboxId, name, ciphertext } = secret;
+  const inject = secret.inject && JSON.stringify(secret.inject);
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
@@ -153,13 +169,16 @@ export async function putSecret(
       scoped: number;
       bytes: string;
       scoped_bytes: string;
+      replaced_inject: Injection | null;
     };
     admit({ total: usage.total, scoped: usage.scoped, bytes: Number(usage.bytes), scopedBytes: Number(usage.scoped_bytes) });
-    const upsert = sandboxId ? { ...UPSERT_SANDBOX_SECRET, values: [accountId, name, ciphertext, sandboxId] } : { ...UPSERT_ACCOUNT_SECRET, values: [accountId, name, ciphertext] };
+    const upsert = sandboxId
+      ? { ...UPSERT_SANDBOX_SECRET, values: [accountId, name, ciphertext, inject, sandboxId] }
+      : { ...UPSERT_ACCOUNT_SECRET, values: [accountId, name, ciphertext, inject] };
     const row = (await client.query<SecretSummary & { replaced: boolean }>(upsert)).rows[0]!;
     await client.query('commit');
     const { replaced, ...summary } = row;
-    return { row: summary, replaced };
+    return { row: summary, replaced, replacedInject: usage.replaced_inject };
   } catch (err) {
     // A connection that cannot roll back is not given back to the pool.
     await client.query('rollback').catch((rollbackErr: Error) => (broken = rollbackErr));

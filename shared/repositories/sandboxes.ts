@@ -6,7 +6,7 @@ import type { Statement } from '../db/batch.ts';
 import { dateOf } from '../db/timestamps.ts';
 import { SANDBOX_COLUMNS, type SandboxRow as SnapshotRow } from '../sandboxes/snapshot.ts';
 import type { NetworkPolicy } from '../network/policy.ts';
-import { allowlistOf, storedSecretsOf, type Allowlist, type SecretsRead } from './policy.ts';
+import { allowlistOf, storedSecretsOf, type Allowlist, type SecretsRead, type StoredSecretRow } from './policy.ts';
 
 // The sandbox aggregate's one way to the database. Its reads are named statements on the driver's
 // pool: every sandbox route reads its sandbox first, and the rows are only presented or inspected,
@@ -16,7 +16,7 @@ import { allowlistOf, storedSecretsOf, type Allowlist, type SecretsRead } from '
 
 // The secrets that reach the sandbox $1 of the account $2, account-wide first, so that the
 // sandbox's own win on a name clash when applied in order.
-const SECRETS_JSON = `(select coalesce(json_agg(json_build_object('name', x.name, 'sandbox_id', x.sandbox_id, 'ciphertext', encode(x.ciphertext, 'base64'))
+const SECRETS_JSON = `(select coalesce(json_agg(json_build_object('name', x.name, 'sandbox_id', x.sandbox_id, 'ciphertext', encode(x.ciphertext, 'base64'), 'inject', x.inject)
                                      order by x.sandbox_id nulls first, x.name), '[]'::json)
               from secrets x where x.account_id = $2 and (x.sandbox_id is null or x.sandbox_id = $1))`;
 
@@ -102,7 +102,7 @@ export async function readOwnSandboxWithPolicy(pool: Pool, accountId: string, id
   type Row = SandboxRow & {
     allowlist: { commands: string[]; updated_at: string } | null;
     secrets_version: string | null;
-    secrets: { name: string; sandbox_id: string | null; ciphertext: string }[] | null;
+    secrets: (Omit<StoredSecretRow, 'ciphertext'> & { ciphertext: string })[] | null;
   };
   const row = (await pool.query<Row>({ ...OWN_SANDBOX_WITH_POLICY, values: [id, accountId, heldVersion ?? null] })).rows[0];
   if (!row) return undefined;
@@ -369,6 +369,16 @@ export async function activeOrPooledIds(pool: Pool, ids: readonly string[]): Pro
     values: [ids],
   });
   return new Set(rows.map((r) => r.id));
+}
+
+/** The account's sandboxes not destroyed (at most its concurrent cap of them). */
+export async function activeSandboxIdsOf(pool: Pool, accountId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ id: string }>({
+    name: 'paddock-account-active-ids',
+    text: `select id from sandboxes where account_id = $1 and state = 'active'`,
+    values: [accountId],
+  });
+  return rows.map((r) => r.id);
 }
 
 /** How many sandboxes are not destroyed, by status. */

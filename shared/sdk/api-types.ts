@@ -177,6 +177,15 @@ export type CreateSecretRequest = {
   value: string;
   /** Scope the secret to one sandbox; account-wide when omitted */
   sandboxId?: string;
+  /** Brokered instead of exposed: the secret is in no environment; the sandbox's egress sets the header on its HTTPS requests to these hosts, so a program uses the credential without being able to read it */
+  inject?: {
+    /** The hosts whose HTTPS requests from the sandbox get the header (only where the sandbox's egress policy reaches them) */
+    hosts: string[];
+    /** The header set (replacing one of the same name the program sent); default Authorization */
+    header?: string;
+    /** The header's value, {value} standing for the secret's; default "Bearer {value}" */
+    format?: string;
+  };
 };
 
 export type CreateSecretResponse = {
@@ -184,6 +193,15 @@ export type CreateSecretResponse = {
   sandboxId: string | null;
   /** RFC 3339 UTC timestamp */
   createdAt: string;
+  /** How the secret is brokered; null for one given to execs as an environment variable */
+  inject: {
+    /** The hosts whose HTTPS requests from the sandbox get the header (only where the sandbox's egress policy reaches them) */
+    hosts: string[];
+    /** The header set (replacing one of the same name the program sent); default Authorization */
+    header: string;
+    /** The header's value, {value} standing for the secret's; default "Bearer {value}" */
+    format: string;
+  } | null;
 };
 
 export type CreateSnapshotRequest = {
@@ -414,6 +432,15 @@ export type ListSecretsResponse = {
     sandboxId: string | null;
     /** RFC 3339 UTC timestamp */
     createdAt: string;
+    /** How the secret is brokered; null for one given to execs as an environment variable */
+    inject: {
+      /** The hosts whose HTTPS requests from the sandbox get the header (only where the sandbox's egress policy reaches them) */
+      hosts: string[];
+      /** The header set (replacing one of the same name the program sent); default Authorization */
+      header: string;
+      /** The header's value, {value} standing for the secret's; default "Bearer {value}" */
+      format: string;
+    } | null;
   }[];
 };
 

@@ -291,11 +291,20 @@ export type SnapshotPage = Api.SnapshotList;
 
 export type Allowlist = Api.GetAllowlistResponse;
 
+/**
+ * A brokered secret's injection: the sandbox's egress sets `header` (default Authorization) to
+ * `format` (default `Bearer {value}`, `{value}` standing for the secret's) on its HTTPS requests
+ * to `hosts`; the secret is in no environment.
+ */
+export type SecretInjection = NonNullable<Api.CreateSecretRequest['inject']>;
+
 export interface CreateSecretInput {
   name: string;
   value: string;
   /** Scope the secret to one sandbox; account-wide when omitted. */
   sandboxId?: string;
+  /** Brokered instead of given to execs as an environment variable. */
+  inject?: SecretInjection;
 }
 
 /** A secret as answered: never its value. */
@@ -380,6 +389,7 @@ export type ContractChecks = [
   Holds<Same<GrepResult, Api.GrepFilesResponse>>,
   Holds<Same<PaddockEvent, Api.ListEventsResponse['data'][number]>>,
   Holds<Same<Secret, Api.ListSecretsResponse['data'][number]>>,
+  Holds<Same<CreateSecretInput, Api.CreateSecretRequest>>,
   Holds<Same<Scope[], NonNullable<Api.CreateApiKeyRequest['scopes']>>>,
   Holds<Same<SandboxPage, Api.SandboxList>>,
   Holds<Same<CreatePreviewInput, Api.CreatePreviewRequest>>,

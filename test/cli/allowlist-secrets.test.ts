@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { startSandboxStack } from '../helpers/sandbox-stack.ts';
+import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { cliEnv, failsWith, json, newSession, ok, repoRoot, signedUpUser, cliCommand } from './cli-helpers.ts';
 
 // test-plan: once (a client of the HTTP API: what the runtime behind it does is the API suites' to
@@ -36,8 +36,8 @@ test('secrets create reads the value from standard input, never an argument; ls 
   assert.deepEqual({ name: scoped.name, sandboxId: scoped.sandboxId }, { name: 'ONLY_HERE', sandboxId: id });
 
   const table = ok(await user.run(['secrets', 'ls']));
-  assert.match(table, /^NAME +SCOPE +CREATED$/m);
-  assert.match(table, /^API_TOKEN +account +/m);
+  assert.match(table, /^NAME +SCOPE +DELIVERY +CREATED$/m);
+  assert.match(table, /^API_TOKEN +account +env +/m);
   assert.ok(!table.includes('tok-123'));
   const list = json(await user.run(['secrets', 'ls', '--session', id, '--json']));
   assert.ok(list.some((s: { name: string }) => s.name === 'ONLY_HERE'));
@@ -53,6 +53,28 @@ test('secrets create reads the value from standard input, never an argument; ls 
   failsWith(again, 'secret_not_found', 1);
   assert.match(again.stderr, /Hint: .*secrets ls/);
   assert.deepEqual(json(await user.run(['secrets', 'rm', 'ONLY_HERE', '--session', id, '--json'])), { name: 'ONLY_HERE', sandboxId: id, deleted: true });
+});
+
+test('secrets create --inject-host brokers the secret instead: ls shows where it goes; a refusal names the flag', { skip: testRuntime() !== 'local' && 'a runtime that brokers credentials (local)' }, async () => {
+  const user = await signedUpUser(stack.url);
+  const value = 'brk-8e1c4a7d2f';
+  const flags = ['--inject-host', 'API.example.com', '--inject-host', '*.example.org', '--inject-header', 'X-Api-Key', '--inject-format', 'key={value}'];
+  const created = await user.run(['secrets', 'create', 'API_KEY', ...flags, '--json'], { input: value });
+  assert.deepEqual(json(created).inject, { hosts: ['api.example.com', '*.example.org'], header: 'X-Api-Key', format: 'key={value}' });
+  assert.match(created.stderr, /saved for the account, brokered to api\.example\.com, \*\.example\.org as X-Api-Key/);
+  const defaulted = json(await user.run(['secrets', 'create', 'BEARER', '--inject-host', 'api.example.net', '--json'], { input: value }));
+  assert.deepEqual(defaulted.inject, { hosts: ['api.example.net'], header: 'Authorization', format: 'Bearer {value}' });
+  const table = ok(await user.run(['secrets', 'ls']));
+  assert.match(table, /^API_KEY +account +api\.example\.com,\*\.example\.org +/m);
+  assert.ok(!table.includes(value));
+
+  const address = await user.run(['secrets', 'create', 'BAD', '--inject-host', 'api.example.com', '--inject-host', '10.0.0.1'], { input: value });
+  failsWith(address, 'invalid_request', 1);
+  assert.match(address.stderr, /--inject-host #2: "10\.0\.0\.1"/);
+  const headerAlone = await user.run(['secrets', 'create', 'BAD', '--inject-header', 'X-Api-Key'], { input: value });
+  failsWith(headerAlone, 'invalid_request', 1);
+  assert.match(headerAlone.stderr, /--inject-host/);
+  assert.deepEqual(json(await user.run(['secrets', 'ls', '--json'])).map((s: { name: string }) => s.name), ['API_KEY', 'BEARER']);
 });
 
 test('secrets create with nothing on standard input fails instead of prompting', async () => {

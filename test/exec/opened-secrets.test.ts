@@ -133,6 +133,12 @@ test('the cache of opened secrets is bounded by their bytes and drops what is un
   assert.equal(cache.get('acc_2', 'sbx_1'), undefined, 'keyed by account and sandbox together');
   await new Promise((resolve) => setTimeout(resolve, 200));
   assert.deepEqual(cache.size, { entries: 0, bytes: 0 }, 'the sweep dropped what was idle');
+  // A brokered secret is held as its value and as the header's whole value, with its hosts and header name: all of it counts.
+  const value = 'b'.repeat(20);
+  const brokered = new OpenedSecrets('v', {}, [{ credential: { hosts: ['api.example.com'], header: 'Authorization', value: `Bearer ${value}` }, value }]);
+  assert.equal(brokered.bytes, 20 + 'api.example.com'.length + 'Authorization'.length + 'Bearer '.length + 20);
+  cache.put('acc_4', 'sbx_5', brokered);
+  assert.deepEqual(cache.size, { entries: 1, bytes: brokered.bytes });
   cache.clear();
 });
 

@@ -21,8 +21,9 @@ test('secrets reach every exec as environment variables, masked as *** in the ou
   const value = 'tok-3f9a1c2b7d';
   const created = await secret({ name: 'API_TOKEN', value });
   assert.equal(created.status, 201);
-  assert.deepEqual(Object.keys(created.body).sort(), ['createdAt', 'name', 'sandboxId']);
+  assert.deepEqual(Object.keys(created.body).sort(), ['createdAt', 'inject', 'name', 'sandboxId']);
   assert.equal(created.body.sandboxId, null);
+  assert.equal(created.body.inject, null);
   const res = await exec({ command: 'echo "token=$API_TOKEN"; test "$API_TOKEN" = tok-3f9a1c2b7d && echo matches' });
   assert.equal(res.body.stdout, 'token=***\nmatches\n');
   const err = await exec({ command: 'echo "$API_TOKEN" >&2' });

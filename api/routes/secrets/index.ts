@@ -1,6 +1,7 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { presentSecret } from '../../presenters/secret.ts';
 import { checkScope, putSecret } from '../../services/secrets.ts';
+import { rebroker } from '../../services/brokering.ts';
 import { deleteSecret, listSecrets } from '../../../shared/repositories/policy.ts';
 import { accountIdOf, route } from '../route.ts';
 import { ENV_NAME } from '../../../shared/exec/env-names.ts';
@@ -12,7 +13,7 @@ export const createSecret = route(
     method: 'post',
     path: '/v1/secrets',
     operationId: 'createSecret',
-    summary: 'Create or replace a secret, account-wide or for one sandbox; injected as an environment variable into every exec',
+    summary: "Create or replace a secret, account-wide or for one sandbox: an environment variable of every exec, or with inject a header the sandbox's egress sets on its HTTPS requests to the hosts named",
     tag: 'secrets',
     auth: 'apiKey',
     bucket: 'account',
@@ -22,12 +23,16 @@ export const createSecret = route(
       201: { description: 'Created', schema: SecretSummary },
       200: { description: 'Replaced the value of an existing secret', schema: SecretSummary },
     },
-    errors: ['sandbox_not_found', 'sandbox_not_running', 'secret_limit_reached'],
+    errors: ['sandbox_not_found', 'sandbox_not_running', 'secret_limit_reached', 'egress_not_permitted'],
   },
   async (ctx, { body }, deps) => {
     const accountId = accountIdOf(ctx);
+    if (body.inject && !deps.runtime.egressBrokering) {
+      throw new ApiError('egress_not_permitted', `This deployment's ${deps.runtime.name} runtime cannot broker credentials: store the secret without inject to give it to execs as an environment variable.`);
+    }
     await checkScope(deps.sandboxes, accountId, body.sandboxId, true);
-    const { row, replaced } = await putSecret({ pg: deps.pg, secretCipher: deps.secretCipher, limits: deps.config }, accountId, body);
+    const { row, replaced, replacedInject } = await putSecret({ pg: deps.pg, secretCipher: deps.secretCipher, limits: deps.config }, accountId, body);
+    if (body.inject || replacedInject) await rebroker(deps, accountId, row.sandbox_id);
     ctx.status = replaced ? 200 : 201;
     ctx.body = presentSecret(row);
   },
@@ -73,10 +78,11 @@ export const deleteSecretRoute = route(
     const accountId = accountIdOf(ctx);
     await checkScope(deps.sandboxes, accountId, query.sandboxId, false);
     // A name no secret can have is unknown without a query (PostgreSQL refuses some strings, such as NUL).
-    const found = ENV_NAME.test(params.name) && (await deleteSecret(deps.pg, accountId, params.name, query.sandboxId));
-    if (!found) {
+    const deleted = ENV_NAME.test(params.name) ? await deleteSecret(deps.pg, accountId, params.name, query.sandboxId) : undefined;
+    if (!deleted) {
       throw new ApiError('secret_not_found', `No secret ${params.name}${query.sandboxId ? ` for sandbox ${query.sandboxId}` : ''}.`);
     }
+    if (deleted.inject) await rebroker(deps, accountId, query.sandboxId ?? null);
     ctx.status = 204;
   },
 );

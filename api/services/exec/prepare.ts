@@ -3,6 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import type { ExecBody } from '../../routes/exec/schema.ts';
 import { checkCommand, checkEnvironment, PROGRAM_PATH } from '../../../shared/allowlist/index.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
+import type { BrokeredCredential } from '../../../shared/network/brokered.ts';
 import type { Config } from '../../../shared/config.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';
@@ -20,6 +21,8 @@ export interface PreparedExec {
   timeoutMs: number;
   /** The secrets to mask in the output, built; undefined for none. */
   masks: MaskSet | undefined;
+  /** What the sandbox's egress sets for the command (brokered secrets); empty for a command of Paddock's own. */
+  brokered: readonly BrokeredCredential[];
 }
 
 /**
@@ -64,6 +67,7 @@ export function prepareExec(deps: ExecSettings, { sandbox, allowlist, openSecret
     stdin: input.stdin !== undefined ? Buffer.from(input.stdin, 'utf8') : undefined,
     timeoutMs: Math.round(timeoutSeconds * 1000),
     masks: secrets.masks,
+    brokered: secrets.brokered,
   };
 }
 

@@ -5,6 +5,7 @@ import type { KeySession } from '../../auth/key-sessions.ts';
 import { TerminalBridge, CLOSE } from './bridge.ts';
 import { destroyReasonOf } from '../../../shared/repositories/sandboxes.ts';
 import type { PreparedTerminal } from './prepare.ts';
+import { brokerBeforeStart } from '../brokering.ts';
 
 /** Open terminals of this process: a shutdown closes them (1001), as it ends event streams. */
 const open = new Set<TerminalBridge>();
@@ -44,6 +45,7 @@ export async function openTerminal(
   socket.once('close', leave);
   try {
     const { argv, env } = prepared;
+    await brokerBeforeStart(deps.runtime, sandboxId, prepared.brokered);
     const session = await deps.runtime.terminal(sandboxId, { argv, env, ...size, signal: bridge.signal, onOutput: bridge.output });
     return { bridge, session };
   } catch (err) {

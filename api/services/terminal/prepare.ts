@@ -3,6 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import { checkCommand, programPathProblem } from '../../../shared/allowlist/index.ts';
 import { policedEnvironment } from '../exec/prepare.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
+import type { BrokeredCredential } from '../../../shared/network/brokered.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';
 
@@ -13,6 +14,8 @@ export interface PreparedTerminal {
   env: Record<string, string>;
   /** The secrets to mask in the output, built; undefined for none. */
   masks: MaskSet | undefined;
+  /** What the sandbox's egress sets for the terminal's programs (brokered secrets). */
+  brokered: readonly BrokeredCredential[];
 }
 
 // Shells a terminal may run interactively: the program is what the allowlist decides on, since an
@@ -40,7 +43,7 @@ export function prepareTerminal({ sandbox, allowlist: policy, openSecrets }: Exe
   if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
   const secrets = openSecrets();
   const env = policedEnvironment(allowlist, { TERM: 'xterm-256color', ...sandbox.env, ...secrets.env });
-  return { accountId: sandbox.accountId, argv, env, masks: secrets.masks };
+  return { accountId: sandbox.accountId, argv, env, masks: secrets.masks, brokered: secrets.brokered };
 }
 
 function loginShell(allowlist: readonly string[]): string[] {

@@ -233,10 +233,12 @@ def clear_allowlist() -> Request:
     return Request("DELETE", "/v1/allowlist")
 
 
-def create_secret(name: str, value: str, sandbox_id: Optional[str]) -> Request:
+def create_secret(name: str, value: str, sandbox_id: Optional[str], inject: Optional[Mapping[str, Any]] = None) -> Request:
     body: Dict[str, Any] = {"name": name, "value": value}
     if sandbox_id is not None:
         body["sandboxId"] = sandbox_id
+    if inject is not None:
+        body["inject"] = dict(inject)
     return Request("POST", "/v1/secrets", body=body)
 
 

@@ -226,6 +226,20 @@ class CreateSandboxRequest(TypedDict, total=False):
     snapshotOnDestroy: bool
 
 
+class _CreateSecretRequestInjectRequired(TypedDict):
+    #: The hosts whose HTTPS requests from the sandbox get the header (only where the sandbox's egress policy reaches them)
+    hosts: List[str]
+
+
+class CreateSecretRequestInject(_CreateSecretRequestInjectRequired, total=False):
+    """Brokered instead of exposed: the secret is in no environment; the sandbox's egress sets the header on its HTTPS requests to these hosts, so a program uses the credential without being able to read it"""
+
+    #: The header set (replacing one of the same name the program sent); default Authorization
+    header: str
+    #: The header's value, {value} standing for the secret's; default "Bearer {value}"
+    format: str
+
+
 class _CreateSecretRequestRequired(TypedDict):
     name: str
     #: Stored encrypted; never returned by any route
@@ -237,6 +251,19 @@ class CreateSecretRequest(_CreateSecretRequestRequired, total=False):
 
     #: Scope the secret to one sandbox; account-wide when omitted
     sandboxId: str
+    #: Brokered instead of exposed: the secret is in no environment; the sandbox's egress sets the header on its HTTPS requests to these hosts, so a program uses the credential without being able to read it
+    inject: CreateSecretRequestInject
+
+
+class CreateSecretResponseInject(TypedDict):
+    """Brokered instead of exposed: the secret is in no environment; the sandbox's egress sets the header on its HTTPS requests to these hosts, so a program uses the credential without being able to read it"""
+
+    #: The hosts whose HTTPS requests from the sandbox get the header (only where the sandbox's egress policy reaches them)
+    hosts: List[str]
+    #: The header set (replacing one of the same name the program sent); default Authorization
+    header: str
+    #: The header's value, {value} standing for the secret's; default "Bearer {value}"
+    format: str
 
 
 class CreateSecretResponse(TypedDict):
@@ -246,6 +273,8 @@ class CreateSecretResponse(TypedDict):
     sandboxId: Optional[str]
     #: RFC 3339 UTC timestamp
     createdAt: str
+    #: How the secret is brokered; null for one given to execs as an environment variable
+    inject: Optional[CreateSecretResponseInject]
 
 
 class CreateSnapshotRequest(TypedDict, total=False):
@@ -573,6 +602,17 @@ class ListProcessesResponse(TypedDict):
     data: List[ListProcessesResponseData]
 
 
+class ListSecretsResponseDataInject(TypedDict):
+    """Brokered instead of exposed: the secret is in no environment; the sandbox's egress sets the header on its HTTPS requests to these hosts, so a program uses the credential without being able to read it"""
+
+    #: The hosts whose HTTPS requests from the sandbox get the header (only where the sandbox's egress policy reaches them)
+    hosts: List[str]
+    #: The header set (replacing one of the same name the program sent); default Authorization
+    header: str
+    #: The header's value, {value} standing for the secret's; default "Bearer {value}"
+    format: str
+
+
 class ListSecretsResponseData(TypedDict):
     """The ListSecretsResponseData object of the API."""
 
@@ -580,6 +620,8 @@ class ListSecretsResponseData(TypedDict):
     sandboxId: Optional[str]
     #: RFC 3339 UTC timestamp
     createdAt: str
+    #: How the secret is brokered; null for one given to execs as an environment variable
+    inject: Optional[ListSecretsResponseDataInject]
 
 
 class ListSecretsResponse(TypedDict):

@@ -57,9 +57,16 @@ class AsyncPaddock:
 
     # ---- secrets ----
 
-    async def create_secret(self, name: str, value: str, *, sandbox_id: Optional[str] = None) -> t.CreateSecretResponse:
-        """Stores a secret (encrypted; never answered back), account-wide or for one sandbox."""
-        return cast(t.CreateSecretResponse, await self._t.json(r.create_secret(name, value, sandbox_id)))
+    async def create_secret(
+        self, name: str, value: str, *, sandbox_id: Optional[str] = None, inject: Optional[t.CreateSecretRequestInject] = None
+    ) -> t.CreateSecretResponse:
+        """Stores a secret (encrypted; never answered back), account-wide or for one sandbox.
+
+        With ``inject`` (``{"hosts": ["api.example.com"], "header": "Authorization", "format": "Bearer {value}"}``,
+        header and format optional) it is brokered: in no environment, set by the sandbox's egress as
+        that header on its HTTPS requests to those hosts.
+        """
+        return cast(t.CreateSecretResponse, await self._t.json(r.create_secret(name, value, sandbox_id, inject)))
 
     async def list_secrets(self, *, sandbox_id: Optional[str] = None) -> List[t.ListSecretsResponseData]:
         """The secrets' names (never their values), account-wide or for one sandbox."""

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { newAccount } from '../helpers/accounts.ts';
+import { call } from '../helpers/http.ts';
+import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
+import { makeTestHost } from '../helpers/test-host.ts';
+import { startTestDns } from '../helpers/test-dns.ts';
+import { hostProcesses } from '../helpers/processes.ts';
+
+// Brokered credentials on the local runtime (docs/api.md, "Brokered secrets"): a secret with
+// `inject` never enters the sandbox, and its header reaches the brokered host alone. The host is a
+// test host of the test's own (a network namespace on a documentation range) serving HTTPS on 443
+// with a certificate of a test authority, which Paddock trusts upstream through
+// PADDOCK_EGRESS_UPSTREAM_CA; its names resolve through the test's own DNS server. The test host
+// records every request it takes, read here outside the sandbox. Run once per runtime
+// (PADDOCK_TEST_RUNTIME): on Kubernetes such a secret is refused (test/secrets/ holds that case).
+
+const runtime = testRuntime();
+const skip = runtime !== 'local' ? 'the local runtime brokers credentials' : process.getuid?.() !== 0 ? 'the local runtime gives sandboxes network as root only' : false;
+
+const API = 'api.broker.paddock.example';
+const PLAIN = 'plain.broker.paddock.example';
+const FLOOR = 'floor.broker.paddock.example';
+
+/** A test authority and a certificate of the test host's names signed by it (openssl, in a temporary directory). */
+function testCertificates(): { caFile: string; cert: string; key: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'paddock-broker-test-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  run('req', '-x509', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Test upstream CA',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign');
+  run('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'host.key');
+  run('req', '-new', '-x509', '-key', 'host.key', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-out', 'host.pem', '-days', '2', '-subj', `/CN=${API}`,
+    '-addext', `subjectAltName=DNS:${API},DNS:${PLAIN},DNS:${FLOOR}`, '-addext', 'basicConstraints=critical,CA:FALSE');
+  return { caFile: join(dir, 'ca.pem'), cert: readFileSync(join(dir, 'host.pem'), 'utf8'), key: readFileSync(join(dir, 'host.key'), 'utf8') };
+}
+
+test('local: a brokered secret reaches its host as a header and nothing of the sandbox ever holds it; other hosts, other names for the same address, plain HTTP, a redirect and a forged Host get nothing; a change of the secret applies to the running sandbox', { skip }, async () => {
+  const certificates = testCertificates();
+  const dns = await startTestDns();
+  const stack = await startSandboxStack({ overrides: { PADDOCK_EGRESS_RESOLVERS: dns.address, PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile } });
+  const host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key } });
+  dns.set(API, [host.address]);
+  // Another name of the same address: what a program might send the credential to instead.
+  dns.set(PLAIN, [host.address]);
+  dns.set(FLOOR, ['10.0.2.2']);
+
+  const account = await newAccount(stack.url, 'brokered');
+  const token = account.key;
+  const value = `tok-${randomBytes(12).toString('hex')}`;
+  const created = await call(stack.url, 'POST', '/v1/sandboxes', { token, body: { network: { egress: { allow: ['*.broker.paddock.example'] } } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const secret = await call(stack.url, 'POST', '/v1/secrets', {
+    token,
+    body: { name: 'API_TOKEN', value, sandboxId: id, inject: { hosts: [API, FLOOR], header: 'Authorization', format: 'Bearer {value}' } },
+  });
+  assert.equal(secret.status, 201, JSON.stringify(secret.body));
+  const sh = async (command: string) => {
+    const res = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token, body: { command: ['bash', '-c', command], timeoutSeconds: 30 } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body as { exitCode: number | null; stdout: string; stderr: string };
+  };
+  const seen = async (path: string) => (await host.requests()).filter((r) => r.url === path);
+  const authorization = (headers: string[]) => headers.filter((_, i) => i % 2 === 0 && headers[i]!.toLowerCase() === 'authorization').map((_, i) => i);
+  const headerValues = (headers: string[], name: string) => headers.filter((_, i) => i % 2 === 1 && headers[i - 1]!.toLowerCase() === name);
+
+  // curl, Python and Node, each as it comes, trusting the egress's authority with nothing set up;
+  // the program's own Authorization is replaced, not sent beside the credential.
+  const viaCurl = await sh(`curl -sS --max-time 20 -H 'Authorization: Bearer forged' https://${API}/curl`);
+  assert.equal(viaCurl.exitCode, 0, viaCurl.stderr);
+  assert.equal(viaCurl.stdout, 'hello over tls\n');
+  const viaPython = await sh(`python3 -c "import urllib.request; print(urllib.request.urlopen('https://${API}/python', timeout=20).read().decode(), end='')"`);
+  assert.equal(viaPython.exitCode, 0, viaPython.stderr);
+  assert.equal(viaPython.stdout, 'hello over tls\n');
+  const viaNode = await sh(`node -e "fetch('https://${API}/node').then((r) => r.text()).then((t) => process.stdout.write(t), (e) => { console.error(e.cause ?? e); process.exit(1); })"`);
+  assert.equal(viaNode.exitCode, 0, viaNode.stderr);
+  assert.equal(viaNode.stdout, 'hello over tls\n');
+  for (const path of ['/curl', '/python', '/node']) {
+    const [request] = await seen(path);
+    assert.ok(request, `the test host took ${path}`);
+    assert.deepEqual(headerValues(request.headers, 'authorization'), [`Bearer ${value}`], `${path}: ${JSON.stringify(request.headers)}`);
+  }
+
+  // Nothing the sandbox can read holds the value: its environment, any process's, its files.
+  // (Looked for by its prefix in the files: the value itself never goes into the sandbox, not even in a command.)
+  const looked = await sh(`env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; grep -rIl -- 'tok-' /etc /tmp /workspace 2>/dev/null; echo done`);
+  assert.ok(!looked.stdout.includes(value), 'the value is readable in the sandbox');
+  assert.ok(!looked.stdout.includes('API_TOKEN'), `the secret is an environment variable: ${looked.stdout}`);
+  assert.doesNotMatch(looked.stdout, /tok-/);
+  assert.match(looked.stdout, /done\n$/);
+
+  // Another name of the same address: to the test host directly (its authority is not the
+  // sandbox's, hence -k), and without the header. Sent to the broker by its address, refused at the handshake.
+  const direct = await sh(`curl -sS -k --max-time 20 https://${PLAIN}/direct`);
+  assert.equal(direct.stdout, 'hello over tls\n', direct.stderr);
+  assert.deepEqual(authorization((await seen('/direct'))[0]!.headers), []);
+  const disguised = await sh(`curl -sS -k --max-time 20 --resolve ${PLAIN}:443:127.0.0.54 https://${PLAIN}/disguised`);
+  assert.notEqual(disguised.exitCode, 0, disguised.stdout);
+  // A forged Host on the brokered connection is refused there; plain HTTP reaches nothing.
+  const forged = await sh(`curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H 'Host: ${PLAIN}' https://${API}/forged`);
+  assert.equal(forged.stdout, '421');
+  const plainHttp = await sh(`curl -sS --max-time 5 http://${API}/plain`);
+  assert.notEqual(plainHttp.exitCode, 0, plainHttp.stdout);
+  // A redirect to another host is followed without the credential.
+  const redirected = await sh(`curl -sS -k -L --max-time 20 https://${API}/redirect/${PLAIN}/landed`);
+  assert.equal(redirected.stdout, 'hello over tls\n', redirected.stderr);
+  assert.deepEqual(authorization((await seen('/landed'))[0]!.headers), []);
+  assert.equal((await seen('/forged')).length + (await seen('/plain')).length + (await seen('/disguised')).length, 0);
+  // A brokered name that resolves into the floor is reached by nothing; the broker's answer names no value.
+  const floor = await sh(`curl -sS --max-time 20 https://${FLOOR}/`);
+  assert.match(floor.stdout, /could not reach/);
+  assert.ok(!floor.stdout.includes(value) && !floor.stderr.includes(value));
+
+  // The value lives in the broker's memory alone: not on its command line, not in any file of the data directory.
+  const dataDir = realpathSync(stack.config.PADDOCK_DATA_DIR);
+  const broker = hostProcesses().find((p) => p.args.some((a) => a.endsWith('egress-resolver-main.ts')) && p.args.some((a) => a.includes(dataDir)));
+  assert.ok(broker, 'the host runs the egress broker');
+  assert.ok(!broker.args.some((a) => a.includes(value)));
+  // grep exits 1 when it finds nothing, which is what must happen.
+  const inData = (() => {
+    try {
+      return execFileSync('grep', ['-rIl', '--', value, dataDir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch (err) {
+      return String((err as { stdout?: string }).stdout ?? '');
+    }
+  })();
+  assert.equal(inData.trim(), '', 'the value is in a file of the data directory');
+
+  // Replaced, the next request carries the new value; removed, the name resolves to the host
+  // itself again, and the request goes on without any header.
+  const replaced = `tok-${randomBytes(12).toString('hex')}`;
+  const put = await call(stack.url, 'POST', '/v1/secrets', { token, body: { name: 'API_TOKEN', value: replaced, sandboxId: id, inject: { hosts: [API], format: 'token {value}' } } });
+  assert.equal(put.status, 200, JSON.stringify(put.body));
+  assert.equal((await sh(`curl -sS --max-time 20 https://${API}/replaced`)).stdout, 'hello over tls\n');
+  assert.deepEqual(headerValues((await seen('/replaced'))[0]!.headers, 'authorization'), [`token ${replaced}`]);
+  const removed = await call(stack.url, 'DELETE', `/v1/secrets/API_TOKEN?sandboxId=${id}`, { token });
+  assert.equal(removed.status, 204);
+  const after = await sh(`curl -sS -k --max-time 20 https://${API}/removed`);
+  assert.equal(after.stdout, 'hello over tls\n', after.stderr);
+  assert.deepEqual(authorization((await seen('/removed'))[0]!.headers), []);
+});
+
+test('local: under egress `all` an account-wide brokered secret reaches each sandbox\'s requests to its host, and the host alone', { skip }, async () => {
+  const certificates = testCertificates();
+  const dns = await startTestDns();
+  const stack = await startSandboxStack({ overrides: { PADDOCK_EGRESS_RESOLVERS: dns.address, PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile } });
+  const host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key } });
+  dns.set(API, [host.address]);
+  dns.set(PLAIN, [host.address]);
+  const account = await newAccount(stack.url, 'brokered-all');
+  const value = `tok-${randomBytes(12).toString('hex')}`;
+  const secret = await call(stack.url, 'POST', '/v1/secrets', { token: account.key, body: { name: 'SERVICE_KEY', value, inject: { hosts: [API], header: 'X-Api-Key', format: '{value}' } } });
+  assert.equal(secret.status, 201, JSON.stringify(secret.body));
+  const created = await call(stack.url, 'POST', '/v1/sandboxes', { token: account.key, body: { network: { egress: 'all' } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const run = await call(stack.url, 'POST', `/v1/sandboxes/${created.body.id}/exec`, {
+    token: account.key,
+    body: { command: ['bash', '-c', `curl -sS --max-time 20 https://${API}/all && curl -sS -k --max-time 20 https://${PLAIN}/all-plain`], timeoutSeconds: 60 },
+  });
+  assert.equal(run.status, 200, JSON.stringify(run.body));
+  assert.equal(run.body.stdout, 'hello over tls\nhello over tls\n', run.body.stderr);
+  const requests = await host.requests();
+  const key = (path: string) => {
+    const headers = requests.find((r) => r.url === path)!.headers;
+    return headers.filter((_, i) => i % 2 === 1 && headers[i - 1]!.toLowerCase() === 'x-api-key');
+  };
+  assert.deepEqual(key('/all'), [value]);
+  assert.deepEqual(key('/all-plain'), []);
+});
