@@ -8,6 +8,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { newId } from '../../shared/ids.ts';
 import { createLocalRuntime, type LocalRuntimeOptions } from '../../shared/runtime/local/index.ts';
 import { PermanentRuntimeError, SandboxGoneError } from '../../shared/runtime/types.ts';
+import { findPrograms } from '../../shared/runtime/local/programs.ts';
+import { SANDBOX_CA_PATH } from '../../shared/runtime/local/egress-ca.ts';
 import { AGENT_PATH } from '../../shared/runtime/local/launch.ts';
 import { hostProcesses } from '../helpers/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -157,12 +159,18 @@ test('exec gives a clean sandbox environment plus the env asked for, never the h
   process.env.PADDOCK_TEST_HOST_SECRET = 'host-secret-value';
   t.after(() => delete process.env.PADDOCK_TEST_HOST_SECRET);
   const plain = await run(runtime, id, ['env']);
+  // Where the host brokers credentials (root, with the network's programs and openssl), Node in
+  // the sandbox trusts the egress's authority too (shared/runtime/local/egress-ca.ts).
+  const programs = await findPrograms();
+  const brokers = process.getuid?.() === 0 && Boolean(programs?.nft && programs.slirp4netns && programs.openssl);
   assert.deepEqual(plain.stdout.trim().split('\n').sort(), [
     'HOME=/workspace',
     'LANG=C.UTF-8',
+    ...(brokers ? [`NODE_EXTRA_CA_CERTS=${SANDBOX_CA_PATH}`] : []),
     'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     'TERM=dumb',
   ]);
+  if (brokers) assert.match((await run(runtime, id, ['cat', SANDBOX_CA_PATH])).stdout, /^-----BEGIN CERTIFICATE-----/);
   const withEnv = await run(runtime, id, ['sh', '-c', 'echo "$GREETING:$HOME:$PADDOCK_TEST_HOST_SECRET"'], {
     env: { GREETING: 'hi there', HOME: '/tmp' },
   });

@@ -10,6 +10,7 @@ import { cidrWithin } from '../../network/rules.ts';
 import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
 import type { Upstream } from '../../network/resolvers.ts';
 import { openssl, SYSTEM_BUNDLE } from './egress-ca.ts';
+import { tokenBucket } from './budget.ts';
 import type { InstalledPolicy } from './egress-filter.ts';
 
 // The egress's broker for one host (run by egress-resolver-main.ts): where a sandbox's HTTPS to a
@@ -82,16 +83,7 @@ export class EgressBroker {
    */
   serve(listener: Server, sandbox: BrokeredSandbox): () => void {
     const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS_PER_SANDBOX, maxTotalSockets: CONNECTIONS_PER_SANDBOX, ca: this.#ca, timeout: IDLE_MS });
-    let names = NEW_NAMES_BURST;
-    let filled = Date.now();
-    const newName = (): boolean => {
-      const now = Date.now();
-      names = Math.min(NEW_NAMES_BURST, names + ((now - filled) / 60_000) * NEW_NAMES_PER_MINUTE);
-      filled = now;
-      if (names < 1) return false;
-      names--;
-      return true;
-    };
+    const newName = tokenBucket(NEW_NAMES_BURST, NEW_NAMES_PER_MINUTE / 60);
     const http = createHttpServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => {
       void this.#forward(sandbox, agent, req, res);
     });

@@ -13,7 +13,7 @@ import { NETWORK_PROGRAM_ENV } from './nft.ts';
 /** The host's bundle of trusted authorities (Debian's ca-certificates). */
 export const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 /** Where a sandbox finds the egress's certificate alone. */
-export const SANDBOX_CA_PATH = '/etc/ssl/paddock-egress-ca.pem';
+export const SANDBOX_CA_PATH = '/etc/ssl/egress-ca.pem';
 const CA_DAYS = 3650;
 const OPENSSL_TIMEOUT_MS = 10_000;
 

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { EgressResolver } from './egress-resolver.ts';
 import { BROKER, namedElement, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
 import { EgressBroker } from './egress-broker.ts';
+import { tokenBucket } from './budget.ts';
 import type { BrokeredCredential } from '../../network/brokered.ts';
 import { isRunning } from './processes.ts';
 import { NETWORK_PROGRAM_ENV, nftIn } from './nft.ts';
@@ -142,16 +143,7 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
     const { udp, tcp, https } = await socketsIn(netns);
     const resolver = resolverFor(sandbox, netns);
     const installed = policyReader(sandbox.policyFile);
-    let tokens = QUERY_BURST;
-    let filled = Date.now();
-    const admit = (): boolean => {
-      const now = Date.now();
-      tokens = Math.min(QUERY_BURST, tokens + ((now - filled) / 1000) * QUERIES_PER_SECOND);
-      filled = now;
-      if (tokens < 1) return false;
-      tokens--;
-      return true;
-    };
+    const admit = tokenBucket(QUERY_BURST, QUERIES_PER_SECOND);
     udp.on('message', (message, from) => {
       if (message.byteLength > UDP_MAX || !admit()) return;
       void resolver.answer(message, 'udp').then((answer) => {
