@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { call, callOk, percentile, startStack, type SandboxObject } from './stack.ts';
+import { call, callOk, percentile, round, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { PYTHON_DNS, startTestDns } from '../scripts/test-dns.ts';
-import { rssOf } from './paddock-processes.ts';
+import { createdWithNetwork, egressProcessRss, median, rotated } from './egress-shared.ts';
 
 // A sandbox's egress policy in the way of its connections (docs/api.md, "Egress policy"): a host
 // outside this one (a network namespace on a documentation range, scripts/netns-host.ts), reached
@@ -108,9 +108,9 @@ export const egressBenchmark: Benchmark = {
       const key = await mintApiKey(stack.url);
       // 63 rules the host matches none of, then its own: a packet to it is held against them all.
       const others = Array.from({ length: 63 }, (_, i) => `198.51.100.${i * 4}/30:${1000 + i}`);
-      const listed = await created(stack.url, key, { egress: { allow: [...others, `${host.address}/32`] } });
-      const open = await created(stack.url, key, { egress: 'all' });
-      const named = await created(stack.url, key, { egress: { allow: [...others.slice(1), NAME] } });
+      const listed = await createdWithNetwork(stack.url, key, { egress: { allow: [...others, `${host.address}/32`] } });
+      const open = await createdWithNetwork(stack.url, key, { egress: 'all' });
+      const named = await createdWithNetwork(stack.url, key, { egress: { allow: [...others.slice(1), NAME] } });
       const python = async (sandbox: SandboxObject, script: string, args: (string | number)[], timeoutSeconds = 300) => {
         const res = await callOk(stack.url, key, 'POST', `/v1/sandboxes/${sandbox.id}/exec`, { command: ['python3', '-c', script, ...args.map(String)], timeoutSeconds });
         const out = res.body as { exitCode: number | null; stdout: string; stderr: string };
@@ -136,7 +136,7 @@ export const egressBenchmark: Benchmark = {
       const throughputRatio = median(bulk.listed) / median(bulk.open);
       const namedLatencyRatio = percentile(small.named, 50) / percentile(small.open, 50);
       const namedThroughputRatio = median(bulk.named) / median(bulk.open);
-      const resolverRssMb = resolverRss(realpathSync(stack.dataDir));
+      const resolverRssMb = egressProcessRss(realpathSync(stack.dataDir));
       ctx.log(`  small GET p50: allow list ${percentile(small.listed, 50)} ms, all ${percentile(small.open, 50)} ms (×${latencyRatio.toFixed(2)}); by name ${percentile(small.named, 50)} ms (×${namedLatencyRatio.toFixed(2)})`);
       ctx.log(`  ${BULK_MIB} MiB download: allow list ${median(bulk.listed).toFixed(1)} MiB/s, all ${median(bulk.open).toFixed(1)} MiB/s (${Math.round(throughputRatio * 100)}%); by name ${median(bulk.named).toFixed(1)} MiB/s (${Math.round(namedThroughputRatio * 100)}%)`);
       ctx.log(`  the host's resolver (one for every sandbox with domain rules): ${resolverRssMb} MB resident`);
@@ -148,7 +148,7 @@ export const egressBenchmark: Benchmark = {
         return ms;
       };
       const quiet = await apiGets();
-      const hammer = await created(stack.url, key, { egress: { allow: [`${host.address}/32:${host.port}`] } });
+      const hammer = await createdWithNetwork(stack.url, key, { egress: { allow: [`${host.address}/32:${host.port}`] } });
       const seconds = 10;
       const hammering = python(hammer, HAMMER, [host.address, seconds], seconds + 30);
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -159,7 +159,7 @@ export const egressBenchmark: Benchmark = {
 
       // The same, while a sandbox with a domain rule floods the resolver with names it refuses;
       // and the named sandbox's lookups meanwhile, against its quiet ones.
-      const flooder = await created(stack.url, key, { egress: { allow: [NAME] } });
+      const flooder = await createdWithNetwork(stack.url, key, { egress: { allow: [NAME] } });
       const flooding = python(flooder, DNS_FLOOD, [seconds], seconds + 30);
       await new Promise((resolve) => setTimeout(resolve, 500));
       const duringFlood = await apiGets();
@@ -179,10 +179,10 @@ export const egressBenchmark: Benchmark = {
           figures: { n: small.listed.length, 'p50 ms': percentile(small.listed, 50), 'p99 ms': percentile(small.listed, 99), 'listed / all p50': `×${latencyRatio.toFixed(2)}` },
           goal: { text: `p50 ≤ ${LATENCY_GOAL}× the floor's`, met: latencyRatio <= LATENCY_GOAL },
         },
-        { subject: `floor: ${BULK_MIB} MiB download, egress all`, figures: { n: bulk.open.length, 'MiB/s median': round1(median(bulk.open)) } },
+        { subject: `floor: ${BULK_MIB} MiB download, egress all`, figures: { n: bulk.open.length, 'MiB/s median': round(median(bulk.open)) } },
         {
           subject: `the same download through the allow list`,
-          figures: { n: bulk.listed.length, 'MiB/s median': round1(median(bulk.listed)), 'of the floor': `${Math.round(throughputRatio * 100)}%` },
+          figures: { n: bulk.listed.length, 'MiB/s median': round(median(bulk.listed)), 'of the floor': `${Math.round(throughputRatio * 100)}%` },
           goal: { text: `≥ ${THROUGHPUT_GOAL * 100}% of the floor's throughput`, met: throughputRatio >= THROUGHPUT_GOAL },
         },
         {
@@ -192,7 +192,7 @@ export const egressBenchmark: Benchmark = {
         },
         {
           subject: `the same download by name`,
-          figures: { n: bulk.named.length, 'MiB/s median': round1(median(bulk.named)), 'of the floor': `${Math.round(namedThroughputRatio * 100)}%`, 'resolver MB': resolverRssMb },
+          figures: { n: bulk.named.length, 'MiB/s median': round(median(bulk.named)), 'of the floor': `${Math.round(namedThroughputRatio * 100)}%`, 'resolver MB': resolverRssMb },
           goal: { text: `≥ ${THROUGHPUT_GOAL * 100}% of the floor's throughput`, met: namedThroughputRatio >= THROUGHPUT_GOAL },
         },
         { subject: 'API GET /v1/sandboxes/{id}, sequential, quiet', figures: { n: quiet.length, 'p50 ms': percentile(quiet, 50), 'p99 ms': percentile(quiet, 99) } },
@@ -223,39 +223,3 @@ export const egressBenchmark: Benchmark = {
 
 /** The name the domain rule allows, answered by the benchmark's DNS server. */
 const NAME = 'bench.paddock.example';
-
-/** The order of a round: each sandbox first in turn. */
-function rotated<T>(items: readonly T[], round: number): T[] {
-  return items.map((_, i) => items[(i + round) % items.length]!);
-}
-
-/** The resident memory (MB) of the host's resolver for the stack's data directory, found in /proc. */
-function resolverRss(dataDir: string): number {
-  for (const pid of readdirSync('/proc').filter((entry) => /^[0-9]+$/.test(entry))) {
-    let cmdline = '';
-    try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (!cmdline.includes(dataDir) || !cmdline.includes('egress-resolver-main')) continue;
-    const bytes = rssOf(Number(pid));
-    if (bytes !== undefined) return Math.round(bytes / 104_857.6) / 10;
-  }
-  return 0;
-}
-
-async function created(url: string, key: string, network: unknown): Promise<SandboxObject> {
-  const sandbox = (await callOk(url, key, 'POST', '/v1/sandboxes', { network })).body as SandboxObject;
-  if (sandbox.status !== 'running') throw new Error(`sandbox ${sandbox.id} is ${sandbox.status}: ${JSON.stringify(sandbox)}`);
-  return sandbox;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
-
-function round1(value: number): number {
-  return Math.round(value * 10) / 10;
-}

@@ -50,7 +50,7 @@ export async function startNetnsHost(
   options: {
     servers?: number;
     range?: '198.51.100' | '203.0.113';
-    /** An HTTPS server on port 443 too, with this certificate (PEM): it records each request; /redirect/<url> answers 302 to https://<url>. */
+    /** An HTTPS server on port 443 too, with this certificate (PEM): it records each request; /redirect/<url> answers 302 to https://<url>, /bulk/<MiB> that many MiB. */
     tls?: { cert: string; key: string };
   } = {},
 ): Promise<NetnsHost> {
@@ -96,23 +96,27 @@ export async function startNetnsHost(
   const script = `
     const http = require('node:http');
     let served = 0;
+    /** /bulk/<MiB>: that many MiB as fast as the connection takes them; whether it was that. */
+    const bulk = (req, res) => {
+      const asked = /^\\/bulk\\/([0-9]+)$/.exec(req.url);
+      if (!asked) return false;
+      const chunk = Buffer.alloc(1024 * 1024, 120);
+      let left = Number(asked[1]);
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': left * chunk.length });
+      const pump = () => {
+        while (left > 0) {
+          left--;
+          if (!res.write(chunk)) return res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+      return true;
+    };
     const ports = [];
     for (let i = 0; i < ${options.servers ?? 1}; i++) {
       const server = http.createServer((req, res) => {
-        const bulk = /^\\/bulk\\/([0-9]+)$/.exec(req.url);
-        if (bulk) {
-          const chunk = Buffer.alloc(1024 * 1024, 120);
-          let left = Number(bulk[1]);
-          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': left * chunk.length });
-          const pump = () => {
-            while (left > 0) {
-              left--;
-              if (!res.write(chunk)) return res.once('drain', pump);
-            }
-            res.end();
-          };
-          return pump();
-        }
+        if (bulk(req, res)) return;
         if (req.url !== '/stream') return res.end('hello from the test host\\n');
         res.writeHead(200, { 'content-type': 'text/plain' });
         const tick = setInterval(() => res.write('x'.repeat(1023) + '\\n'), 20);
@@ -134,6 +138,7 @@ export async function startNetnsHost(
           res.writeHead(302, { location: 'https://' + to[1] });
           return res.end();
         }
+        if (bulk(req, res)) return;
         req.resume();
         req.on('end', () => res.end('hello over tls\\n'));
       }).listen(443, ${JSON.stringify(address)});

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { realpathSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
@@ -11,6 +9,7 @@ import { startSandboxStack, testRuntime } from '../helpers/sandbox-stack.ts';
 import { makeTestHost } from '../helpers/test-host.ts';
 import { startTestDns } from '../helpers/test-dns.ts';
 import { hostProcesses } from '../helpers/processes.ts';
+import { makeTestCertificates } from '../../scripts/test-tls.ts';
 
 // Brokered credentials on the local runtime (docs/api.md, "Brokered secrets"): a secret with
 // `inject` never enters the sandbox, and its header reaches the brokered host alone. The host is a
@@ -27,21 +26,14 @@ const API = 'api.broker.paddock.example';
 const PLAIN = 'plain.broker.paddock.example';
 const FLOOR = 'floor.broker.paddock.example';
 
-/** A test authority and a certificate of the test host's names signed by it (openssl, in a temporary directory). */
-function testCertificates(): { caFile: string; cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'paddock-broker-test-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  run('req', '-x509', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Test upstream CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign');
-  run('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'host.key');
-  run('req', '-new', '-x509', '-key', 'host.key', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-out', 'host.pem', '-days', '2', '-subj', `/CN=${API}`,
-    '-addext', `subjectAltName=DNS:${API},DNS:${PLAIN},DNS:${FLOOR}`, '-addext', 'basicConstraints=critical,CA:FALSE');
-  return { caFile: join(dir, 'ca.pem'), cert: readFileSync(join(dir, 'host.pem'), 'utf8'), key: readFileSync(join(dir, 'host.key'), 'utf8') };
-}
-
-test('local: a brokered secret reaches its host as a header and nothing of the sandbox ever holds it; other hosts, other names for the same address, plain HTTP, a redirect and a forged Host get nothing; a change of the secret applies to the running sandbox', { skip }, async () => {
-  const certificates = testCertificates();
+/**
+ * A stack whose egress resolves through the test's DNS server and trusts the test authority
+ * upstream (scripts/test-tls.ts), and the test host serving HTTPS with its certificate, at the
+ * address the brokered name and another name of it resolve to; gone when the test is.
+ */
+async function brokeredWorld() {
+  const certificates = makeTestCertificates([API, PLAIN, FLOOR]);
+  after(() => certificates.remove());
   const dns = await startTestDns();
   const stack = await startSandboxStack({ overrides: { PADDOCK_EGRESS_RESOLVERS: dns.address, PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile } });
   const host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key } });
@@ -49,6 +41,11 @@ test('local: a brokered secret reaches its host as a header and nothing of the s
   // Another name of the same address: what a program might send the credential to instead.
   dns.set(PLAIN, [host.address]);
   dns.set(FLOOR, ['10.0.2.2']);
+  return { stack, host };
+}
+
+test('local: a brokered secret reaches its host as a header and nothing of the sandbox ever holds it; other hosts, other names for the same address, plain HTTP, a redirect and a forged Host get nothing; a change of the secret applies to the running sandbox', { skip }, async () => {
+  const { stack, host } = await brokeredWorld();
 
   const account = await newAccount(stack.url, 'brokered');
   const token = account.key;
@@ -147,12 +144,7 @@ test('local: a brokered secret reaches its host as a header and nothing of the s
 });
 
 test('local: under egress `all` an account-wide brokered secret reaches each sandbox\'s requests to its host, and the host alone', { skip }, async () => {
-  const certificates = testCertificates();
-  const dns = await startTestDns();
-  const stack = await startSandboxStack({ overrides: { PADDOCK_EGRESS_RESOLVERS: dns.address, PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile } });
-  const host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key } });
-  dns.set(API, [host.address]);
-  dns.set(PLAIN, [host.address]);
+  const { stack, host } = await brokeredWorld();
   const account = await newAccount(stack.url, 'brokered-all');
   const value = `tok-${randomBytes(12).toString('hex')}`;
   const secret = await call(stack.url, 'POST', '/v1/secrets', { token: account.key, body: { name: 'SERVICE_KEY', value, inject: { hosts: [API], header: 'X-Api-Key', format: '{value}' } } });

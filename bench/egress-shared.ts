@@ -1,0 +1,39 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { callOk, type SandboxObject } from './stack.ts';
+import { rssOf } from './paddock-processes.ts';
+
+// What the egress benchmarks (egress.ts, brokered.ts) share: sandboxes made with a policy, the
+// turns they take, and the memory of the host's egress process.
+
+/** A running sandbox with the given `network`. */
+export async function createdWithNetwork(url: string, key: string, network: unknown): Promise<SandboxObject> {
+  const sandbox = (await callOk(url, key, 'POST', '/v1/sandboxes', { network })).body as SandboxObject;
+  if (sandbox.status !== 'running') throw new Error(`sandbox ${sandbox.id} is ${sandbox.status}: ${JSON.stringify(sandbox)}`);
+  return sandbox;
+}
+
+/** The order of a round: each sandbox first in turn. */
+export function rotated<T>(items: readonly T[], round: number): T[] {
+  return items.map((_, i) => items[(i + round) % items.length]!);
+}
+
+/** The resident memory (MB) of the host's egress process (resolver and broker) for the stack's data directory, found in /proc. */
+export function egressProcessRss(dataDir: string): number {
+  for (const pid of readdirSync('/proc').filter((entry) => /^[0-9]+$/.test(entry))) {
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes(dataDir) || !cmdline.includes('egress-resolver-main')) continue;
+    const bytes = rssOf(Number(pid));
+    if (bytes !== undefined) return Math.round(bytes / 104_857.6) / 10;
+  }
+  return 0;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
