@@ -117,27 +117,28 @@ function thinkTime(meanMs: number): number {
   return Math.min(5 * meanMs, -Math.log(1 - Math.random()) * meanMs);
 }
 
-/** The agent's loop; returns when the window ends and its last request is answered. */
+/** The agent's loop of sessions; returns when the window ends and its last request is answered. */
 export async function runAgent(fleet: Fleet, account: AgentAccount): Promise<void> {
-  let round = 0;
-  while (!fleet.stopped()) {
-    round++;
-    const created = await untilServed(fleet, account.key, 'POST /v1/sandboxes', 'POST', '/v1/sandboxes', { metadata: { bench: 'load' } });
-    if (!created) continue;
-    if (created.status !== 201) {
-      fleet.wrong(`create answered ${created.status} ${created.body?.code}`);
-      await pause(fleet, 1);
-      continue;
-    }
-    const sandbox = created.body as { id: string; status: string; createdAt: string; readyAt: string | null };
-    if (sandbox.readyAt === sandbox.createdAt) fleet.pooled();
-    if (sandbox.status === 'running') await work(fleet, account.key, sandbox.id);
-    else fleet.wrong(`a sandbox came back ${sandbox.status}`);
-    // Half the destroys wait for the pod to be gone, half do not (the next create may then find
-    // the concurrent quota still taken, as a real agent would).
-    const wait = round % 2 === 0;
-    await untilServed(fleet, account.key, 'DELETE /v1/sandboxes/{id}', 'DELETE', `/v1/sandboxes/${sandbox.id}${wait ? '' : '?wait=false'}`);
+  for (let round = 1; !fleet.stopped(); round++) await runSession(fleet, account, round);
+}
+
+/**
+ * One session: a sandbox created, worked in, destroyed. Half the destroys wait for the pod to be
+ * gone, half do not (the next create may then find the concurrent quota still taken, as a real
+ * agent would): by `round`'s parity.
+ */
+export async function runSession(fleet: Fleet, account: AgentAccount, round: number): Promise<void> {
+  const created = await untilServed(fleet, account.key, 'POST /v1/sandboxes', 'POST', '/v1/sandboxes', { metadata: { bench: 'load' } });
+  if (!created) return;
+  if (created.status !== 201) {
+    fleet.wrong(`create answered ${created.status} ${created.body?.code}`);
+    return pause(fleet, 1);
   }
+  const sandbox = created.body as { id: string; status: string; createdAt: string; readyAt: string | null };
+  if (sandbox.readyAt === sandbox.createdAt) fleet.pooled();
+  if (sandbox.status === 'running') await work(fleet, account.key, sandbox.id);
+  else fleet.wrong(`a sandbox came back ${sandbox.status}`);
+  await untilServed(fleet, account.key, 'DELETE /v1/sandboxes/{id}', 'DELETE', `/v1/sandboxes/${sandbox.id}${round % 2 === 0 ? '' : '?wait=false'}`);
 }
 
 async function work(fleet: Fleet, key: string, id: string): Promise<void> {

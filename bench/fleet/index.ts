@@ -6,6 +6,7 @@ import { inBatches, localRuntimeOn, startStack, warmPoolFull } from '../stack.ts
 import { signUp } from '../targets.ts';
 import type { Benchmark, BenchRow } from '../types.ts';
 import { runAgent, type AgentAccount, type Fleet, type Sample } from './agent.ts';
+import { completedSessions, runOpenLoop } from './open-loop.ts';
 import { census, jobMeans, serverRefusals, settle, type Census } from './afterwards.ts';
 import { machineBusySeconds } from './machine-cpu.ts';
 import { errorRows, familyOf, refusalRows, trafficRows } from './tally.ts';
@@ -25,6 +26,15 @@ const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 60);
  * offers about agents / think time requests a second, as that many users at their own pace do.
  */
 const THINK_MS = Number(process.env.BENCH_LOAD_THINK_MS ?? 0);
+/**
+ * BENCH_LOAD_OPEN=0.8: an open loop at that fraction of the machine's own pace. A first window, a
+ * closed loop, finds the sessions (create, work, destroy) a second the mix completes at
+ * saturation; the measured window then offers that fraction of it on a schedule (open-loop.ts).
+ */
+const OPEN_FRACTION = Number(process.env.BENCH_LOAD_OPEN ?? 0);
+/** The stack's `web` and `worker` processes (the scale-out study runs 1, 2 and 4 of each). */
+const WEBS = Number(process.env.BENCH_LOAD_WEBS ?? 2);
+const WORKERS = Number(process.env.BENCH_LOAD_WORKERS ?? 2);
 const REQUEST_TIMEOUT_MS = 120_000;
 const SETTLE_TIMEOUT_MS = 120_000;
 /** Busy loops in sandboxes beside the fleet (one sandbox each): by default one per core. */
@@ -56,7 +66,7 @@ function limits(): Record<string, string> {
 
 export const fleetBenchmark: Benchmark = {
   name: 'load',
-  summary: `${ACCOUNTS} accounts for ${SECONDS} s creating, executing, editing files and destroying at their rate limits, through 2 webs and 2 workers; goals: 0 5xx, and afterwards the database, the runtime and the metrics agree`,
+  summary: `${ACCOUNTS} accounts for ${SECONDS} s creating, executing, editing files and destroying at their rate limits, through ${WEBS} webs and ${WORKERS} workers; goals: 0 5xx, and afterwards the database, the runtime and the metrics agree`,
   async run(ctx) {
     const fleetLimits = limits();
     ctx.log(`  limits: ${Object.entries(fleetLimits).map(([k, v]) => `${k}=${v}`).join(', ')}`);
@@ -64,7 +74,7 @@ export const fleetBenchmark: Benchmark = {
     // for them; everything after them runs under the limits above.
     const claim = { PADDOCK_LOCAL_SANDBOXES_CPU_WEIGHT: CPU_CLAIM };
     const pool = WARM_POOL > 0 ? { PADDOCK_WARM_POOL_SIZE: String(WARM_POOL) } : {};
-    const stack = await startStack(ctx, 'load', { ...fleetLimits, ...claim, ...pool, PADDOCK_RATE_AUTH_PER_MIN: '100000' }, { webs: 2, workers: 2 });
+    const stack = await startStack(ctx, 'load', { ...fleetLimits, ...claim, ...pool, PADDOCK_RATE_AUTH_PER_MIN: '100000' }, { webs: WEBS, workers: WORKERS });
     const db = new pg.Pool({ connectionString: ctx.databaseUrl, max: 2 });
     const runtime = localRuntimeOn(stack.dataDir, claim);
     try {
@@ -76,6 +86,24 @@ export const fleetBenchmark: Benchmark = {
         const t0 = Date.now();
         await warmPoolFull(db, stack.deployment, WARM_POOL, { timeoutMs: POOL_FILL_TIMEOUT_MS, everyMs: 500 });
         ctx.log(`  a warm pool of ${WARM_POOL} filled (${((Date.now() - t0) / 1000).toFixed(0)} s after the signups)`);
+      }
+
+      // The open loop's pace: the sessions a second a closed loop completes, in a window of its own.
+      let offeredPerSecond: number | undefined;
+      if (OPEN_FRACTION > 0) {
+        const calibration: Sample[] = [];
+        const stopCalibration = new AbortController();
+        const timer = setTimeout(() => stopCalibration.abort(), SECONDS * 1000);
+        const t0 = Date.now();
+        const calibrating = fleetOf(stack.urls, stopCalibration, calibration, []);
+        await Promise.all(accounts.map((a) => runAgent(calibrating, a)));
+        clearTimeout(timer);
+        const inWindow = calibration.filter((x) => x.startedAt < t0 + SECONDS * 1000);
+        const saturation = completedSessions(inWindow) / SECONDS;
+        offeredPerSecond = saturation * OPEN_FRACTION;
+        ctx.log(`  closed loop: ${saturation.toFixed(2)} sessions/s completed (${(inWindow.length / SECONDS).toFixed(0)} req/s); the open loop offers ${offeredPerSecond.toFixed(2)}/s`);
+        await destroyLeftovers(db, stack.urls[0]!, accounts);
+        await settle(db, accountIds, SETTLE_TIMEOUT_MS);
       }
 
       const watcher = SPINNERS > 0 ? await startWatcher(stack.urls, SPINNERS, SECONDS, CPU_CLAIM === 'idle' ? 'an idle CPU group' : `${CPU_CLAIM}% of a process group's CPU weight`) : undefined;
@@ -91,28 +119,29 @@ export const fleetBenchmark: Benchmark = {
       let pooledCreates = 0;
       const stop = new AbortController();
       const startedAt = Date.now();
-      const fleet: Fleet = {
-        urls: stack.urls,
-        stopped: () => stop.signal.aborted,
-        stopSignal: stop.signal,
-        record: (s) => samples.push(s),
-        wrong: (what) => wrong.push(what),
-        requestTimeoutMs: REQUEST_TIMEOUT_MS,
-        pooled: () => pooledCreates++,
-        thinkMs: THINK_MS,
-      };
+      const fleet: Fleet = { ...fleetOf(stack.urls, stop, samples, wrong), pooled: () => pooledCreates++ };
       const progress = setInterval(() => {
         const s = (Date.now() - startedAt) / 1000;
         const errors = samples.filter((x) => x.status >= 500 || x.status === 0).length;
         ctx.log(`  ${s.toFixed(0)} s: ${samples.length} requests (${(samples.length / s).toFixed(0)}/s), ${errors} 5xx or unanswered, ${wrong.length} wrong`);
       }, 10_000);
       const timer = setTimeout(() => stop.abort(), SECONDS * 1000);
-      await Promise.all(accounts.map((a) => runAgent(fleet, a)));
+      const places = Number(fleetLimits.PADDOCK_QUOTA_CONCURRENT_SANDBOXES);
+      const open = offeredPerSecond === undefined ? undefined : await runOpenLoop(fleet, accounts, offeredPerSecond, SECONDS, places);
+      if (!open) await Promise.all(accounts.map((a) => runAgent(fleet, a)));
       clearTimeout(timer);
+      if (open) ctx.log(`  open loop: ${open.offered} sessions offered, ${open.started} started, ${open.noPlace} found no account with a place`);
       clearInterval(progress);
       const drainedMs = Date.now() - startedAt - SECONDS * 1000;
       const windowOnly = samples.filter((s) => s.startedAt < startedAt + SECONDS * 1000);
-      const window = { startedAt, agents: accounts.length, requests: windowOnly.length, seconds: SECONDS, thinkMs: THINK_MS };
+      const window = {
+        startedAt,
+        agents: accounts.length,
+        requests: windowOnly.length,
+        seconds: SECONDS,
+        thinkMs: THINK_MS,
+        ...(open && offeredPerSecond !== undefined ? { open: { ...open, perSecond: offeredPerSecond, fraction: OPEN_FRACTION } } : {}),
+      };
       const responsiveness = (await watcher?.finish(windowOnly.filter((s) => familyOf(s.route) === 'sandbox lifecycle'), window)) ?? [];
 
       const cpuAfter = processCpu(pids);
@@ -147,6 +176,9 @@ export const fleetBenchmark: Benchmark = {
             accounts: ACCOUNTS,
             'window s': SECONDS,
             'think time ms': THINK_MS,
+            'open loop, of saturation': OPEN_FRACTION,
+            webs: WEBS,
+            workers: WORKERS,
             'last answer after window, ms': drainedMs,
             'wrong answers': wrong.length,
             'warm pool size': WARM_POOL,
@@ -178,6 +210,20 @@ export const fleetBenchmark: Benchmark = {
     }
   },
 };
+
+/** A fleet whose window ends with `stop`, recording into `samples` and `wrong`. */
+function fleetOf(urls: string[], stop: AbortController, samples: Sample[], wrong: string[]): Fleet {
+  return {
+    urls,
+    stopped: () => stop.signal.aborted,
+    stopSignal: stop.signal,
+    record: (s) => samples.push(s),
+    wrong: (what) => wrong.push(what),
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    pooled: () => undefined,
+    thinkMs: THINK_MS,
+  };
+}
 
 function processCpu(pids: Record<string, number[]>): Record<string, number[]> {
   return Object.fromEntries(Object.entries(pids).map(([role, list]) => [role, list.map((pid) => cpuSeconds(pid) ?? NaN)]));

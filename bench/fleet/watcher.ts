@@ -24,6 +24,8 @@ export interface Window {
   seconds: number;
   /** The agents' mean think time before each request, ms. */
   thinkMs: number;
+  /** In an open loop: the sessions a second offered, that fraction of the closed loop's, and what became of them. */
+  open?: { perSecond: number; fraction: number; offered: number; started: number; noPlace: number };
 }
 
 /** One of the reader's answered GETs: when it was sent (ms since the epoch), and how long it took. */
@@ -114,6 +116,7 @@ export async function startWatcher(urls: string[], spinners: number, seconds: nu
  * over the opening. The lifecycle's and the reader's p99 past the opening show the steady state.
  */
 function closedLoopRow(lifecycle: Sample[], reads: Read[], window: Window): BenchRow {
+  if (window.open) return openLoopRow(lifecycle, reads, window, window.open);
   const opening = lifecycle.filter((s) => s.startedAt < window.startedAt + OPENING_MS);
   const later = lifecycle.filter((s) => s.startedAt >= window.startedAt + OPENING_MS);
   const perSecond = window.requests / window.seconds;
@@ -128,6 +131,26 @@ function closedLoopRow(lifecycle: Sample[], reads: Read[], window: Window): Benc
       'their p99 ms': percentile(servedMs(opening), 99),
       'lifecycle p99 after them, ms': percentile(servedMs(later), 99),
       "the reader's GET p99 after them, ms": percentile(reads.filter((r) => r.at >= window.startedAt + OPENING_MS).map((r) => r.ms), 99),
+    },
+  };
+}
+
+/**
+ * The open loop's shape: sessions offered on a schedule at a fraction of the closed loop's pace,
+ * whatever the answers, so a request's time is the machine's, not the fleet's size over the
+ * throughput; no opening burst either (arrivals are spread from the first).
+ */
+function openLoopRow(lifecycle: Sample[], reads: Read[], window: Window, open: NonNullable<Window['open']>): BenchRow {
+  return {
+    table: "what the fleet's shape implies",
+    subject: `the open loop: ${open.perSecond.toFixed(2)} sessions a second offered, ${Math.round(open.fraction * 100)}% of the closed loop's`,
+    figures: {
+      'answered req/s': Math.round((window.requests / window.seconds) * 10) / 10,
+      'sessions offered': open.offered,
+      started: open.started,
+      'no account free': open.noPlace,
+      'lifecycle p99 ms': percentile(servedMs(lifecycle), 99),
+      "the reader's GET p99 ms": percentile(reads.map((r) => r.ms), 99),
     },
   };
 }
