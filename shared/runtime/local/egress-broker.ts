@@ -85,7 +85,12 @@ export class EgressBroker {
     const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS_PER_SANDBOX, maxTotalSockets: CONNECTIONS_PER_SANDBOX, ca: this.#ca, timeout: IDLE_MS });
     const newName = tokenBucket(NEW_NAMES_BURST, NEW_NAMES_PER_MINUTE / 60);
     const http = createHttpServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => {
-      void this.#forward(sandbox, agent, req, res);
+      // A request the upstream's client refuses to send (a path or header Node will not write)
+      // is the sandbox's mistake: answered, never a crash of the process every sandbox shares.
+      this.#forward(sandbox, agent, req, res).catch(() => {
+        if (!res.headersSent) answer(res, 400, 'Paddock\'s egress cannot send this request on.');
+        else res.destroy();
+      });
     });
     http.timeout = IDLE_MS;
     // A WebSocket or any other protocol switch, and CONNECT: not brokered.
