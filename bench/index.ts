@@ -22,8 +22,9 @@ import { sdkTsBenchmark } from './sdk-ts.ts';
 import { previewsBenchmark } from './previews.ts';
 import { snapshotsBenchmark } from './snapshots.ts';
 import { densityBenchmark } from './density.ts';
+import { kubeWorkerBenchmark } from './kube-worker.ts';
 import { terminalBenchmark } from './terminal.ts';
 import { webhookFairnessBenchmark } from './webhook-fairness.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, previewsBenchmark, egressBenchmark, brokeredBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, snapshotsBenchmark, bulkFairnessBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, sdkPythonBenchmark, sdkTsBenchmark, fleetBenchmark, densityBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, previewsBenchmark, egressBenchmark, brokeredBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, snapshotsBenchmark, bulkFairnessBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, sdkPythonBenchmark, sdkTsBenchmark, fleetBenchmark, densityBenchmark, kubeWorkerBenchmark];
