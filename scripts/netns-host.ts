@@ -132,7 +132,7 @@ export async function startNetnsHost(
     const tls = ${JSON.stringify(options.tls ?? null)};
     if (tls) {
       require('node:https').createServer(tls, (req, res) => {
-        if (recorded.length < 1000) recorded.push({ method: req.method, url: req.url, headers: req.rawHeaders });
+        if (recorded.length < 10000) recorded.push({ method: req.method, url: req.url, headers: req.rawHeaders });
         const to = /^\\/redirect\\/(.+)$/.exec(req.url);
         if (to) {
           res.writeHead(302, { location: 'https://' + to[1] });
