@@ -5,7 +5,7 @@ import { call, callOk, percentile, round, startStack, type SandboxObject } from 
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { startTestDns } from '../scripts/test-dns.ts';
 import { makeTestCertificates } from '../scripts/test-tls.ts';
-import { createdWithNetwork, egressProcessRss, median, rotated } from './egress-shared.ts';
+import { createdWithNetwork, egressProcessRss, median, PYTHON_DRAIN_RATE, rotated } from './egress-shared.ts';
 
 // Brokered credentials in the way of a sandbox's HTTPS (docs/api.md, "Secrets"): a host outside
 // this one (a network namespace on a documentation range, scripts/netns-host.ts) serving HTTPS with
@@ -40,24 +40,14 @@ print(json.dumps(out))
 `;
 
 /** One download of /bulk/<MiB> over TLS: MiB/s. */
-const BULK = `
+const BULK = `${PYTHON_DRAIN_RATE}
 import socket, ssl, sys, time
 address, name, mib, cafile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 context = ssl.create_default_context(cafile=cafile or None)
 t = time.perf_counter()
 s = context.wrap_socket(socket.create_connection((address, 443)), server_hostname=name)
 s.sendall(("GET /bulk/%d HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % (mib, name)).encode())
-got = 0
-buf = bytearray(1 << 20)
-while True:
-    n = s.recv_into(buf)
-    if not n:
-        break
-    got += n
-elapsed = time.perf_counter() - t
-if got < mib * 1048576:
-    sys.exit("short download: %d bytes" % got)
-print(mib / elapsed)
+drain_rate(s, mib, t)
 `;
 
 export const brokeredBenchmark: Benchmark = {

@@ -37,3 +37,20 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
+
+/** Python: reads the socket `s` to its end and prints the MiB a second since `t`; exits when fewer than `mib` MiB came. */
+export const PYTHON_DRAIN_RATE = `
+import sys, time
+def drain_rate(s, mib, t):
+    got = 0
+    buf = bytearray(1 << 20)
+    while True:
+        n = s.recv_into(buf)
+        if not n:
+            break
+        got += n
+    elapsed = time.perf_counter() - t
+    if got < mib * 1048576:
+        sys.exit("short download: %d bytes" % got)
+    print(mib / elapsed)
+`;

@@ -4,7 +4,7 @@ import { mintApiKey } from './targets.ts';
 import { call, callOk, percentile, round, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { PYTHON_DNS, startTestDns } from '../scripts/test-dns.ts';
-import { createdWithNetwork, egressProcessRss, median, rotated } from './egress-shared.ts';
+import { createdWithNetwork, egressProcessRss, median, PYTHON_DRAIN_RATE, rotated } from './egress-shared.ts';
 
 // A sandbox's egress policy in the way of its connections (docs/api.md, "Egress policy"): a host
 // outside this one (a network namespace on a documentation range, scripts/netns-host.ts), reached
@@ -41,23 +41,13 @@ print(json.dumps(out))
 `;
 
 /** One download of /bulk/<MiB>, timed in the sandbox: MiB/s. */
-const BULK = `
+const BULK = `${PYTHON_DRAIN_RATE}
 import socket, sys, time
 host, port, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 t = time.perf_counter()
 s = socket.create_connection((host, port))
 s.sendall(("GET /bulk/%d HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n" % mib).encode())
-got = 0
-buf = bytearray(1 << 20)
-while True:
-    n = s.recv_into(buf)
-    if not n:
-        break
-    got += n
-elapsed = time.perf_counter() - t
-if got < mib * 1048576:
-    sys.exit("short download: %d bytes" % got)
-print(mib / elapsed)
+drain_rate(s, mib, t)
 `;
 
 /** Connections its policy refuses, as fast as they fail, for `seconds`: how many, printed. */
