@@ -25,6 +25,8 @@ const skip = runtime !== 'local' ? 'the local runtime brokers credentials' : pro
 const API = 'api.broker.paddock.example';
 const PLAIN = 'plain.broker.paddock.example';
 const FLOOR = 'floor.broker.paddock.example';
+/** A wildcard brokered host: every name below it. */
+const WILD = '*.wild.broker.paddock.example';
 
 /**
  * A stack whose egress resolves through the test's DNS server and trusts the test authority
@@ -55,7 +57,7 @@ test('local: a brokered secret reaches its host as a header and nothing of the s
   const id = created.body.id as string;
   const secret = await call(stack.url, 'POST', '/v1/secrets', {
     token,
-    body: { name: 'API_TOKEN', value, sandboxId: id, inject: { hosts: [API, FLOOR], header: 'Authorization', format: 'Bearer {value}' } },
+    body: { name: 'API_TOKEN', value, sandboxId: id, inject: { hosts: [API, FLOOR, WILD], header: 'Authorization', format: 'Bearer {value}' } },
   });
   assert.equal(secret.status, 201, JSON.stringify(secret.body));
   const sh = async (command: string) => {
@@ -113,6 +115,16 @@ test('local: a brokered secret reaches its host as a header and nothing of the s
   const floor = await sh(`curl -sS --max-time 20 https://${FLOOR}/`);
   assert.match(floor.stdout, /could not reach/);
   assert.ok(!floor.stdout.includes(value) && !floor.stderr.includes(value));
+  // A wildcard host covers endless names, each a certificate to make: past the sandbox's budget
+  // of new names (20 at once), a new one's handshake is refused. (The names have no address
+  // upstream: those made are answered 502.)
+  const names = await sh(`for i in $(seq 1 26); do curl -s -o /dev/null --max-time 20 -w '%{http_code}\\n' https://n$i${WILD.slice(1)}/; done`);
+  const codes = names.stdout.trim().split('\n');
+  assert.equal(codes.length, 26, names.stdout);
+  // The budget's burst, less the names made before (this sandbox's brokered host and the floor's).
+  const made = codes.filter((c) => c === '502').length;
+  assert.ok(made >= 15 && made <= 20, names.stdout);
+  assert.equal(codes.filter((c) => c === '000').length, 26 - made, names.stdout);
 
   // The value lives in the broker's memory alone: not on its command line, not in any file of the data directory.
   const dataDir = realpathSync(stack.config.PADDOCK_DATA_DIR);
