@@ -115,6 +115,29 @@ test('local: a brokered secret reaches its host as a header and nothing of the s
   const floor = await sh(`curl -sS --max-time 20 https://${FLOOR}/`);
   assert.match(floor.stdout, /could not reach/);
   assert.ok(!floor.stdout.includes(value) && !floor.stderr.includes(value));
+  // Connections held open and silent: the egress keeps at most 64 of a sandbox's (it closes the
+  // others at once), and none past its 10 s for a handshake; then the brokered host is reached again.
+  const held = await sh(`python3 -c "
+import socket, time
+held = [socket.create_connection(('127.0.0.54', 443)) for _ in range(80)]
+def still_open():
+    time.sleep(1)
+    n = 0
+    for s in held:
+        s.setblocking(False)
+        try:
+            n += s.recv(1) != b''
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+print(still_open())
+time.sleep(10)
+print(still_open())
+"`);
+  assert.equal(held.stdout.trim(), '64\n0', held.stdout + held.stderr);
+  assert.equal((await sh(`curl -sS --max-time 20 https://${API}/after-held`)).stdout, 'hello over tls\n');
   // A wildcard host covers endless names, each a certificate to make: past the sandbox's budget
   // of new names (20 at once), a new one's handshake is refused. (The names have no address
   // upstream: those made are answered 502.)
