@@ -144,9 +144,10 @@ print(still_open())
   const names = await sh(`for i in $(seq 1 26); do curl -s -o /dev/null --max-time 20 -w '%{http_code}\\n' https://n$i${WILD.slice(1)}/; done`);
   const codes = names.stdout.trim().split('\n');
   assert.equal(codes.length, 26, names.stdout);
-  // The budget's burst, less the names made before (this sandbox's brokered host and the floor's).
+  // The budget's burst (20), less the names made before (this sandbox's brokered host and the
+  // floor's), plus what it refills meanwhile (one every 3 s: a few on a loaded host); the rest refused.
   const made = codes.filter((c) => c === '502').length;
-  assert.ok(made >= 15 && made <= 20, names.stdout);
+  assert.ok(made >= 15 && made <= 24, names.stdout);
   assert.equal(codes.filter((c) => c === '000').length, 26 - made, names.stdout);
 
   // The value lives in the broker's memory alone: not on its command line, not in any file of the data directory.
