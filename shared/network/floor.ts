@@ -1,3 +1,5 @@
+import { cidrWithin } from './rules.ts';
+
 // The hard floor of every sandbox's egress (docs/api.md, "Egress policy"): ranges no policy opens,
 // on either runtime. The local one refuses them in the sandbox's own namespace (nftables); the
 // Kubernetes one leaves them out of every NetworkPolicy it writes.
@@ -33,3 +35,13 @@ export const BLOCKED_V6: readonly string[] = [
   'fec0::/10', // site-local (deprecated, still routed by some)
   'ff00::/8', // multicast
 ];
+
+/** Whether the range (`198.51.100.0/24`; an address with its whole prefix, `198.51.100.7/32`) lies wholly inside the floor. */
+export function withinFloor(family: 4 | 6, cidr: string): boolean {
+  return (family === 4 ? BLOCKED_V4 : BLOCKED_V6).some((range) => cidrWithin(cidr, range));
+}
+
+/** Whether the address is one of the floor's. */
+export function addressInFloor(family: 4 | 6, address: string): boolean {
+  return withinFloor(family, `${address}/${family === 4 ? 32 : 128}`);
+}

@@ -1,7 +1,7 @@
 import { NetworkingV1Api, type KubeConfig, type V1NetworkPolicy, type V1NetworkPolicyEgressRule, type V1NetworkPolicyPort, type V1Pod } from '@kubernetes/client-node';
 import { describeApiError, httpStatusOf } from './api-errors.ts';
 import { MANAGED_BY, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from './names.ts';
-import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
+import { BLOCKED_V4, BLOCKED_V6, withinFloor } from '../../network/floor.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { addressRules, cidrWithin, egressMode } from '../../network/rules.ts';
 
@@ -34,7 +34,7 @@ export function egressPolicyManifest(pod: Pick<V1Pod, 'metadata'>, sandboxId: st
         ]
       : addressRules(policy).flatMap((rule) => {
           // A range wholly inside the floor opens nothing.
-          if ((rule.family === 4 ? BLOCKED_V4 : BLOCKED_V6).some((floor) => cidrWithin(rule.cidr, floor))) return [];
+          if (withinFloor(rule.family, rule.cidr)) return [];
           return [{ to: [ipBlock(rule.cidr)], ...(rule.port === undefined ? {} : { ports: bothProtocols(rule.port) }) }];
         });
   return {

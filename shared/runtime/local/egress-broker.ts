@@ -6,8 +6,7 @@ import { isIP, type LookupFunction, type Server, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { createSecureContext, createServer as createTlsServer, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
 import { headersFor, hostsCover, policyReaches, type BrokeredCredential } from '../../network/brokered.ts';
-import { cidrWithin } from '../../network/rules.ts';
-import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
+import { addressInFloor } from '../../network/floor.ts';
 import type { Upstream } from '../../network/resolvers.ts';
 import { openssl, SYSTEM_BUNDLE } from './egress-ca.ts';
 import { tokenBucket } from './budget.ts';
@@ -236,8 +235,7 @@ export class EgressBroker {
 
 /** The floor, and this host's own addresses (a public one would reach its services). */
 function refused(family: 4 | 6, address: string): boolean {
-  const host = `${address}/${family === 4 ? 32 : 128}`;
-  if ((family === 4 ? BLOCKED_V4 : BLOCKED_V6).some((range) => cidrWithin(host, range))) return true;
+  if (addressInFloor(family, address)) return true;
   return Object.values(networkInterfaces()).some((list) => (list ?? []).some((entry) => entry.address.replace(/%.*$/, '') === address));
 }
 

@@ -1,8 +1,8 @@
 import { createSocket } from 'node:dgram';
 import { connect, isIP } from 'node:net';
-import { cidrWithin, egressMode, nameRuleCovers, nameRules, type NameRule } from '../../network/rules.ts';
+import { egressMode, nameRuleCovers, nameRules, type NameRule } from '../../network/rules.ts';
 import { hostsCover, policyReaches } from '../../network/brokered.ts';
-import { BLOCKED_V4, BLOCKED_V6 } from '../../network/floor.ts';
+import { addressInFloor } from '../../network/floor.ts';
 import { answeredAddresses, isStandardQuery, localAnswer, RCODE_NOTIMP, RCODE_NXDOMAIN, RCODE_SERVFAIL, readQuestion, refusal, type Question } from './dns-message.ts';
 import { BROKER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
 import type { Upstream } from '../../network/resolvers.ts';
@@ -106,7 +106,7 @@ export class EgressResolver {
       const answer = await this.#ask(query, question, transport);
       const addresses = answer && answeredAddresses(answer, question);
       if (!answer || !addresses) return refusal(query, question, RCODE_SERVFAIL);
-      const outside = everything ? [] : addresses.filter((a) => !inFloor(a.family, a.address));
+      const outside = everything ? [] : addresses.filter((a) => !addressInFloor(a.family, a.address));
       const entries = outside.flatMap((a) => entriesFor(rules, a.family, a.address, a.ttl));
       const fresh = entries.filter((entry) => this.#needsOpening(installed.tag, entry));
       if (fresh.length > 0) {
@@ -196,10 +196,6 @@ function entriesFor(rules: NameRule[], family: 4 | 6, address: string, ttl: numb
   return portsOf(rules).map((port) => ({ family, address, ...(port === undefined ? {} : { port }), seconds }));
 }
 
-function inFloor(family: 4 | 6, address: string): boolean {
-  const host = `${address}/${family === 4 ? 32 : 128}`;
-  return (family === 4 ? BLOCKED_V4 : BLOCKED_V6).some((range) => cidrWithin(host, range));
-}
 
 /** The query asked of one upstream over UDP, from a port of its own: its answer, or undefined after UDP_TIMEOUT_MS. */
 function askOverUdp(query: Buffer, id: number, upstream: Upstream): Promise<Buffer | undefined> {
