@@ -141,8 +141,9 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
   try {
     if (!isRunning(sandbox.pid, sandbox.startTime)) throw new Error(`sandbox ${sandbox.id} is not running`);
     const { udp, tcp, https } = await socketsIn(netns);
-    const resolver = resolverFor(sandbox, netns);
+    // One reader of the installed policy (and one copy of it kept) for the resolver and the broker.
     const installed = policyReader(sandbox.policyFile);
+    const resolver = resolverFor(sandbox, netns, installed);
     const admit = tokenBucket(QUERY_BURST, QUERIES_PER_SECOND);
     udp.on('message', (message, from) => {
       if (message.byteLength > UDP_MAX || !admit()) return;
@@ -174,7 +175,7 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
   }
 }
 
-function resolverFor(sandbox: ServedSandbox, netns: number): EgressResolver {
+function resolverFor(sandbox: ServedSandbox, netns: number, installed: () => Promise<InstalledPolicy | undefined>): EgressResolver {
   let refused = 0;
   let countWritten = 0;
   let countTimer: NodeJS.Timeout | undefined;
@@ -187,7 +188,7 @@ function resolverFor(sandbox: ServedSandbox, netns: number): EgressResolver {
       .catch(() => undefined);
   };
   return new EgressResolver({
-    installed: policyReader(sandbox.policyFile),
+    installed,
     upstreams: config.upstreams,
     open: opener(netns),
     refused: () => {
