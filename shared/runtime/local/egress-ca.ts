@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { withLock } from './lock.ts';
 import { NETWORK_PROGRAM_ENV } from './nft.ts';
@@ -36,7 +36,8 @@ export async function ensureEgressCa(options: { root: string; openssl: string; l
     leafKey: join(dir, 'leaf.key'),
     trust: { bundle: join(dir, 'trusted.pem'), ca: join(dir, 'ca.pem') },
   };
-  const made = async () => (await readFile(ca.trust.bundle).then(() => true, () => false)) && (await readFile(ca.key).then(() => true, () => false));
+  // Every runtime's start asks: whether the files are there, not their bytes (the bundle is a few hundred KB).
+  const made = () => Promise.all([access(ca.trust.bundle), access(ca.key)]).then(() => true, () => false);
   if (await made()) return ca;
   await withLock(`${options.lockPrefix}/egress-ca`, options.deadline, async () => {
     if (await made()) return;
@@ -71,17 +72,15 @@ export async function ensureEgressCa(options: { root: string; openssl: string; l
   return ca;
 }
 
-/** Runs openssl with `input` on its stdin; its stdout, or a rejection with what it said. */
-export function openssl(program: string, args: string[], input = ''): Promise<string> {
+/** Runs openssl; its stdout, or a rejection with what it said. */
+export function openssl(program: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { cwd: '/', env: NETWORK_PROGRAM_ENV, stdio: ['pipe', 'pipe', 'pipe'], timeout: OPENSSL_TIMEOUT_MS });
+    const child = spawn(program, args, { cwd: '/', env: NETWORK_PROGRAM_ENV, stdio: ['ignore', 'pipe', 'pipe'], timeout: OPENSSL_TIMEOUT_MS });
     let out = '';
     let said = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (said = (said + chunk).slice(-2000)));
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`openssl exited with ${code}: ${said.trim()}`))));
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(input);
   });
 }
