@@ -1,11 +1,11 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { call, callOk, percentile, round, startStack, type SandboxObject } from './stack.ts';
+import { call, callOk, median, percentile, round, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { startTestDns } from '../scripts/test-dns.ts';
 import { makeTestCertificates } from '../scripts/test-tls.ts';
-import { createdWithNetwork, egressProcessRss, median, PYTHON_DRAIN_RATE, rotated } from './egress-shared.ts';
+import { createdWithNetwork, egressProcessRss, PYTHON_DRAIN_RATE, PYTHON_TIMED_GETS, rotated } from './egress-shared.ts';
 
 // Brokered credentials in the way of a sandbox's HTTPS (docs/api.md, "Secrets"): a host outside
 // this one (a network namespace on a documentation range, scripts/netns-host.ts) serving HTTPS with
@@ -23,20 +23,12 @@ const THROUGHPUT_GOAL = 0.7;
 const NAME = 'brokered.bench.paddock.example';
 
 /** Fresh TLS connections, one GET each, to `address` as `name`, checked with `cafile` (or the system's authorities): the milliseconds of each, as JSON. */
-const SMALL_GETS = `
-import json, socket, ssl, sys, time
+const SMALL_GETS = `${PYTHON_TIMED_GETS}
+import socket, ssl, sys
 address, name, n, cafile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 context = ssl.create_default_context(cafile=cafile or None)
-out = []
-for _ in range(n):
-    t = time.perf_counter()
-    s = context.wrap_socket(socket.create_connection((address, 443)), server_hostname=name)
-    s.sendall(("GET / HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % name).encode())
-    while s.recv(65536):
-        pass
-    s.close()
-    out.append((time.perf_counter() - t) * 1000)
-print(json.dumps(out))
+connect = lambda: context.wrap_socket(socket.create_connection((address, 443)), server_hostname=name)
+timed_gets(n, connect, ("GET / HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % name).encode())
 `;
 
 /** One download of /bulk/<MiB> over TLS: MiB/s. */

@@ -33,10 +33,6 @@ export function egressProcessRss(dataDir: string): number {
   return 0;
 }
 
-export function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
 
 /** Python: reads the socket `s` to its end and prints the MiB a second since `t`; exits when fewer than `mib` MiB came. */
 export const PYTHON_DRAIN_RATE = `
@@ -53,4 +49,23 @@ def drain_rate(s, mib, t):
     if got < mib * 1048576:
         sys.exit("short download: %d bytes" % got)
     print(mib / elapsed)
+`;
+
+/**
+ * Python: `timed_gets(n, connect, request)` makes n fresh connections (`connect()`), sends each
+ * `request`, reads to the end, closes, and prints the milliseconds of each, as JSON.
+ */
+export const PYTHON_TIMED_GETS = `
+import json, time
+def timed_gets(n, connect, request):
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        s = connect()
+        s.sendall(request)
+        while s.recv(65536):
+            pass
+        s.close()
+        out.append((time.perf_counter() - t) * 1000)
+    print(json.dumps(out))
 `;

@@ -1,10 +1,10 @@
 import { realpathSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { call, callOk, percentile, round, startStack, type SandboxObject } from './stack.ts';
+import { call, callOk, median, percentile, round, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { PYTHON_DNS, startTestDns } from '../scripts/test-dns.ts';
-import { createdWithNetwork, egressProcessRss, median, PYTHON_DRAIN_RATE, rotated } from './egress-shared.ts';
+import { createdWithNetwork, egressProcessRss, PYTHON_DRAIN_RATE, PYTHON_TIMED_GETS, rotated } from './egress-shared.ts';
 
 // A sandbox's egress policy in the way of its connections (docs/api.md, "Egress policy"): a host
 // outside this one (a network namespace on a documentation range, scripts/netns-host.ts), reached
@@ -25,19 +25,10 @@ const THROUGHPUT_GOAL = 0.7;
 const API_P99_GOAL = 2;
 
 /** Fresh connections, one GET each (a name looked up each time), timed in the sandbox: the milliseconds of each, as JSON. */
-const SMALL_GETS = `
-import json, socket, sys, time
+const SMALL_GETS = `${PYTHON_TIMED_GETS}
+import socket, sys
 host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-out = []
-for _ in range(n):
-    t = time.perf_counter()
-    s = socket.create_connection((host, port))
-    s.sendall(b"GET / HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n")
-    while s.recv(65536):
-        pass
-    s.close()
-    out.append((time.perf_counter() - t) * 1000)
-print(json.dumps(out))
+timed_gets(n, lambda: socket.create_connection((host, port)), b"GET / HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n")
 `;
 
 /** One download of /bulk/<MiB>, timed in the sandbox: MiB/s. */

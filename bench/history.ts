@@ -2,7 +2,7 @@ import pg from 'pg';
 import { migrateDatabase } from '../migrations/migrate.ts';
 import { RECENT_USAGE_ACCOUNTS, ROLLUP_OF_DESTROYED, secondsUsedSql } from '../shared/repositories/usage.ts';
 import { SWEEP_READS } from '../shared/repositories/sandboxes.ts';
-import { startStack, type Stack } from './stack.ts';
+import { median, startStack, type Stack } from './stack.ts';
 import { signUp } from './targets.ts';
 import type { Benchmark, BenchContext, BenchRow } from './types.ts';
 
@@ -199,10 +199,6 @@ async function explain(side: Side): Promise<Record<string, string>> {
   return plans;
 }
 
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-};
 
 function rows(ctx: BenchContext, sides: Side[], plans: Record<string, string>): BenchRow[] {
   const [empty, history] = sides as [Side, Side];

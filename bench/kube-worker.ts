@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { callOk, inBatches, round, startStack } from './stack.ts';
+import { callOk, inBatches, median, round, startStack } from './stack.ts';
 import { startStandinFixture } from '../test/k8s-standin/fixture.ts';
 import { createSandboxQueue } from '../shared/jobs/catalogue.ts';
 
@@ -126,8 +126,3 @@ export const kubeWorkerBenchmark: Benchmark = {
     }
   },
 };
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}

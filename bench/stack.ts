@@ -226,6 +226,12 @@ export function percentile(samples: number[], p: number): number {
   return round(sorted[rank]!);
 }
 
+/** The middle sample (the upper one of an even count), unrounded; 0 for none. */
+export function median(samples: number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
 export function round(ms: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(ms * f) / f;
