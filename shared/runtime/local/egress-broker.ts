@@ -3,14 +3,13 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP, type LookupFunction, type Server, type Socket } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { createSecureContext, createServer as createTlsServer, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
 import { headersFor, hostsCover, policyReaches, type BrokeredCredential } from '../../network/brokered.ts';
 import { addressInFloor } from '../../network/floor.ts';
 import type { Upstream } from '../../network/resolvers.ts';
 import { openssl, SYSTEM_BUNDLE } from './egress-ca.ts';
 import { tokenBucket } from './budget.ts';
-import type { InstalledPolicy } from './egress-filter.ts';
+import { hostAddresses, type InstalledPolicy } from './egress-filter.ts';
 
 // The egress's broker for one host (run by egress-resolver-main.ts): where a sandbox's HTTPS to a
 // brokered host ends (its resolver answered the name with egress-filter.ts's BROKER). The TLS is
@@ -236,7 +235,7 @@ export class EgressBroker {
 /** The floor, and this host's own addresses (a public one would reach its services). */
 function refused(family: 4 | 6, address: string): boolean {
   if (addressInFloor(family, address)) return true;
-  return Object.values(networkInterfaces()).some((list) => (list ?? []).some((entry) => entry.address.replace(/%.*$/, '') === address));
+  return hostAddresses().some((own) => own.replace(/%.*$/, '') === address);
 }
 
 /** The host a request names, lowercase, without port 443 or a final dot; undefined for any other port or none. */

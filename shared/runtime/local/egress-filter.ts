@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { isIP } from 'node:net';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { addressRules, egressMode, nameRules } from '../../network/rules.ts';
@@ -49,6 +50,11 @@ export interface InstalledPolicy {
 /** Whether the sandbox's DNS goes to Paddock's resolver: its policy names domains, or it has brokered hosts. */
 export function resolvedByPaddock(installed: InstalledPolicy): boolean {
   return nameRules(installed.policy).length > 0 || (installed.brokered?.length ?? 0) > 0;
+}
+
+/** Every address of this host, on any interface, read at each call (interfaces come and go): the floor holds them too, a public one reaching its services. */
+export function hostAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address));
 }
 
 export interface EgressOptions {

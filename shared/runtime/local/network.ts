@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { networkInterfaces } from 'node:os';
 import { PermanentRuntimeError } from '../types.ts';
-import { EGRESS_TABLE, egressRuleset, policyUpdate, REFUSED_COUNTER, resolvedByPaddock, SLIRP, type InstalledPolicy } from './egress-filter.ts';
+import { EGRESS_TABLE, egressRuleset, hostAddresses, policyUpdate, REFUSED_COUNTER, resolvedByPaddock, SLIRP, type InstalledPolicy } from './egress-filter.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { nameRules } from '../../network/rules.ts';
 import type { BrokeredCredential } from '../../network/brokered.ts';
@@ -143,9 +142,4 @@ async function install(target: ResolverTarget, previous: InstalledPolicy | undef
 async function runNft(target: Pick<NetworkTarget, 'nsenter' | 'nft'>, netns: string, script: string, what: 'install' | 'change'): Promise<void> {
   const ran = await nftIn(target, netns, ['-f', '-'], script);
   if (ran.code !== 0) throw new PermanentRuntimeError(`could not ${what} the sandbox's egress filter: ${ran.said.trim()}`);
-}
-
-/** Every address of this host, on any interface, read at each start: interfaces come and go. */
-function hostAddresses(): string[] {
-  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address));
 }
