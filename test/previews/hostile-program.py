@@ -4,6 +4,7 @@
 # another request. What it reads and writes is told in files, which the suite reads through the
 # files API (never through the preview, whose places it may be filling):
 #   seen.log           each request line read, on every connection, a line each
+#   connections.log    'open' as each connection is accepted, 'closed N' as it ends after N requests
 #   written            how many MiB /big has written so far
 #   GET /silent        read, and never answered
 #   GET /big?mib=N     N MiB, a MiB a write
@@ -16,6 +17,7 @@ import json, socket, sys, threading, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
 SEEN = open('seen.log', 'a', buffering=1)
+CONNECTIONS = open('connections.log', 'a', buffering=1)
 LOCK = threading.Lock()
 WRITTEN = [0]
 
@@ -29,10 +31,18 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def handle(self):
-        while True:
-            self.handle_one_request()
-            if not self.raw_requestline:
-                return
+        with LOCK:
+            CONNECTIONS.write('open\n')
+        requests = 0
+        try:
+            while True:
+                self.handle_one_request()
+                if not self.raw_requestline:
+                    return
+                requests += 1
+        finally:
+            with LOCK:
+                CONNECTIONS.write('closed %d\n' % requests)
 
     def answer(self, body):
         self.send_response(200)

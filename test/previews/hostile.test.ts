@@ -233,6 +233,40 @@ test('nothing listening, on either runtime: 502 port_not_listening for a request
   assert.equal(codeOf(upgrade), 'port_not_listening');
 });
 
+test("a refused request opens nothing at the program: a token never valid, no connection; refused after it passed, one at most, with nothing sent; the refusal wins over a port where nothing listens", async () => {
+  const s = await served();
+  const lines = async () => (await programFile(s, 'connections.log')).split('\n').filter(Boolean);
+  const get = (host: string, token: string) => raw(`GET /who HTTP/1.1\r\nHost: ${host}\r\nX-Paddock-Preview-Token: ${token}\r\nConnection: close\r\n\r\n`);
+  const before = (await lines()).filter((l) => l === 'open').length;
+  const forged = randomBytes(24).toString('base64url');
+  for (let i = 0; i < 3; i++) assert.equal((await get(s.host, forged)).status, 401);
+  assert.equal((await lines()).filter((l) => l === 'open').length, before, 'a token never valid opened a connection to the program');
+
+  assert.equal((await get(s.host, s.token)).status, 200);
+  assert.equal((await call(stack.url, 'DELETE', `/v1/sandboxes/${s.id}/previews/8000`, { token: s.account.key })).status, 204);
+  for (let i = 0; i < 3; i++) {
+    const refused = await get(s.host, s.token);
+    assert.equal(refused.status, 401, refused.head);
+    assert.equal(codeOf(refused), 'preview_unauthorized');
+  }
+  const opened = (await lines()).filter((l) => l === 'open').length - before;
+  assert.ok(opened >= 1 && opened <= 2, `${opened} connections for one request let through and three refused`);
+  assert.equal((await seen(s)).filter((l) => l.startsWith('GET /who')).length, 1);
+  await eventually('every connection closed', 10_000, async () => {
+    const closed = (await lines()).filter((l) => l.startsWith('closed')).length;
+    return closed >= opened + before ? true : undefined;
+  });
+
+  // A port where nothing listens, once reached: revoked, its refusal is what the client hears.
+  const p = await openPreview(stack.url, s, 8001);
+  const host = localPreviewHost(stack.url, s.id, 8001);
+  assert.equal(codeOf(await get(host, p.token)), 'port_not_listening');
+  assert.equal((await call(stack.url, 'DELETE', `/v1/sandboxes/${s.id}/previews/8001`, { token: s.account.key })).status, 204);
+  const refused = await get(host, p.token);
+  assert.equal(refused.status, 401, refused.head);
+  assert.equal(codeOf(refused), 'preview_unauthorized');
+});
+
 /** A connection to the API's port that writes `head`, then `trickle` one byte every `everyMs` until closed; resolves with what it read once closed. */
 function slowClient(head: string, trickle: number, everyMs: number): { closed: Promise<{ read: string; sent: number }>; soFar: () => string } {
   const socket: Socket = connect(Number(api.port), api.hostname);
