@@ -153,6 +153,15 @@ export interface SandboxRuntime {
   /** Runs one command; rejects with SandboxGoneError when the sandbox does not exist or is not running. */
   exec(id: string, request: ExecRequest): Promise<ExecResult>;
   /**
+   * Runs one of Paddock's own commands on the host beside the sandbox, never a tenant's: as the
+   * sandbox's host user, in its workspace as the host holds it, with only `env`, on the host's
+   * CPUs rather than the sandbox's (the snapshot's copy, shared/snapshots/). `argv[0]` is a path
+   * on the host. With `stdoutFd`, its stdout is that descriptor (a file of Paddock's), in place of
+   * onStdout. Rejects with SandboxGoneError as exec does. Absent where the host holds no
+   * workspace (Kubernetes).
+   */
+  execBeside?(id: string, request: Omit<ExecRequest, 'cwd' | 'stdin'> & { stdoutFd?: number }): Promise<ExecResult>;
+  /**
    * Starts a command on a pseudo-terminal inside the sandbox, with exec's isolation (the sandbox
    * user, its namespaces and limits). Rejects with SandboxGoneError as exec does.
    */

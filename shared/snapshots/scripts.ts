@@ -12,7 +12,10 @@ export const NO_WORKSPACE_EXIT = 20;
 /** The take's exit when the image's zstd failed. */
 export const ZSTD_FAILED_EXIT = 21;
 
-/** The restore's exit when the image has no zstd: Paddock decompresses instead. */
+/** The hold's exit when the freeze was not whole. */
+export const HOLD_NOT_FROZEN_EXIT = 23;
+
+/** The restore's exit when the image has no zstd (Paddock decompresses instead), and the copy beside's when the host has none. */
 export const NO_ZSTD_EXIT = 22;
 
 /**
@@ -57,25 +60,54 @@ while [ $pass -lt ${FREEZE_PASSES} ]; do
 done`;
 
 /**
- * take: the sandbox frozen (FREEZE), then the workspace as tar on stdout (its contents as `./…`
- * members: modes, symlinks, empty directories and modification times as tar keeps them), staying
- * on its file system; a sparse file's holes kept as holes (a database's or a disk image's file,
- * larger than the sandbox's disk once filled, is restored as it was); compressed
- * by the image's zstd where it has one (a zstd frame on stdout, checksummed), else left for
- * Paddock to compress. The members' count first, on stderr, as `members=N`; tar's exit status
- * last, as `tar=N`. A file the user cannot read is left out with a warning; tar's 1, "a file
- * changed as it was read", still leaves a whole archive.
+ * The copy: the current directory, a workspace, as tar on stdout (its contents as `./…` members:
+ * modes, symlinks, empty directories and modification times as tar keeps them), staying on its
+ * file system; a sparse file's holes kept as holes (a database's or a disk image's file, larger
+ * than the sandbox's disk once filled, is restored as it was); compressed by zstd where there is
+ * one (a zstd frame on stdout, checksummed), else left for Paddock to compress. The members' count
+ * first, on stderr, as `members=N`; tar's exit status last, as `tar=N`. A file the user cannot
+ * read is left out with a warning; tar's 1, "a file changed as it was read", still leaves a whole
+ * archive.
  */
-export const TAKE_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
-${FREEZE}
-n=$(find . -xdev ! -path . 2>/dev/null | wc -l)
+const COPY = `n=$(find . -xdev ! -path . 2>/dev/null | wc -l)
 printf 'members=%s\\n' "\${n##* }" >&2
 if command -v zstd >/dev/null 2>&1; then
   { LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read --sparse .; printf 'tar=%s\\n' $? >&2; } | zstd -3 -q -c --check || exit ${ZSTD_FAILED_EXIT}
 else
   LC_ALL=C tar -c -f - --one-file-system --ignore-failed-read --sparse .
   printf 'tar=%s\\n' $? >&2
-fi
+fi`;
+
+/** take, in the sandbox: the sandbox frozen (FREEZE), then the copy (COPY), by the image's tar and zstd. */
+export const TAKE_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
+${FREEZE}
+${COPY}
+`;
+
+/** What the hold says once the sandbox is frozen whole. */
+export const FROZEN_LINE = 'frozen';
+
+/**
+ * hold, in the sandbox: the sandbox frozen (FREEZE) while the host copies its workspace beside it
+ * (COPY_BESIDE_SCRIPT), until its stdin ends; FROZEN_LINE on stdout once every process is
+ * stopped. A freeze not whole within its passes (a fork bomb) exits HOLD_NOT_FROZEN_EXIT, all
+ * continued: the copy is then the sandbox's own (TAKE_SCRIPT), where nothing it does reaches
+ * outside it.
+ */
+export const HOLD_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
+${FREEZE}
+[ $fresh = 0 ] || exit ${HOLD_NOT_FROZEN_EXIT}
+printf '${FROZEN_LINE}\\n'
+while read -r _; do :; done
+exit 0`;
+
+/**
+ * The copy, on the host beside the frozen sandbox (runtime.execBeside), by the host's tar and
+ * zstd; without a zstd it exits NO_ZSTD_EXIT before anything else, and the copy is the sandbox's.
+ */
+export const COPY_BESIDE_SCRIPT = `command -v zstd >/dev/null 2>&1 || exit ${NO_ZSTD_EXIT}
+cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
+${COPY}
 `;
 
 /**

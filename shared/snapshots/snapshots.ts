@@ -8,7 +8,7 @@ import { isId } from '../ids.ts';
 import type { Announcer } from '../events/announce.ts';
 import type { Logger } from '../logger.ts';
 import type { JobRequest } from '../jobs/catalogue.ts';
-import { SandboxGoneError, type SandboxRuntime } from '../runtime/types.ts';
+import { SandboxGoneError, type ExecRequest, type ExecResult, type SandboxRuntime } from '../runtime/types.ts';
 import {
   beginSnapshot,
   deleteSnapshot,
@@ -23,7 +23,7 @@ import {
 } from '../repositories/snapshots.ts';
 import { drained } from '../drained.ts';
 import type { SnapshotStore } from './store.ts';
-import { HALT_SCRIPT, NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_SCRIPT, RESUME_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
+import { COPY_BESIDE_SCRIPT, FROZEN_LINE, HALT_SCRIPT, HOLD_NOT_FROZEN_EXIT, HOLD_SCRIPT, NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_SCRIPT, RESUME_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
 import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from './restore-error.ts';
 
 // Snapshots' rules (docs/api.md, "Snapshots"): a running sandbox's workspace copied, compressed,
@@ -35,7 +35,7 @@ export type SnapshotOptions = Pick<Config, 'PADDOCK_QUOTA_SNAPSHOT_BYTES' | 'PAD
 
 export interface SnapshotDeps {
   em: EntityManager;
-  runtime: Pick<SandboxRuntime, 'exec'>;
+  runtime: Pick<SandboxRuntime, 'exec' | 'execBeside'>;
   store: SnapshotStore;
   announcer: Pick<Announcer, 'announce'>;
   log: Pick<Logger, 'warn'>;
@@ -80,6 +80,9 @@ const HALT_TIMEOUT_MS = 10_000;
 
 /** The continue of what a killed take stopped: a pass over /proc, unless the host is starved. */
 const RESUME_TIMEOUT_MS = 10_000;
+
+/** How often a copy written straight to its file is measured against the account's room. */
+const ROOM_CHECK_MS = 100;
 
 /** Of what tar says on stderr, this much is kept for a failure's message. */
 const STDERR_KEPT_BYTES = 4096;
@@ -229,19 +232,39 @@ export class Snapshots {
       resumed = true;
       await this.#resume(row.sandbox_id);
     };
+    // A copy written straight to the store's file by the host's zstd is counted by the file's size, as it grows.
+    const file = this.#deps.runtime.execBeside ? upload.file : undefined;
+    const watch =
+      file &&
+      setInterval(() => {
+        void file.follow().then(
+          (size) => {
+            if (size <= roomBytes || overLimit) return;
+            overLimit = true;
+            stop.abort();
+          },
+          () => undefined,
+        );
+      }, ROOM_CHECK_MS);
     try {
-      const result = await this.#deps.runtime.exec(row.sandbox_id, {
-        argv: ['/bin/sh', '-c', TAKE_SCRIPT, 'paddock-snapshot'],
-        cwd: '/',
-        env: {},
-        timeoutMs,
-        signal: stop.signal,
-        onStdout: (chunk) => {
-          mode ??= isZstdFrame(chunk) ? 'frames' : 'tar';
-          return mode === 'frames' ? store(chunk) : written(compressor(), chunk);
+      const { result, direct } = await this.#runCopy(
+        row.sandbox_id,
+        {
+          timeoutMs,
+          signal: stop.signal,
+          onStdout: (chunk) => {
+            mode ??= isZstdFrame(chunk) ? 'frames' : 'tar';
+            return mode === 'frames' ? store(chunk) : written(compressor(), chunk);
+          },
+          onStderr: (chunk) => stderr.push(chunk),
         },
-        onStderr: (chunk) => stderr.push(chunk),
-      });
+        file?.fd,
+      );
+      clearInterval(watch);
+      if (direct) {
+        sizeBytes = await file!.follow();
+        if (sizeBytes > roomBytes) overLimit = true;
+      }
       // Killed at its timeout (or by a signal): the take's own exit never continued what it stopped.
       if (result.timedOut || result.exitCode === null) await resume();
       compress?.end();
@@ -256,10 +279,12 @@ export class Snapshots {
       if (result.exitCode !== 0 || (tarExit !== '0' && tarExit !== '1')) {
         throw new Error(`the workspace's copy failed (exit ${String(result.exitCode ?? result.signal)}, tar ${tarExit ?? 'unknown'}): ${stderr.text()}`);
       }
+      const sha256 = direct ? await file!.sha256() : hash.digest();
       await upload.commit();
       const members = /^members=([0-9]{1,12})$/m.exec(stderr.text())?.[1];
-      return { sizeBytes, files: Number(members ?? 0), sha256: hash.digest() };
+      return { sizeBytes, files: Number(members ?? 0), sha256 };
     } catch (err) {
+      clearInterval(watch);
       compress?.destroy();
       await upload.abort();
       // The take's connection was lost, or the copy stopped it (past the account's room): whatever it stopped runs again.
@@ -267,6 +292,73 @@ export class Snapshots {
       if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_running', `Sandbox ${row.sandbox_id} ended while its workspace was copied.`);
       throw err;
     }
+  }
+
+  /**
+   * The copy's run: beside the sandbox where the runtime can (the host's tar and zstd, on the
+   * host's CPUs, the sandbox held frozen by HOLD_SCRIPT meanwhile), its output written straight to
+   * `fd` where there is one (`direct`), else to `request`'s callbacks; else in the sandbox
+   * (TAKE_SCRIPT, on its own CPU), as on a runtime without a host or a host without zstd.
+   */
+  async #runCopy(sandboxId: string, request: Pick<ExecRequest, 'timeoutMs' | 'signal' | 'onStdout' | 'onStderr'>, fd: number | undefined): Promise<{ result: ExecResult; direct: boolean }> {
+    const runtime = this.#deps.runtime;
+    const deadline = Date.now() + request.timeoutMs;
+    const inside = async () => ({
+      result: await runtime.exec(sandboxId, { argv: ['/bin/sh', '-c', TAKE_SCRIPT, 'paddock-snapshot'], cwd: '/', env: {}, ...request, timeoutMs: Math.max(1000, deadline - Date.now()) }),
+      direct: false,
+    });
+    if (!runtime.execBeside) return inside();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let frozen!: () => void;
+    const isFrozen = new Promise<'frozen'>((resolve) => (frozen = () => resolve('frozen')));
+    let said = '';
+    const hold = runtime.exec(sandboxId, {
+      argv: ['/bin/sh', '-c', HOLD_SCRIPT, 'paddock-hold'],
+      cwd: '/',
+      env: {},
+      timeoutMs: request.timeoutMs,
+      ...(request.signal ? { signal: request.signal } : {}),
+      // Held open until the copy is done: its end is the hold's cue to continue what it stopped.
+      stdin: (async function* () {
+        await released;
+      })(),
+      onStdout: (chunk) => {
+        said = (said + Buffer.from(chunk).toString('latin1')).slice(-2 * FROZEN_LINE.length);
+        if (said.includes(`${FROZEN_LINE}\n`)) frozen();
+      },
+    });
+    let first: 'frozen' | ExecResult;
+    try {
+      first = await Promise.race([isFrozen, hold]);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    if (first !== 'frozen') {
+      release();
+      // A freeze not whole (a fork bomb): the copy is the sandbox's own, where nothing it does reaches outside it.
+      return first.exitCode === HOLD_NOT_FROZEN_EXIT ? inside() : { result: first, direct: false };
+    }
+    let beside: ExecResult;
+    try {
+      beside = await runtime.execBeside(sandboxId, {
+        argv: ['/bin/sh', '-c', COPY_BESIDE_SCRIPT, 'paddock-copy'],
+        env: { PATH: '/usr/bin:/bin' },
+        timeoutMs: Math.max(1000, deadline - Date.now()),
+        ...(request.signal ? { signal: request.signal } : {}),
+        ...(fd !== undefined ? { stdoutFd: fd } : request.onStdout ? { onStdout: request.onStdout } : {}),
+        ...(request.onStderr ? { onStderr: request.onStderr } : {}),
+      });
+    } finally {
+      release();
+      // The hold's own exit continues what it stopped; killed instead, they are continued here.
+      const held = await hold.catch(() => undefined);
+      if (held && (held.timedOut || held.exitCode === null)) await this.#resume(sandboxId);
+    }
+    // A host without zstd (the script said so before anything else).
+    if (beside.exitCode === NO_ZSTD_EXIT) return inside();
+    return { result: beside, direct: fd !== undefined };
   }
 
   /** Every stopped process of the sandbox continued: best effort, the sandbox may have ended meanwhile. */

@@ -1,18 +1,38 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config.ts';
 import { isId } from '../ids.ts';
+import { FileUpload } from './file-upload.ts';
 
 // Where snapshots' bytes live: a directory every API and worker process reaches (the data
 // directory by default; for a cluster, a ReadWriteMany volume mounted at the same path in every
 // pod, docs/deploy.md). One file a snapshot, named by its id; a copy being written has a name of
 // its own until it is whole, so no reader ever sees part of one.
 
-/** A snapshot's bytes being written: each write resolves once the bytes are with the file system. */
+/**
+ * A snapshot's bytes being written. A write's chunk is the upload's from then on (not to be
+ * changed); it resolves once what waits to be written is under a bound, so a slow file system
+ * holds its writer back.
+ */
 export interface SnapshotUpload {
   write(chunk: Uint8Array): Promise<void>;
+  /**
+   * Where the copy is a file: its descriptor, for a program to write the bytes to directly in
+   * place of write() (nothing then passes through this process), and what it holds so far.
+   */
+  file?: {
+    fd: number;
+    /**
+     * Digests what was written since the last call, so the digest follows the file as the program
+     * writes it (and the file system is given what was written, a piece at a time, rather than all
+     * of it at the commit): the bytes written so far. One call at a time.
+     */
+    follow(): Promise<number>;
+    /** Follows to the end: the whole file's SHA-256. */
+    sha256(): Promise<Buffer>;
+  };
   /** The copy is whole: it takes the snapshot's name. */
   commit(): Promise<void>;
   /** The copy is given up: nothing of it is kept. */
@@ -45,27 +65,8 @@ export class DirectorySnapshotStore implements SnapshotStore {
     const final = this.#path(id);
     const partial = `${final}.partial`;
     await mkdir(this.#dir, { recursive: true, mode: 0o700 });
-    const file = await open(partial, 'w', 0o600);
-    let closed = false;
-    const close = async () => {
-      if (closed) return;
-      closed = true;
-      await file.close();
-    };
-    return {
-      write: async (chunk) => {
-        await file.write(chunk);
-      },
-      commit: async () => {
-        await file.sync();
-        await close();
-        await rename(partial, final);
-      },
-      abort: async () => {
-        await close().catch(() => undefined);
-        await rm(partial, { force: true });
-      },
-    };
+    // Read too: a copy a program writes straight to it is digested from it.
+    return new FileUpload(await open(partial, 'w+', 0o600), partial, final);
   }
 
   read(id: string): Readable {

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -241,6 +243,55 @@ test('?wait=false answers the snapshot pending at once; a worker copies it, and 
   assert.equal((await fileClient(stack, account.key, restored.body.id).sh('cat /workspace/later.txt')).stdout, 'later\n');
   const events = await call(stack.url, 'GET', '/v1/events?limit=100', { token: account.key });
   assert.ok(events.body.data.some((e: { type: string; data: { snapshot?: { id: string } } }) => e.type === 'snapshot.created' && e.data.snapshot?.id === taken.body.id));
+});
+
+test("links that climb out of the workspace are kept as links: the copy, which runs beside the sandbox on the local runtime, follows none of them", async () => {
+  const account = await newAccount(stack.url, 'snapshot-links');
+  const box = await sandboxFor(stack, account.key);
+  // Targets that mean something else outside the sandbox: the host's processes, its root, its data directory.
+  const links = `cd /workspace && ln -s /proc/1/environ init-env && ln -s / root && ln -s ${stack.config.PADDOCK_DATA_DIR} data && ln -s ../../.. up && mkdir d && ln -s /etc/passwd d/passwd`;
+  assert.equal((await box.sh(links)).exitCode, 0);
+  const taken = await snapshot(account.key, box.id);
+  assert.equal(taken.status, 201, JSON.stringify(taken.body));
+  const listing = execFileSync('sh', ['-c', `zstd -dc '${stored(taken.body.id)}' | tar -tvf -`], { encoding: 'utf8' });
+  const entries = listing.split('\n').filter(Boolean);
+  assert.equal(entries.length, 7, listing);
+  for (const [name, target] of [['init-env', '/proc/1/environ'], ['root', '/'], ['data', stack.config.PADDOCK_DATA_DIR], ['up', '../../..'], ['d/passwd', '/etc/passwd']]) {
+    assert.ok(entries.some((e) => e.startsWith('l') && e.endsWith(`./${name} -> ${target}`)), `${name} is not a link in ${listing}`);
+  }
+  // Nothing but the links and the one directory: no file's bytes came along.
+  const bytes = Number(execFileSync('sh', ['-c', `zstd -dc '${stored(taken.body.id)}' | wc -c`], { encoding: 'utf8' }).trim());
+  assert.ok(bytes <= 20 * 1024, `${bytes} bytes of tar for seven entries`);
+});
+
+test('where the host holds the workspace (local), the copy runs beside the sandbox, elsewhere in it; the sandbox frozen meanwhile and running on after', async () => {
+  const deps = stack.apis[0]!.deps;
+  const runtime = deps.runtime;
+  const account = await newAccount(stack.url, 'snapshot-beside');
+  const box = await sandboxFor(stack, account.key);
+  assert.equal((await box.sh(MAKE_TREE)).exitCode, 0);
+  const before = await box.sh(DESCRIBE_TREE);
+  const beside: string[][] = [];
+  const counted: Pick<typeof runtime, 'exec' | 'execBeside'> = {
+    exec: (id, request) => runtime.exec(id, request),
+    ...(runtime.execBeside && {
+      execBeside: (id: string, request: Parameters<NonNullable<typeof runtime.execBeside>>[1]) => {
+        beside.push(request.argv);
+        return runtime.execBeside!(id, request);
+      },
+    }),
+  };
+  const snapshots = new Snapshots({ em: deps.orm.em, runtime: counted, store: snapshotStore(stack.config), announcer: deps.events, log: deps.log }, stack.config);
+  const taken = await snapshots.take(account.id, box.id, {});
+  assert.equal(taken.status, 'ready');
+  assert.equal(beside.length, runtime.name === 'local' ? 1 : 0, 'the copy ran beside the sandbox once, on the local runtime');
+  assert.equal(Number(taken.size_bytes), readFileSync(stored(taken.id)).length);
+  assert.equal(taken.sha256?.toString('hex'), createHash('sha256').update(readFileSync(stored(taken.id))).digest('hex'));
+  // Nothing of the sandbox stays stopped: a command runs in it at once.
+  assert.equal((await box.sh('ps -eo stat= | grep -c "^T" || true')).stdout.trim(), '0');
+  const restored = await createSandbox(stack.url, account.key, '', { snapshot: taken.id });
+  assert.equal(restored.status, 201, JSON.stringify(restored.body));
+  assert.equal((await fileClient(stack, account.key, restored.body.id).sh(DESCRIBE_TREE)).stdout, before.stdout);
 });
 
 test('an image without zstd: Paddock compresses the tar and decompresses it back, to the same workspace', async () => {

@@ -23,6 +23,7 @@ import { moveAgentDeadline } from './agent/deadline.ts';
 import { openThroughAgent } from './agent/port.ts';
 import { mountPts, terminalCommand } from './terminal.ts';
 import { hostUidFor, runningAsRoot } from './identity.ts';
+import { runOnHost } from './host-command.ts';
 import { sandboxMarker } from './launch.ts';
 import {
   initLogFile,
@@ -445,6 +446,22 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       }
       return result;
     },
+
+    ...(runningAsRoot
+      ? {
+          async execBeside(id: string, request: Omit<ExecRequest, 'cwd' | 'stdin'> & { stdoutFd?: number }): Promise<ExecResult> {
+            const h = await host();
+            const state = await runningState(h, id);
+            if (!h.programs) throw new Error('nsenter is not installed');
+            // The sandbox's own view of its files (its mount namespace, whose root is read-only:
+            // the programs run are the host's), as its user; the host's processes, network and
+            // CPUs otherwise: only Paddock's own fixed commands come here.
+            const uid = hostUidFor(id);
+            const argv = [h.programs.nsenter, `--target=${state.pid}`, '--mount', `--setuid=${uid}`, `--setgid=${uid}`, '--', ...request.argv];
+            return runOnHost({ ...request, argv, env: request.env ?? {} });
+          },
+        }
+      : {}),
 
     async terminal(id: string, request: TerminalRequest): Promise<TerminalSession> {
       const h = await host();
