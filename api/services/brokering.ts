@@ -3,20 +3,51 @@ import type { Logger } from '../../shared/logger.ts';
 import type { BrokeredCredential } from '../../shared/network/brokered.ts';
 import { activeSandboxIdsOf } from '../../shared/repositories/sandboxes.ts';
 import { SandboxGoneError, type SandboxRuntime } from '../../shared/runtime/types.ts';
+import type { OpenedSecrets } from './opened-secrets.ts';
 import { openedSecretsFor, type SecretOpening } from './secrets.ts';
 
 // Brokered secrets (shared/network/brokered.ts) reach the sandbox's egress, held by the runtime,
 // never the sandbox. The egress's copy is replaced whole each time: before a program starts, and
 // after a change of the secrets that adds, alters or removes a brokered one.
+//
+// Two such sends from two processes may land in either order: a start that read the secrets just
+// before a change could land after the change's own send, and put back a credential just removed.
+// So each send reads the secrets' version again once it has landed, and sends anew when it
+// changed meanwhile: the last send to land is then one of the newest version.
+
+/** At most this many sends for one start or change: each further one means yet another change came meanwhile. */
+const SENDS_AT_MOST = 4;
+
+/** The credentials of one version of the secrets, and how to read them afresh. */
+export interface Brokering {
+  version: string | null;
+  credentials: readonly BrokeredCredential[];
+  reread(): Promise<Pick<OpenedSecrets, 'version' | 'brokered'>>;
+}
+
+/** For a command of Paddock's own: nothing to send. */
+export const NO_BROKERING: Brokering = { version: null, credentials: [], reread: () => Promise.resolve({ version: null, brokered: [] }) };
+
+/** Sends `brokering`'s credentials, then those of each newer version that came meanwhile. */
+async function sendConfirmed(broker: NonNullable<SandboxRuntime['broker']>, sandboxId: string, brokering: Brokering): Promise<void> {
+  let sent: Pick<Brokering, 'version' | 'credentials'> = brokering;
+  for (let sends = 1; ; sends++) {
+    await broker(sandboxId, sent.credentials);
+    if (sends >= SENDS_AT_MOST) return;
+    const fresh = await brokering.reread();
+    if (fresh.version === sent.version) return;
+    sent = { version: fresh.version, credentials: fresh.brokered };
+  }
+}
 
 /**
  * Before a program starts in the sandbox (an exec, a background process, a terminal): its egress
  * holds the credentials of the secrets read for this start, whatever it missed meanwhile (a
- * runtime's egress started anew). None to send, nothing is sent: a change that left none was sent
- * when it was made (rebroker).
+ * runtime's egress started anew), or of a newer version. None to send, nothing is sent: a change
+ * that left none was sent when it was made (rebroker).
  */
-export async function brokerBeforeStart(runtime: Pick<SandboxRuntime, 'broker'>, sandboxId: string, brokered: readonly BrokeredCredential[]): Promise<void> {
-  if (brokered.length > 0 && runtime.broker) await runtime.broker(sandboxId, brokered);
+export async function brokerBeforeStart(runtime: Pick<SandboxRuntime, 'broker'>, sandboxId: string, brokering: Brokering): Promise<void> {
+  if (brokering.credentials.length > 0 && runtime.broker) await sendConfirmed(runtime.broker, sandboxId, brokering);
 }
 
 export type Rebrokering = SecretOpening & { pg: Pool; runtime: Pick<SandboxRuntime, 'broker'>; log: Pick<Logger, 'error'> };
@@ -34,8 +65,9 @@ export async function rebroker(deps: Rebrokering, accountId: string, sandboxId: 
   await Promise.all(
     ids.map(async (id) => {
       try {
-        const opened = await openedSecretsFor(deps, accountId, id);
-        await deps.runtime.broker!(id, opened.brokered);
+        const reread = () => openedSecretsFor(deps, accountId, id);
+        const opened = await reread();
+        await sendConfirmed(deps.runtime.broker!, id, { version: opened.version, credentials: opened.brokered, reread });
       } catch (err) {
         // A sandbox gone meanwhile has no egress left to hold them.
         if (err instanceof SandboxGoneError) return;

@@ -8,7 +8,7 @@ import * as sandboxes from '../../shared/repositories/sandboxes.ts';
 import type { SandboxPage } from '../../shared/repositories/sandboxes.ts';
 import type { ReadViews } from '../../shared/cache/read-views.ts';
 import type { OpenedSecrets } from './opened-secrets.ts';
-import { openSecrets, type SecretOpening } from './secrets.ts';
+import { openedSecretsFor, openSecrets, type SecretOpening } from './secrets.ts';
 
 // The API's reads of sandboxes, shaped for its hottest paths. What a sandbox may do, and every
 // change of it, is the sandbox engine's (shared/sandboxes/engine.ts).
@@ -38,6 +38,8 @@ export interface ExecContext {
   allowlist: Allowlist;
   /** Decrypts what the read brought, if anything: called only for a command that may run. */
   openSecrets(): OpenedSecrets;
+  /** The same secrets read afresh: a newer version, if one came since. */
+  rereadSecrets(): Promise<OpenedSecrets>;
 }
 
 /**
@@ -49,7 +51,7 @@ export async function findOwnSandboxWithPolicy(deps: SecretOpening & { pg: Pool 
   const found = isId('sbx', id) ? await sandboxes.readOwnSandboxWithPolicy(deps.pg, accountId, id, held?.version ?? undefined) : undefined;
   if (!found) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
   const { sandbox, allowlist, secrets } = found;
-  return { sandbox, allowlist, openSecrets: () => openSecrets(deps, accountId, id, secrets, held) };
+  return { sandbox, allowlist, openSecrets: () => openSecrets(deps, accountId, id, secrets, held), rereadSecrets: () => openedSecretsFor(deps, accountId, id) };
 }
 
 /** One page of the caller's sandboxes, newest first; 404 for a cursor that is not one of them. */

@@ -10,6 +10,9 @@ import { makeTestHost } from '../helpers/test-host.ts';
 import { startTestDns } from '../helpers/test-dns.ts';
 import { hostProcesses } from '../helpers/processes.ts';
 import { makeTestCertificates } from '../../scripts/test-tls.ts';
+import { brokerBeforeStart } from '../../api/services/brokering.ts';
+import { prepareExec } from '../../api/services/exec/prepare.ts';
+import { findOwnSandboxWithPolicy } from '../../api/services/sandboxes.ts';
 
 // Brokered credentials on the local runtime (docs/api.md, "Brokered secrets"): a secret with
 // `inject` never enters the sandbox, and its header reaches the brokered host alone. The host is a
@@ -200,4 +203,40 @@ test('local: under egress `all` an account-wide brokered secret reaches each san
   };
   assert.deepEqual(key('/all'), [value]);
   assert.deepEqual(key('/all-plain'), []);
+});
+
+test("local: a start whose secrets were read before a change, its send landing after the change's, leaves the egress with the change; a program already running uses it", { skip }, async () => {
+  const { stack, host } = await brokeredWorld();
+  const account = await newAccount(stack.url, 'brokered-race');
+  const token = account.key;
+  const created = await call(stack.url, 'POST', '/v1/sandboxes', { token, body: { network: { egress: { allow: ['*.broker.paddock.example'] } } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const secret = (value: string) => call(stack.url, 'POST', '/v1/secrets', { token, body: { name: 'RACE_TOKEN', value, sandboxId: id, inject: { hosts: [API] } } });
+  const old = `old-${randomBytes(8).toString('hex')}`;
+  assert.equal((await secret(old)).status, 201);
+  // A program started now, that sends its request once told to: nothing starts in the sandbox meanwhile.
+  const started = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {
+    token,
+    body: { command: ['bash', '-c', `while [ ! -e /workspace/go ]; do sleep 0.1; done; curl -sS --max-time 20 https://${API}/race > /workspace/race.out 2>&1`], background: true },
+  });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+
+  // A start's read of the secrets, before the change; its send, after the change's own.
+  const deps = stack.apis[0]!.deps;
+  const stale = prepareExec(deps, await findOwnSandboxWithPolicy(deps, account.id, id), { command: ['true'] });
+  assert.deepEqual(stale.brokering.credentials.map((c) => c.value), [`Bearer ${old}`]);
+  const fresh = `new-${randomBytes(8).toString('hex')}`;
+  assert.equal((await secret(fresh)).status, 200);
+  await brokerBeforeStart(deps.runtime, id, stale.brokering);
+
+  assert.equal((await call(stack.url, 'PUT', `/v1/sandboxes/${id}/files?path=go`, { token, body: { content: '' } })).status, 201);
+  let seen: { url: string; headers: string[] }[] = [];
+  for (let tries = 0; tries < 100 && seen.length === 0; tries++) {
+    await new Promise((r) => setTimeout(r, 200));
+    seen = (await host.requests()).filter((r) => r.url === '/race');
+  }
+  assert.equal(seen.length, 1, 'the running program reached the host');
+  const authorization = seen[0]!.headers.filter((_, i) => i % 2 === 1 && seen[0]!.headers[i - 1]!.toLowerCase() === 'authorization');
+  assert.deepEqual(authorization, [`Bearer ${fresh}`]);
 });

@@ -3,7 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import type { ExecBody } from '../../routes/exec/schema.ts';
 import { checkCommand, checkEnvironment, PROGRAM_PATH } from '../../../shared/allowlist/index.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
-import type { BrokeredCredential } from '../../../shared/network/brokered.ts';
+import type { Brokering } from '../brokering.ts';
 import type { Config } from '../../../shared/config.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';
@@ -21,8 +21,8 @@ export interface PreparedExec {
   timeoutMs: number;
   /** The secrets to mask in the output, built; undefined for none. */
   masks: MaskSet | undefined;
-  /** What the sandbox's egress sets for the command (brokered secrets); empty for a command of Paddock's own. */
-  brokered: readonly BrokeredCredential[];
+  /** What the sandbox's egress sets for the command (brokered secrets). */
+  brokering: Brokering;
 }
 
 /**
@@ -36,7 +36,7 @@ export interface ExecSettings {
   config: Pick<Config, 'PADDOCK_EXEC_TIMEOUT_MAX_SECONDS' | 'PADDOCK_EXEC_TIMEOUT_DEFAULT_SECONDS'>;
 }
 
-export function prepareExec(deps: ExecSettings, { sandbox, allowlist, openSecrets }: ExecContext, input: ExecInput): PreparedExec {
+export function prepareExec(deps: ExecSettings, { sandbox, allowlist, openSecrets, rereadSecrets }: ExecContext, input: ExecInput): PreparedExec {
   requireRunning(sandbox, 'exec');
   const max = deps.config.PADDOCK_EXEC_TIMEOUT_MAX_SECONDS;
   // A default configured above the maximum is held to it: a request that sends no timeout is never refused for one.
@@ -67,7 +67,7 @@ export function prepareExec(deps: ExecSettings, { sandbox, allowlist, openSecret
     stdin: input.stdin !== undefined ? Buffer.from(input.stdin, 'utf8') : undefined,
     timeoutMs: Math.round(timeoutSeconds * 1000),
     masks: secrets.masks,
-    brokered: secrets.brokered,
+    brokering: { version: secrets.version, credentials: secrets.brokered, reread: rereadSecrets },
   };
 }
 

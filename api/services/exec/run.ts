@@ -114,7 +114,7 @@ export async function runExecBytes(
   };
   let result;
   try {
-    await brokerBeforeStart(deps.runtime, sandboxId, prepared.brokered);
+    await brokerBeforeStart(deps.runtime, sandboxId, prepared.brokering);
     result = await deps.runtime.exec(sandboxId, {
       argv: prepared.argv,
       cwd: prepared.cwd,

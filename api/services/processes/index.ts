@@ -12,7 +12,7 @@ import type { MaskSet } from '../../../shared/exec/masker.ts';
 import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
 import { EXIT, LIST, LIST_MAX, OUTPUT, RUNNER, SIGNAL, START, STDIN } from './scripts.ts';
 import { inSandboxError } from '../../../shared/sandboxes/running.ts';
-import { brokerBeforeStart } from '../brokering.ts';
+import { brokerBeforeStart, NO_BROKERING } from '../brokering.ts';
 
 // Background processes (docs/api.md, "Background processes"): each operation is one short exec of a
 // fixed script (scripts.ts) in the sandbox, where the process and its kept output live. Nothing
@@ -55,7 +55,7 @@ export async function startProcess(deps: ProcessDeps, context: ExecContext, inpu
   const { config } = deps;
   const max = config.PADDOCK_PROCESS_MAX_PER_SANDBOX;
   let started = '';
-  await brokerBeforeStart(deps.runtime, sandbox.id, prepared.brokered).catch(goneAsNotRunning(sandbox.id));
+  await brokerBeforeStart(deps.runtime, sandbox.id, prepared.brokering).catch(goneAsNotRunning(sandbox.id));
   const result = await deps.runtime.exec(sandbox.id, {
     argv: ['/bin/sh', '-c', START, 'paddock-proc', id, String(config.PADDOCK_PROCESS_OUTPUT_KEEP_BYTES), String(max), String(max), Buffer.from(command).toString('base64'), RUNNER, ...prepared.argv],
     cwd: prepared.cwd,
@@ -121,7 +121,7 @@ export async function streamOutput(
       timeoutMs: follow ? Math.max(1000, untilCap) : SHORT_OP_MS,
       masks: await masksOf(deps, sandbox),
       // Paddock's reader of the kept output, no program of the caller's.
-      brokered: [],
+      brokering: NO_BROKERING,
     },
     sink,
     signal,

@@ -45,7 +45,7 @@ export async function openTerminal(
   socket.once('close', leave);
   try {
     const { argv, env } = prepared;
-    await brokerBeforeStart(deps.runtime, sandboxId, prepared.brokered);
+    await brokerBeforeStart(deps.runtime, sandboxId, prepared.brokering);
     const session = await deps.runtime.terminal(sandboxId, { argv, env, ...size, signal: bridge.signal, onOutput: bridge.output });
     return { bridge, session };
   } catch (err) {

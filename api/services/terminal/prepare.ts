@@ -3,7 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import { checkCommand, programPathProblem } from '../../../shared/allowlist/index.ts';
 import { policedEnvironment } from '../exec/prepare.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
-import type { BrokeredCredential } from '../../../shared/network/brokered.ts';
+import type { Brokering } from '../brokering.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';
 
@@ -15,7 +15,7 @@ export interface PreparedTerminal {
   /** The secrets to mask in the output, built; undefined for none. */
   masks: MaskSet | undefined;
   /** What the sandbox's egress sets for the terminal's programs (brokered secrets). */
-  brokered: readonly BrokeredCredential[];
+  brokering: Brokering;
 }
 
 // Shells a terminal may run interactively: the program is what the allowlist decides on, since an
@@ -36,14 +36,14 @@ const LOGIN_SHELL = [
  * allow its program (nothing runs otherwise), and the environment is exec's: the sandbox's own,
  * then the account's secrets, then the sandbox's.
  */
-export function prepareTerminal({ sandbox, allowlist: policy, openSecrets }: ExecContext, command: string[] | undefined): PreparedTerminal {
+export function prepareTerminal({ sandbox, allowlist: policy, openSecrets, rereadSecrets }: ExecContext, command: string[] | undefined): PreparedTerminal {
   requireRunning(sandbox, 'terminal');
   const allowlist = policy.commands;
   const argv = command ?? loginShell(allowlist);
   if (allowlist.length > 0 && command) refuseUnlisted(allowlist, command);
   const secrets = openSecrets();
   const env = policedEnvironment(allowlist, { TERM: 'xterm-256color', ...sandbox.env, ...secrets.env });
-  return { accountId: sandbox.accountId, argv, env, masks: secrets.masks, brokered: secrets.brokered };
+  return { accountId: sandbox.accountId, argv, env, masks: secrets.masks, brokering: { version: secrets.version, credentials: secrets.brokered, reread: rereadSecrets } };
 }
 
 function loginShell(allowlist: readonly string[]): string[] {
