@@ -20,14 +20,10 @@ export interface PreviewAdmissionDeps {
 
 /** Sandboxes whose account this process remembers: a sandbox never changes account, so nothing here goes stale. */
 const ACCOUNTS_KEPT = 10_000;
-/** Ports and tokens this process let through last time they came, remembered to open the program's connection early. */
-const ADMITTED_KEPT = 10_000;
 
 export class PreviewAdmission {
   readonly #deps: PreviewAdmissionDeps;
   readonly #accounts = new Map<string, string>();
-  /** The views (a port and a token, or none) whose last request here passed: see admittedLastTime. */
-  readonly #admitted = new Set<string>();
 
   constructor(deps: PreviewAdmissionDeps) {
     this.#deps = deps;
@@ -39,35 +35,11 @@ export class PreviewAdmission {
     refuseUnless(access, target, true);
   }
 
-  /**
-   * Whether the last request here for this port with this token (or with none) passed. Only then
-   * may the program's connection be opened while the request is checked (proxy.ts): a party that
-   * never held a token for the port opens nothing, and one refused (revoked, ended, at the cap)
-   * opens nothing again until it passes.
-   */
-  admittedLastTime(target: PreviewTarget, digest: Buffer | undefined): boolean {
-    return this.#admitted.has(viewName(target, digest));
-  }
-
   /** Lets the request through (or refuses it) and takes its slot: the slot's release, and the sandbox's account. */
   async enter(target: PreviewTarget, digest: Buffer | undefined): Promise<{ release: () => void; accountId: string }> {
-    const name = viewName(target, digest);
-    try {
-      const entered = await this.#enter(target, digest, name);
-      if (!this.#admitted.has(name)) {
-        if (this.#admitted.size >= ADMITTED_KEPT) this.#admitted.delete(this.#admitted.values().next().value!);
-        this.#admitted.add(name);
-      }
-      return entered;
-    } catch (err) {
-      this.#admitted.delete(name);
-      throw err;
-    }
-  }
-
-  async #enter(target: PreviewTarget, digest: Buffer | undefined, name: string): Promise<{ release: () => void; accountId: string }> {
     const { views, slots } = this.#deps;
     const accountId = this.#accounts.get(target.sandboxId);
+    const name = viewName(target, digest);
     if (accountId && views.enabled) {
       const taken = await slots.takeViewed(target.sandboxId, views.keysOf(accountId, name));
       if (taken === 'busy') throw busy();

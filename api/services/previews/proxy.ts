@@ -34,9 +34,6 @@ import type { PortReads } from '../../../shared/runtime/types.ts';
  */
 const ANSWER_BUFFER_BYTES = 256 * 1024;
 
-/** Connections to one sandbox's programs this process opens while their requests are checked, at most, at once. */
-const EARLY_OPENS_PER_SANDBOX = 8;
-
 export interface PreviewProxyDeps {
   pg: Pool;
   runtime: Pick<SandboxRuntime, 'openPort'>;
@@ -67,8 +64,6 @@ export class PreviewProxy {
   readonly #open: OpenPreviewConnections;
   readonly #idle: IdleConnections;
   readonly #admission: PreviewAdmission;
-  /** Connections opened while their requests are checked, by sandbox: a burst opens no more than EARLY_OPENS_PER_SANDBOX ahead of its checks. */
-  readonly #early = new Map<string, number>();
 
   constructor(deps: PreviewProxyDeps) {
     this.#deps = deps;
@@ -296,57 +291,24 @@ export class PreviewProxy {
     return { path, digest, cookie: `${TOKEN_COOKIE}=${signed}; Path=/; HttpOnly; ${secure ? 'Secure; SameSite=None' : 'SameSite=Lax'}` };
   }
 
-  /**
-   * The request let through and a slot of the sandbox's cap taken, and a connection to the
-   * program. When the same port and token passed here last time, the connection is opened while
-   * the request is checked (a Redis round trip, a third of the proxy's own time): nothing is sent
-   * on it before the check passes, and a refusal closes it and wins over anything the opening met,
-   * so nobody learns from it whether a port listens.
-   */
+  /** The request let through and a slot of the sandbox's cap taken, then a connection to the program. */
   async #connect(req: IncomingMessage, target: PreviewTarget, digest: Buffer | undefined, reads?: PortReads): Promise<{ upstream: Duplex; release: () => void; accountId: string }> {
+    const { release, accountId } = await this.#admission.enter(target, digest);
     const abort = new AbortController();
     const gone = () => abort.abort();
     req.socket.once('close', gone);
-    const open = () => this.#deps.runtime.openPort(target.sandboxId, target.port, { signal: abort.signal, ...(reads ? { reads } : {}) });
-    const early = this.#admission.admittedLastTime(target, digest) ? this.#openEarly(target.sandboxId, open) : undefined;
     try {
-      let entered: { release: () => void; accountId: string };
-      try {
-        entered = await this.#admission.enter(target, digest);
-      } catch (err) {
-        abort.abort();
-        void early?.then((socket) => socket.destroy(), () => undefined);
-        throw err;
-      }
-      try {
-        const upstream = await (early ?? open());
-        upstream.on('error', () => undefined);
-        return { upstream, ...entered };
-      } catch (err) {
-        entered.release();
-        if (err instanceof PortNotListeningError) throw new ApiError('port_not_listening', `Nothing listens on port ${target.port} in sandbox ${target.sandboxId}.`);
-        if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_found', `No running sandbox ${target.sandboxId}.`);
-        throw err;
-      }
+      const upstream = await this.#deps.runtime.openPort(target.sandboxId, target.port, { signal: abort.signal, ...(reads ? { reads } : {}) });
+      upstream.on('error', () => undefined);
+      return { upstream, release, accountId };
+    } catch (err) {
+      release();
+      if (err instanceof PortNotListeningError) throw new ApiError('port_not_listening', `Nothing listens on port ${target.port} in sandbox ${target.sandboxId}.`);
+      if (err instanceof SandboxGoneError) throw new ApiError('sandbox_not_found', `No running sandbox ${target.sandboxId}.`);
+      throw err;
     } finally {
       req.socket.off('close', gone);
     }
-  }
-
-  /** `open()`, counted against the sandbox's early opens until it settles; undefined when they are all in flight. */
-  #openEarly(sandboxId: string, open: () => Promise<Duplex>): Promise<Duplex> | undefined {
-    const inFlight = this.#early.get(sandboxId) ?? 0;
-    if (inFlight >= EARLY_OPENS_PER_SANDBOX) return undefined;
-    this.#early.set(sandboxId, inFlight + 1);
-    const opening = open();
-    const settled = () => {
-      const left = (this.#early.get(sandboxId) ?? 1) - 1;
-      if (left > 0) this.#early.set(sandboxId, left);
-      else this.#early.delete(sandboxId);
-    };
-    // Settled here whatever comes first; read by the caller only once the request has passed.
-    opening.then(settled, settled);
-    return opening;
   }
 
   #proto(): 'http' | 'https' {
