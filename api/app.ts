@@ -20,7 +20,7 @@ import { SecretCipher } from '../shared/secrets/cipher.ts';
 import { requestFrame } from './middleware/request-frame.ts';
 import { OutputBudget } from './services/exec/output-budget.ts';
 import { BulkTransfers } from './services/bulk-transfers.ts';
-import { OpenedSecretsCache } from './services/opened-secrets.ts';
+import { OpenedSecretsCache } from '../shared/secrets/opened.ts';
 import { mountRoutes } from './routes/mount.ts';
 import { ShapedRouter } from './routes/shaped-router.ts';
 import { allRoutes } from './routes/index.ts';

@@ -1,4 +1,4 @@
-import type { OpenedSecretsCache } from './services/opened-secrets.ts';
+import type { OpenedSecretsCache } from '../shared/secrets/opened.ts';
 import type { OutputBudget } from './services/exec/output-budget.ts';
 import type { BulkTransfers } from './services/bulk-transfers.ts';
 import type { Snapshots } from '../shared/snapshots/snapshots.ts';
@@ -47,7 +47,7 @@ export interface AppDeps {
   outputBudget: OutputBudget;
   /** Each account's fair share of this process's bulk transfers (archives). */
   bulkTransfers: BulkTransfers;
-  /** Secrets opened lately, by account and sandbox (services/opened-secrets.ts). */
+  /** Secrets opened lately, by account and sandbox (shared/secrets/opened.ts). */
   openedSecrets: OpenedSecretsCache;
   /** Where sandbox create and destroy jobs go. */
   queue: Queue;

@@ -7,8 +7,8 @@ import type { Allowlist } from '../../shared/repositories/policy.ts';
 import * as sandboxes from '../../shared/repositories/sandboxes.ts';
 import type { SandboxPage } from '../../shared/repositories/sandboxes.ts';
 import type { ReadViews } from '../../shared/cache/read-views.ts';
-import type { OpenedSecrets } from './opened-secrets.ts';
-import { openedSecretsFor, openSecrets, type SecretOpening } from './secrets.ts';
+import type { OpenedSecrets } from '../../shared/secrets/opened.ts';
+import { openedSecretsFor, openSecrets, type SecretOpening } from '../../shared/secrets/opening.ts';
 
 // The API's reads of sandboxes, shaped for its hottest paths. What a sandbox may do, and every
 // change of it, is the sandbox engine's (shared/sandboxes/engine.ts).

@@ -5,7 +5,7 @@ import { call } from '../helpers/http.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { secretContext, type SecretCipher } from '../../shared/secrets/cipher.ts';
-import { OpenedSecrets, OpenedSecretsCache } from '../../api/services/opened-secrets.ts';
+import { OpenedSecrets, OpenedSecretsCache } from '../../shared/secrets/opened.ts';
 import { findOwnSandboxWithPolicy } from '../../api/services/sandboxes.ts';
 
 // An API process opens (decrypts) a sandbox's secrets once for a version of them and reuses them

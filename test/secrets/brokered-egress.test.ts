@@ -10,7 +10,7 @@ import { makeTestHost } from '../helpers/test-host.ts';
 import { startTestDns } from '../helpers/test-dns.ts';
 import { hostProcesses } from '../helpers/processes.ts';
 import { makeTestCertificates } from '../../scripts/test-tls.ts';
-import { brokerBeforeStart } from '../../api/services/brokering.ts';
+import { brokerBeforeStart } from '../../shared/secrets/brokering.ts';
 import { prepareExec } from '../../api/services/exec/prepare.ts';
 import { findOwnSandboxWithPolicy } from '../../api/services/sandboxes.ts';
 

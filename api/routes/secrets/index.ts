@@ -1,7 +1,7 @@
 import { ApiError } from '../../../shared/errors.ts';
 import { presentSecret } from '../../presenters/secret.ts';
 import { checkScope, putSecret } from '../../services/secrets.ts';
-import { rebroker } from '../../services/brokering.ts';
+import { rebroker } from '../../../shared/secrets/brokering.ts';
 import { deleteSecret, listSecrets } from '../../../shared/repositories/policy.ts';
 import { accountIdOf, route } from '../route.ts';
 import { ENV_NAME } from '../../../shared/exec/env-names.ts';

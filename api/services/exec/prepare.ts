@@ -3,7 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import type { ExecBody } from '../../routes/exec/schema.ts';
 import { checkCommand, checkEnvironment, PROGRAM_PATH } from '../../../shared/allowlist/index.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
-import type { Brokering } from '../brokering.ts';
+import type { Brokering } from '../../../shared/secrets/brokering.ts';
 import type { Config } from '../../../shared/config.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';

@@ -7,7 +7,7 @@ import type { AppDeps } from '../../context.ts';
 export type ExecRunning = Pick<AppDeps, 'runtime' | 'outputBudget'> & { config: Pick<AppDeps['config'], 'PADDOCK_EXEC_OUTPUT_MAX_BYTES'> };
 import type { PreparedExec } from './prepare.ts';
 import { inSandboxError } from '../../../shared/sandboxes/running.ts';
-import { brokerBeforeStart } from '../brokering.ts';
+import { brokerBeforeStart } from '../../../shared/secrets/brokering.ts';
 
 /** How a command ended: the exec result, as its schema has it, without the output itself. */
 export type ExecOutcome = Omit<z.infer<typeof ExecResult>, 'stdout' | 'stderr'>;

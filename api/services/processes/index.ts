@@ -6,13 +6,13 @@ import type { Config } from '../../../shared/config.ts';
 import { prepareExec, type ExecInput, type ExecSettings } from '../exec/prepare.ts';
 import { runExec, STREAM_IDLE_RELEASE_MS, type ExecOutcome, type ExecRunning, type OutputSink } from '../exec/run.ts';
 import { runScript, type ScriptResult } from '../files/run.ts';
-import { openedSecretsFor, type SecretOpening } from '../secrets.ts';
+import { openedSecretsFor, type SecretOpening } from '../../../shared/secrets/opening.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
 import { commandShown, parseRecords, type ProcessRecord } from './records.ts';
 import { EXIT, LIST, LIST_MAX, OUTPUT, RUNNER, SIGNAL, START, STDIN } from './scripts.ts';
 import { inSandboxError } from '../../../shared/sandboxes/running.ts';
-import { brokerBeforeStart, NO_BROKERING } from '../brokering.ts';
+import { brokerBeforeStart, NO_BROKERING } from '../../../shared/secrets/brokering.ts';
 
 // Background processes (docs/api.md, "Background processes"): each operation is one short exec of a
 // fixed script (scripts.ts) in the sandbox, where the process and its kept output live. Nothing

@@ -5,7 +5,7 @@ import type { KeySession } from '../../auth/key-sessions.ts';
 import { TerminalBridge, CLOSE } from './bridge.ts';
 import { destroyReasonOf } from '../../../shared/repositories/sandboxes.ts';
 import type { PreparedTerminal } from './prepare.ts';
-import { brokerBeforeStart } from '../brokering.ts';
+import { brokerBeforeStart } from '../../../shared/secrets/brokering.ts';
 
 /** Open terminals of this process: a shutdown closes them (1001), as it ends event streams. */
 const open = new Set<TerminalBridge>();

@@ -3,7 +3,7 @@ import { ApiError } from '../../../shared/errors.ts';
 import { checkCommand, programPathProblem } from '../../../shared/allowlist/index.ts';
 import { policedEnvironment } from '../exec/prepare.ts';
 import type { MaskSet } from '../../../shared/exec/masker.ts';
-import type { Brokering } from '../brokering.ts';
+import type { Brokering } from '../../../shared/secrets/brokering.ts';
 import type { ExecContext } from '../sandboxes.ts';
 import { requireRunning } from '../../../shared/sandboxes/running.ts';
 

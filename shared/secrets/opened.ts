@@ -1,5 +1,5 @@
-import { MaskSet } from '../../shared/exec/masker.ts';
-import type { BrokeredCredential } from '../../shared/network/brokered.ts';
+import { MaskSet } from '../exec/masker.ts';
+import type { BrokeredCredential } from '../network/brokered.ts';
 
 /** A brokered secret, opened: what the sandbox's egress sets, and the secret's own value. */
 export interface OpenedBrokered {

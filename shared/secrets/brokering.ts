@@ -1,10 +1,10 @@
 import type { Pool } from 'pg';
-import type { Logger } from '../../shared/logger.ts';
-import type { BrokeredCredential } from '../../shared/network/brokered.ts';
-import { activeSandboxIdsOf } from '../../shared/repositories/sandboxes.ts';
-import { SandboxGoneError, type SandboxRuntime } from '../../shared/runtime/types.ts';
-import type { OpenedSecrets } from './opened-secrets.ts';
-import { openedSecretsFor, type SecretOpening } from './secrets.ts';
+import type { Logger } from '../logger.ts';
+import type { BrokeredCredential } from '../network/brokered.ts';
+import { activeSandboxIdsOf } from '../repositories/sandboxes.ts';
+import { SandboxGoneError, type SandboxRuntime } from '../runtime/types.ts';
+import type { OpenedSecrets } from './opened.ts';
+import { openedSecretsFor, type SecretOpening } from './opening.ts';
 
 // Brokered secrets (shared/network/brokered.ts) reach the sandbox's egress, held by the runtime,
 // never the sandbox. The egress's copy is replaced whole each time: before a program starts, and
