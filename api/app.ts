@@ -16,7 +16,7 @@ import { createDashboardTokens } from './auth/jwt.ts';
 import { TokenBuckets } from './ratelimit/token-bucket.ts';
 import { InFlightLeases } from './ratelimit/in-flight.ts';
 import { createApiMetrics } from './metrics.ts';
-import { SecretCipher } from '../shared/secrets/cipher.ts';
+import { secretsCipher } from '../shared/secrets/opening.ts';
 import { requestFrame } from './middleware/request-frame.ts';
 import { OutputBudget } from './services/exec/output-budget.ts';
 import { BulkTransfers } from './services/bulk-transfers.ts';
@@ -80,9 +80,7 @@ export function createDeps({ config, orm, pg, redis, log, queue, queueEvents, ru
     queue,
     queueEvents,
     runtime,
-    secretCipher: config.PADDOCK_SECRETS_KEY
-      ? new SecretCipher(config.PADDOCK_SECRETS_KEY, config.PADDOCK_SECRETS_KEY_PREVIOUS)
-      : undefined,
+    secretCipher: secretsCipher(config),
     webhookQueue,
     views,
     events,

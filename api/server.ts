@@ -23,6 +23,10 @@ import { ConnectionAllowance } from './connection-allowance.ts';
 import type { Route } from './routes/route.ts';
 import { ConnectionSlots } from './services/previews/connection-slots.ts';
 import { PreviewProxy } from './services/previews/proxy.ts';
+import { startResends } from '../shared/secrets/brokering.ts';
+
+/** How often an API process takes the sandboxes whose egress lost its brokered credentials. */
+const CREDENTIAL_RESENDS_EVERY_MS = 2000;
 
 export interface RunningApi {
   url: string;
@@ -66,6 +70,8 @@ export async function startApi(
   // A request whose Host is a preview's goes to the sandbox's port (services/previews/), never into the app.
   const slots = new ConnectionSlots(redis, config.PADDOCK_REDIS_PREFIX, config.PADDOCK_PREVIEW_MAX_CONNECTIONS);
   const previews = new PreviewProxy({ pg, runtime, slots, views: deps.views, transfers: deps.bulkTransfers, log, domain: config.PADDOCK_PREVIEW_DOMAIN, idleMs: config.PADDOCK_PREVIEW_IDLE_TIMEOUT_SECONDS * 1000 });
+  // Brokered credentials a sandbox's egress lost (started again), listed by the workers' sweep.
+  const resends = startResends({ ...deps, redis }, config.PADDOCK_REDIS_PREFIX, CREDENTIAL_RESENDS_EVERY_MS);
   const appHandler = app.callback();
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const target = previews.target(req);
@@ -102,6 +108,7 @@ export async function startApi(
       server.closeIdleConnections();
       // Event streams never end by themselves: ended here, their clients resume elsewhere (Last-Event-ID).
       eventHub.close();
+      resends.stop();
       // Terminals too: their clients reconnect to another replica; and what is open through previews.
       closeTerminals();
       previews.close();

@@ -9,6 +9,7 @@ import { destroySandbox } from './processors/destroy-sandbox.ts';
 import { sweepEvents, type EventSweepDeps, type EventSweepReport } from './events-sweep.ts';
 import { tendWarmPool } from './warm-pool-sweep.ts';
 import { jobCatalogue } from '../shared/jobs/catalogue.ts';
+import { askResend } from '../shared/secrets/brokering.ts';
 import { markNetworkRefused } from '../shared/sandboxes/transitions.ts';
 
 // One sweep at a time per deployment (its sandboxes are its own: shared/deployment.ts).
@@ -117,11 +118,15 @@ async function sweep(deps: WorkerDeps): Promise<SweepReport> {
 /**
  * What each sandbox's egress filter refused, read from the runtime where it counts them, and
  * recorded where it grew, with a network.refused event (at most one a minute a sandbox: the
- * statement's own condition, so two sweeps agree).
+ * statement's own condition, so two sweeps agree). On the way, a sandbox whose egress was started
+ * again gets its brokered credentials again.
  */
 async function recordNetworkRefusals(deps: WorkerDeps): Promise<number> {
-  const counted = await deps.runtime.sweepEgress?.();
-  if (!counted?.size) return 0;
+  const sweep = await deps.runtime.sweepEgress?.();
+  if (!sweep) return 0;
+  await askResend(deps.redis, deps.config.PADDOCK_REDIS_PREFIX, sweep.uncredentialed);
+  const counted = sweep.refused;
+  if (!counted.size) return 0;
   let recorded = 0;
   const grown = [...counted].filter(([, refused]) => refused > 0).map(([id]) => id);
   await inParallel(grown, async (id) => {

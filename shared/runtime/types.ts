@@ -205,15 +205,25 @@ export interface SandboxRuntime {
    */
   broker?(id: string, credentials: readonly BrokeredCredential[]): Promise<void>;
   /**
-   * The workers' sweep of the sandboxes' egress: what each running sandbox with network has had
-   * refused so far (packets, a refused connection being one, and names); and, on the way, what a
-   * sandbox's egress needs started again if it died (the local runtime's resolver for domain
-   * rules). Absent where the runtime counts nothing (on Kubernetes that is the network plugin's).
+   * The workers' sweep of the sandboxes' egress (EgressSweep), starting again on the way what a
+   * sandbox's egress needs if it died (the local runtime's resolver and broker). Absent where the
+   * runtime counts nothing (on Kubernetes that is the network plugin's).
    */
-  sweepEgress?(): Promise<Map<string, number>>;
+  sweepEgress?(): Promise<EgressSweep>;
   /** Readies what a first create would otherwise wait for (the local runtime's command spawner). */
   warm?(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What a sweep of the sandboxes' egress found. */
+export interface EgressSweep {
+  /** What each running sandbox with network has had refused so far (packets, a refused connection being one, and names). */
+  refused: Map<string, number>;
+  /**
+   * Sandboxes with brokered hosts whose egress holds none of the credentials sent to it (started
+   * again since, they died with it): the caller sends them again (broker).
+   */
+  uncredentialed: string[];
 }
 
 /** A failure that retrying will not fix (a bad image, say): the sandbox is failed at once. */

@@ -1,7 +1,8 @@
+import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';
 import type { Logger } from '../logger.ts';
 import type { BrokeredCredential } from '../network/brokered.ts';
-import { activeSandboxIdsOf } from '../repositories/sandboxes.ts';
+import { activeSandboxIdsOf, findSandbox } from '../repositories/sandboxes.ts';
 import { SandboxGoneError, type SandboxRuntime } from '../runtime/types.ts';
 import type { OpenedSecrets } from './opened.ts';
 import { openedSecretsFor, type SecretOpening } from './opening.ts';
@@ -75,4 +76,48 @@ export async function rebroker(deps: Rebrokering, accountId: string, sandboxId: 
       }
     }),
   );
+}
+
+// A sandbox's egress that was started again lost the credentials it held (the runtime's sweep
+// says so: EgressSweep.uncredentialed). The workers' sweep finds them, but a worker never holds
+// the secrets' key: it lists them in Redis, and an API process takes each (SPOP: one process
+// each) and sends them again, so that programs already running are not left without them until
+// the next start.
+
+/** Sandboxes taken off the list a turn, by one API process. */
+const RESENDS_A_TURN = 32;
+/** The list lapses if no API process takes it (none running): the next sweep lists them again. */
+const RESEND_LIST_MS = 5 * 60_000;
+
+const resendKey = (prefix: string) => `${prefix}:egress:uncredentialed`;
+
+/** The workers' half: these sandboxes' egress needs their credentials again. */
+export async function askResend(redis: Pick<Redis, 'sadd' | 'pexpire'>, prefix: string, sandboxIds: readonly string[]): Promise<void> {
+  if (sandboxIds.length === 0) return;
+  await redis.sadd(resendKey(prefix), ...sandboxIds);
+  await redis.pexpire(resendKey(prefix), RESEND_LIST_MS);
+}
+
+/** The API's half: every `everyMs`, takes what the list holds and sends each sandbox's credentials again; stop() ends it. */
+export function startResends(deps: Rebrokering & { redis: Pick<Redis, 'spop'> }, prefix: string, everyMs: number): { stop(): void } {
+  let running = false;
+  const turn = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const ids = await deps.redis.spop(resendKey(prefix), RESENDS_A_TURN);
+      for (const id of ids) {
+        const sandbox = await findSandbox(deps.pg, id);
+        // A sandbox no longer active needs none.
+        if (sandbox?.state === 'active') await rebroker(deps, sandbox.accountId, id);
+      }
+    } catch (err) {
+      deps.log.error({ err }, 'brokered credentials not sent again to egress that lost them');
+    } finally {
+      running = false;
+    }
+  };
+  const timer = setInterval(() => void turn(), everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

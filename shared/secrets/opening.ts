@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { ApiError } from '../errors.ts';
-import type { SecretCipher } from './cipher.ts';
-import { secretContext } from './cipher.ts';
+import type { Config } from '../config.ts';
+import { SecretCipher, secretContext } from './cipher.ts';
 import * as policy from '../repositories/policy.ts';
 import type { SecretsRead, StoredSecret } from '../repositories/policy.ts';
 import { injectedValue } from '../network/brokered.ts';
@@ -17,6 +17,11 @@ export interface SecretOpening {
   secretCipher?: SecretCipher;
   openedSecrets: OpenedSecretsCache;
   log: Pick<Logger, 'error'>;
+}
+
+/** The cipher of the secrets' key, where one is configured. */
+export function secretsCipher(config: Pick<Config, 'PADDOCK_SECRETS_KEY' | 'PADDOCK_SECRETS_KEY_PREVIOUS'>): SecretCipher | undefined {
+  return config.PADDOCK_SECRETS_KEY ? new SecretCipher(config.PADDOCK_SECRETS_KEY, config.PADDOCK_SECRETS_KEY_PREVIOUS) : undefined;
 }
 
 export function cipherOf(deps: Pick<SecretOpening, 'secretCipher'>): SecretCipher {

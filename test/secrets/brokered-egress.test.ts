@@ -13,6 +13,8 @@ import { makeTestCertificates } from '../../scripts/test-tls.ts';
 import { brokerBeforeStart } from '../../shared/secrets/brokering.ts';
 import { prepareExec } from '../../api/services/exec/prepare.ts';
 import { findOwnSandboxWithPolicy } from '../../api/services/sandboxes.ts';
+import { sweepOnce } from '../../workers/reaper.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 // Brokered credentials on the local runtime (docs/api.md, "Brokered secrets"): a secret with
 // `inject` never enters the sandbox, and its header reaches the brokered host alone. The host is a
@@ -239,4 +241,40 @@ test("local: a start whose secrets were read before a change, its send landing a
   assert.equal(seen.length, 1, 'the running program reached the host');
   const authorization = seen[0]!.headers.filter((_, i) => i % 2 === 1 && seen[0]!.headers[i - 1]!.toLowerCase() === 'authorization');
   assert.deepEqual(authorization, [`Bearer ${fresh}`]);
+});
+
+test('local: an egress that died and was started again gets the brokered credentials again with no start in the sandbox; a program already running uses them', { skip }, async () => {
+  const { stack, host } = await brokeredWorld();
+  const account = await newAccount(stack.url, 'brokered-restart');
+  const token = account.key;
+  const created = await call(stack.url, 'POST', '/v1/sandboxes', { token, body: { network: { egress: { allow: ['*.broker.paddock.example'] } } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const value = `tok-${randomBytes(8).toString('hex')}`;
+  assert.equal((await call(stack.url, 'POST', '/v1/secrets', { token, body: { name: 'RESTART_TOKEN', value, sandboxId: id, inject: { hosts: [API] } } })).status, 201);
+  // A program started now (its start sends the credentials), that once told to tries its request until it passes.
+  const started = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {
+    token,
+    body: { command: ['bash', '-c', `for i in $(seq 1 120); do [ -e /workspace/go ] && curl -sS --max-time 5 https://${API}/after-restart && break; sleep 0.5; done`], background: true },
+  });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+
+  // The host's egress process dies, and the workers' sweep starts it again.
+  const dataDir = realpathSync(stack.config.PADDOCK_DATA_DIR);
+  const egress = () => hostProcesses().find((p) => p.args.some((a) => a.endsWith('egress-resolver-main.ts')) && p.args.some((a) => a.includes(dataDir)));
+  const first = egress();
+  assert.ok(first, 'the host runs the egress process');
+  process.kill(first.pid, 'SIGKILL');
+  await eventually('the egress process gone', 10_000, async () => (egress()?.pid === first.pid ? undefined : true));
+  await eventually('a sweep runs', 20_000, () => sweepOnce(stack.workers[0]!.deps), 10);
+  const again = egress();
+  assert.ok(again && again.pid !== first.pid, 'the sweep started the egress process again');
+
+  assert.equal((await call(stack.url, 'PUT', `/v1/sandboxes/${id}/files?path=go`, { token, body: { content: '' } })).status, 201);
+  const seen = await eventually('the running program reached the host', 30_000, async () => {
+    const requests = (await host.requests()).filter((r) => r.url === '/after-restart');
+    return requests.length > 0 ? requests : undefined;
+  });
+  const authorization = seen[0]!.headers.filter((_, i) => i % 2 === 1 && seen[0]!.headers[i - 1]!.toLowerCase() === 'authorization');
+  assert.deepEqual(authorization, [`Bearer ${value}`]);
 });

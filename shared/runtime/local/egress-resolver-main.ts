@@ -54,6 +54,8 @@ interface Served {
   netns: number;
   /** Its brokered credentials, as the runtime last sent them: in this process's memory alone. */
   credentials: readonly BrokeredCredential[];
+  /** Whether the runtime sent them since this process began serving the sandbox (none sent is not the same as none). */
+  sent: boolean;
   close(): void;
 }
 
@@ -125,7 +127,11 @@ async function handle(line: string): Promise<object | void> {
     await pending;
   }
   const entry = served.get(sandbox.id);
-  if (request.credentials && entry) entry.credentials = request.credentials;
+  if (request.credentials && entry) {
+    entry.credentials = request.credentials;
+    entry.sent = true;
+  }
+  return { credentialsSent: entry?.sent ?? false };
 }
 
 function forget(id: string): void {
@@ -160,6 +166,7 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
       resolver,
       netns,
       credentials: [],
+      sent: false,
       close: () => {
         udp.close();
         tcp.close();

@@ -68,10 +68,12 @@ export interface ResolverTarget {
 }
 
 /**
- * The resolver serves the sandbox, started first if none runs; resolves once it answers there.
- * With `credentials`, they become the sandbox's brokered ones.
+ * The resolver serves the sandbox, started first if none runs; resolves once it answers there,
+ * with whether it holds credentials the runtime sent (false when it began serving the sandbox
+ * anew, having been started again, and none came since). With `credentials`, they become the
+ * sandbox's brokered ones.
  */
-export async function ensureResolver(target: ResolverTarget, credentials?: readonly BrokeredCredential[]): Promise<void> {
+export async function ensureResolver(target: ResolverTarget, credentials?: readonly BrokeredCredential[]): Promise<{ credentialsSent: boolean }> {
   const init = readStat(target.pid);
   if (!init) throw new Error('the sandbox ended before its resolver could serve it');
   const request: ResolverRequest = {
@@ -79,8 +81,9 @@ export async function ensureResolver(target: ResolverTarget, credentials?: reado
     sandbox: { id: target.id, pid: target.pid, startTime: init.startTime, policyFile: target.files.policy, countFile: target.files.refused },
     ...(credentials ? { credentials } : {}),
   };
+  let answer: Record<string, unknown>;
   try {
-    await ask(target.layout.resolver.socket, request, target.deadline);
+    answer = await ask(target.layout.resolver.socket, request, target.deadline);
   } catch (err) {
     if (!isAbsent(err)) throw err;
     await withLock(`${target.layout.lockPrefix}/egress-resolver`, target.deadline, async () => {
@@ -91,8 +94,9 @@ export async function ensureResolver(target: ResolverTarget, credentials?: reado
       );
       if (!running) await startResolver(target);
     });
-    await ask(target.layout.resolver.socket, request, target.deadline);
+    answer = await ask(target.layout.resolver.socket, request, target.deadline);
   }
+  return { credentialsSent: answer.credentialsSent === true };
 }
 
 /** The resolver serves the sandbox no more (its policy names no domain now); nothing to do when none runs. */

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
+  type EgressSweep,
   PermanentRuntimeError,
   SandboxGoneError,
   type ExecRequest,
@@ -525,11 +526,12 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
       });
     },
 
-    async sweepEgress(): Promise<Map<string, number>> {
+    async sweepEgress(): Promise<EgressSweep> {
       const h = await host();
       const programs = h.programs;
       const counted = new Map<string, number>();
-      if (!programs?.nft || !runningAsRoot) return counted;
+      const uncredentialed: string[] = [];
+      if (!programs?.nft || !runningAsRoot) return { refused: counted, uncredentialed };
       const ids = (await readdir(h.layout.sandboxes)).filter(isSandboxId);
       // A few at a time: each is a process (nsenter, then nft) on the host.
       let next = 0;
@@ -542,17 +544,19 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
           const refused = await refusedSoFar({ pid: recorded.state.pid, nsenter: programs.nsenter, nft: programs.nft!, files });
           if (refused !== undefined) counted.set(id, refused);
           // The host's resolver serves every sandbox whose policy names domains or that has brokered
-          // hosts: started again here if it died (the credentials come again with the next command).
+          // hosts: started again here if it died, when the credentials it held died with it.
           const installed = await readInstalled(files).catch(() => undefined);
           if (installed && resolvedByPaddock(installed)) {
-            await ensureResolver(resolverTarget(h, programs, id, recorded.state.pid, Date.now() + DEFAULT_CREATE_TIMEOUT_MS)).catch((err: unknown) =>
-              log?.warn({ err: (err as Error).message, sandboxId: id }, "the sandboxes' resolver could not serve a sandbox"),
-            );
+            const serving = await ensureResolver(resolverTarget(h, programs, id, recorded.state.pid, Date.now() + DEFAULT_CREATE_TIMEOUT_MS)).catch((err: unknown) => {
+              log?.warn({ err: (err as Error).message, sandboxId: id }, "the sandboxes' resolver could not serve a sandbox");
+              return undefined;
+            });
+            if (serving && !serving.credentialsSent && (installed.brokered?.length ?? 0) > 0) uncredentialed.push(id);
           }
         }
       };
       await Promise.all(Array.from({ length: REFUSALS_READ_AT_ONCE }, lane));
-      return counted;
+      return { refused: counted, uncredentialed };
     },
 
     async setNetwork(id: string, policy: NetworkPolicy): Promise<void> {
