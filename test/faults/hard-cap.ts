@@ -15,7 +15,7 @@ import { podNameFor } from '../../shared/runtime/kubernetes/names.ts';
 // the stand-in), and a worker that comes back leaves nothing of it on the host.
 
 /** Past expiresAt + grace, how long the end may take on a loaded machine: the deadline's whole-second rounding and the kills. */
-export const END_SLACK_MS = 4000;
+export const END_SLACK_MS = 8000;
 
 /** The host uid a sandbox's processes run as (Paddock runs as root: each sandbox has its own). */
 export async function sandboxUid(replicas: Replicas, sandboxId: string): Promise<number> {

@@ -36,7 +36,8 @@ async function endedAtItsEnd(key: string, id: string): Promise<any> {
   assert.equal(gone.destroyReason, 'expired');
   const lag = Date.parse(gone.destroyedAt) - Date.parse(gone.expiresAt);
   assert.ok(lag >= 0, `destroyed ${-lag} ms before its expiresAt`);
-  assert.ok(lag < 4000, `destroyed ${lag} ms after its expiresAt`);
+  // The delayed job's reach on a loaded host (4.6 s seen on a busy two-core one).
+  assert.ok(lag < 6000, `destroyed ${lag} ms after its expiresAt`);
   return gone;
 }
 

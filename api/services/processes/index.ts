@@ -142,6 +142,7 @@ export async function writeStdin(deps: ProcessDeps, sandbox: Sandbox, procId: st
 /** Signals the process's group (a process that ended is left as it is: stopping is idempotent). */
 export async function signalProcess(deps: ProcessDeps, sandbox: Sandbox, procId: string, signal: SignalName): Promise<void> {
   const result = await processScript(deps, sandbox, SIGNAL, procId, [signal], { timeoutMs: SHORT_OP_MS });
+  if (result.timedOut) throw new ApiError('operation_timed_out', `Signalling background process ${procId} did not finish in time; it is safe to send again.`);
   if (result.exitCode !== 0) throw new Error(`signalling a background process failed: exit ${String(result.exitCode)}`);
 }
 
