@@ -207,22 +207,42 @@ test('local: under egress `all` an account-wide brokered secret reaches each san
   assert.deepEqual(key('/all-plain'), []);
 });
 
-test("local: a start whose secrets were read before a change, its send landing after the change's, leaves the egress with the change; a program already running uses it", { skip }, async () => {
-  const { stack, host } = await brokeredWorld();
-  const account = await newAccount(stack.url, 'brokered-race');
+/**
+ * A sandbox of a new account in the brokered world, allowed the test's names: `secret(value)`
+ * writes its one brokered secret, for API; `authorizationOn(path)` waits for the test host's first
+ * request on `path` and answers the Authorization values it carried.
+ */
+async function brokeredSandbox(label: string) {
+  const world = await brokeredWorld();
+  const { stack, host } = world;
+  const account = await newAccount(stack.url, label);
   const token = account.key;
   const created = await call(stack.url, 'POST', '/v1/sandboxes', { token, body: { network: { egress: { allow: ['*.broker.paddock.example'] } } } });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const id = created.body.id as string;
-  const secret = (value: string) => call(stack.url, 'POST', '/v1/secrets', { token, body: { name: 'RACE_TOKEN', value, sandboxId: id, inject: { hosts: [API] } } });
+  const secret = (value: string) => call(stack.url, 'POST', '/v1/secrets', { token, body: { name: 'BROKERED_TOKEN', value, sandboxId: id, inject: { hosts: [API] } } });
+  const authorizationOn = async (path: string) => {
+    const [first] = await eventually(`a request on ${path} at the host`, 30_000, async () => {
+      const requests = (await host.requests()).filter((r) => r.url === path);
+      return requests.length > 0 ? requests : undefined;
+    });
+    return first!.headers.filter((_, i) => i % 2 === 1 && first!.headers[i - 1]!.toLowerCase() === 'authorization');
+  };
+  /** Starts `script` in the background: nothing else starts in the sandbox until the test says. */
+  const background = async (script: string) => {
+    const started = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token, body: { command: ['bash', '-c', script], background: true } });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+  };
+  const go = async () => assert.equal((await call(stack.url, 'PUT', `/v1/sandboxes/${id}/files?path=go`, { token, body: { content: '' } })).status, 201);
+  return { stack, account, id, secret, authorizationOn, background, go };
+}
+
+test("local: a start whose secrets were read before a change, its send landing after the change's, leaves the egress with the change; a program already running uses it", { skip }, async () => {
+  const { stack, account, id, secret, authorizationOn, background, go } = await brokeredSandbox('brokered-race');
   const old = `old-${randomBytes(8).toString('hex')}`;
   assert.equal((await secret(old)).status, 201);
-  // A program started now, that sends its request once told to: nothing starts in the sandbox meanwhile.
-  const started = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {
-    token,
-    body: { command: ['bash', '-c', `while [ ! -e /workspace/go ]; do sleep 0.1; done; curl -sS --max-time 20 https://${API}/race > /workspace/race.out 2>&1`], background: true },
-  });
-  assert.equal(started.status, 202, JSON.stringify(started.body));
+  // A program started now, that sends its request once told to.
+  await background(`while [ ! -e /workspace/go ]; do sleep 0.1; done; curl -sS --max-time 20 https://${API}/race > /workspace/race.out 2>&1`);
 
   // A start's read of the secrets, before the change; its send, after the change's own.
   const deps = stack.apis[0]!.deps;
@@ -232,32 +252,16 @@ test("local: a start whose secrets were read before a change, its send landing a
   assert.equal((await secret(fresh)).status, 200);
   await brokerBeforeStart(deps.runtime, id, stale.brokering);
 
-  assert.equal((await call(stack.url, 'PUT', `/v1/sandboxes/${id}/files?path=go`, { token, body: { content: '' } })).status, 201);
-  let seen: { url: string; headers: string[] }[] = [];
-  for (let tries = 0; tries < 100 && seen.length === 0; tries++) {
-    await new Promise((r) => setTimeout(r, 200));
-    seen = (await host.requests()).filter((r) => r.url === '/race');
-  }
-  assert.equal(seen.length, 1, 'the running program reached the host');
-  const authorization = seen[0]!.headers.filter((_, i) => i % 2 === 1 && seen[0]!.headers[i - 1]!.toLowerCase() === 'authorization');
-  assert.deepEqual(authorization, [`Bearer ${fresh}`]);
+  await go();
+  assert.deepEqual(await authorizationOn('/race'), [`Bearer ${fresh}`]);
 });
 
 test('local: an egress that died and was started again gets the brokered credentials again with no start in the sandbox; a program already running uses them', { skip }, async () => {
-  const { stack, host } = await brokeredWorld();
-  const account = await newAccount(stack.url, 'brokered-restart');
-  const token = account.key;
-  const created = await call(stack.url, 'POST', '/v1/sandboxes', { token, body: { network: { egress: { allow: ['*.broker.paddock.example'] } } } });
-  assert.equal(created.status, 201, JSON.stringify(created.body));
-  const id = created.body.id as string;
+  const { stack, secret, authorizationOn, background, go } = await brokeredSandbox('brokered-restart');
   const value = `tok-${randomBytes(8).toString('hex')}`;
-  assert.equal((await call(stack.url, 'POST', '/v1/secrets', { token, body: { name: 'RESTART_TOKEN', value, sandboxId: id, inject: { hosts: [API] } } })).status, 201);
+  assert.equal((await secret(value)).status, 201);
   // A program started now (its start sends the credentials), that once told to tries its request until it passes.
-  const started = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, {
-    token,
-    body: { command: ['bash', '-c', `for i in $(seq 1 120); do [ -e /workspace/go ] && curl -sS --max-time 5 https://${API}/after-restart && break; sleep 0.5; done`], background: true },
-  });
-  assert.equal(started.status, 202, JSON.stringify(started.body));
+  await background(`for i in $(seq 1 120); do [ -e /workspace/go ] && curl -sS --max-time 5 https://${API}/after-restart && break; sleep 0.5; done`);
 
   // The host's egress process dies, and the workers' sweep starts it again.
   const dataDir = realpathSync(stack.config.PADDOCK_DATA_DIR);
@@ -270,11 +274,6 @@ test('local: an egress that died and was started again gets the brokered credent
   const again = egress();
   assert.ok(again && again.pid !== first.pid, 'the sweep started the egress process again');
 
-  assert.equal((await call(stack.url, 'PUT', `/v1/sandboxes/${id}/files?path=go`, { token, body: { content: '' } })).status, 201);
-  const seen = await eventually('the running program reached the host', 30_000, async () => {
-    const requests = (await host.requests()).filter((r) => r.url === '/after-restart');
-    return requests.length > 0 ? requests : undefined;
-  });
-  const authorization = seen[0]!.headers.filter((_, i) => i % 2 === 1 && seen[0]!.headers[i - 1]!.toLowerCase() === 'authorization');
-  assert.deepEqual(authorization, [`Bearer ${value}`]);
+  await go();
+  assert.deepEqual(await authorizationOn('/after-restart'), [`Bearer ${value}`]);
 });
