@@ -232,22 +232,27 @@ export class Snapshots {
       resumed = true;
       await this.#resume(row.sandbox_id);
     };
-    // A copy written straight to the store's file by the host's zstd is counted by the file's size, as it grows.
+    // A copy written straight to the store's file by the host's zstd is counted by the file's size,
+    // as it grows, while that copy runs.
     const file = this.#deps.runtime.execBeside ? upload.file : undefined;
-    const watch =
-      file &&
-      setInterval(() => {
-        void file.follow().then(
-          (size) => {
-            if (size <= roomBytes || overLimit) return;
-            overLimit = true;
-            stop.abort();
-          },
-          () => undefined,
-        );
-      }, ROOM_CHECK_MS);
+    const direct = file && {
+      fd: file.fd,
+      watch: () => {
+        const timer = setInterval(() => {
+          void file.follow().then(
+            (size) => {
+              if (size <= roomBytes || overLimit) return;
+              overLimit = true;
+              stop.abort();
+            },
+            () => undefined,
+          );
+        }, ROOM_CHECK_MS);
+        return () => clearInterval(timer);
+      },
+    };
     try {
-      const { result, direct } = await this.#runCopy(
+      const { result, direct: wroteFile } = await this.#runCopy(
         row.sandbox_id,
         {
           timeoutMs,
@@ -258,10 +263,9 @@ export class Snapshots {
           },
           onStderr: (chunk) => stderr.push(chunk),
         },
-        file?.fd,
+        direct,
       );
-      clearInterval(watch);
-      if (direct) {
+      if (wroteFile) {
         sizeBytes = await file!.follow();
         if (sizeBytes > roomBytes) overLimit = true;
       }
@@ -279,12 +283,11 @@ export class Snapshots {
       if (result.exitCode !== 0 || (tarExit !== '0' && tarExit !== '1')) {
         throw new Error(`the workspace's copy failed (exit ${String(result.exitCode ?? result.signal)}, tar ${tarExit ?? 'unknown'}): ${stderr.text()}`);
       }
-      const sha256 = direct ? await file!.sha256() : hash.digest();
+      const sha256 = wroteFile ? await file!.sha256() : hash.digest();
       await upload.commit();
       const members = /^members=([0-9]{1,12})$/m.exec(stderr.text())?.[1];
       return { sizeBytes, files: Number(members ?? 0), sha256 };
     } catch (err) {
-      clearInterval(watch);
       compress?.destroy();
       await upload.abort();
       // The take's connection was lost, or the copy stopped it (past the account's room): whatever it stopped runs again.
@@ -297,10 +300,15 @@ export class Snapshots {
   /**
    * The copy's run: beside the sandbox where the runtime can (the host's tar and zstd, on the
    * host's CPUs, the sandbox held frozen by HOLD_SCRIPT meanwhile), its output written straight to
-   * `fd` where there is one (`direct`), else to `request`'s callbacks; else in the sandbox
-   * (TAKE_SCRIPT, on its own CPU), as on a runtime without a host or a host without zstd.
+   * `file` where there is one (answered `direct`), watched by its `watch` while it runs, else to
+   * `request`'s callbacks; else in the sandbox (TAKE_SCRIPT, on its own CPU), as on a runtime
+   * without a host or a host without zstd.
    */
-  async #runCopy(sandboxId: string, request: Pick<ExecRequest, 'timeoutMs' | 'signal' | 'onStdout' | 'onStderr'>, fd: number | undefined): Promise<{ result: ExecResult; direct: boolean }> {
+  async #runCopy(
+    sandboxId: string,
+    request: Pick<ExecRequest, 'timeoutMs' | 'signal' | 'onStdout' | 'onStderr'>,
+    file: { fd: number; watch(): () => void } | undefined,
+  ): Promise<{ result: ExecResult; direct: boolean }> {
     const runtime = this.#deps.runtime;
     const deadline = Date.now() + request.timeoutMs;
     const inside = async () => ({
@@ -341,16 +349,18 @@ export class Snapshots {
       return first.exitCode === HOLD_NOT_FROZEN_EXIT ? inside() : { result: first, direct: false };
     }
     let beside: ExecResult;
+    const unwatch = file?.watch();
     try {
       beside = await runtime.execBeside(sandboxId, {
         argv: ['/bin/sh', '-c', COPY_BESIDE_SCRIPT, 'paddock-copy'],
         env: { PATH: '/usr/bin:/bin' },
         timeoutMs: Math.max(1000, deadline - Date.now()),
         ...(request.signal ? { signal: request.signal } : {}),
-        ...(fd !== undefined ? { stdoutFd: fd } : request.onStdout ? { onStdout: request.onStdout } : {}),
+        ...(file ? { stdoutFd: file.fd } : request.onStdout ? { onStdout: request.onStdout } : {}),
         ...(request.onStderr ? { onStderr: request.onStderr } : {}),
       });
     } finally {
+      unwatch?.();
       release();
       // The hold's own exit continues what it stopped; killed instead, they are continued here.
       const held = await hold.catch(() => undefined);
@@ -358,7 +368,7 @@ export class Snapshots {
     }
     // A host without zstd (the script said so before anything else).
     if (beside.exitCode === NO_ZSTD_EXIT) return inside();
-    return { result: beside, direct: fd !== undefined };
+    return { result: beside, direct: file !== undefined };
   }
 
   /** Every stopped process of the sandbox continued: best effort, the sandbox may have ended meanwhile. */

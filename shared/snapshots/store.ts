@@ -27,7 +27,7 @@ export interface SnapshotUpload {
     /**
      * Digests what was written since the last call, so the digest follows the file as the program
      * writes it (and the file system is given what was written, a piece at a time, rather than all
-     * of it at the commit): the bytes written so far. One call at a time.
+     * of it at the commit): the bytes written so far. Calls overlapping are taken in turn.
      */
     follow(): Promise<number>;
     /** Follows to the end: the whole file's SHA-256. */
