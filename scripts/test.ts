@@ -32,6 +32,11 @@ const THROUGH_REPLICAS = ['test/sandboxes/lifecycle.test.ts', 'test/sandboxes/qu
 const CONCURRENCY = Number(process.env.PADDOCK_TEST_CONCURRENCY) || Math.max(2, availableParallelism() * 2);
 /** A job's output kept for printing when it ends; past this, its start is dropped. */
 const OUTPUT_KEPT_BYTES = 4 * 1024 * 1024;
+/**
+ * A file still running past this is killed, its process group whole, and counted as failed: one
+ * that hangs (a teardown waiting on what never ends) must not hold the run until CI's own limit.
+ */
+const FILE_DEADLINE_SECONDS = Number(process.env.PADDOCK_TEST_FILE_DEADLINE_SECONDS) || 900;
 /** Seconds a file took in an earlier whole run, to start the slowest first; unknown files go first. */
 const TIMINGS_FILE = resolve(root, 'test/timings.json');
 
@@ -57,11 +62,28 @@ interface Ended {
 const scratch = mkdtempSync(join(tmpdir(), 'paddock-test-'));
 const children = new Set<ChildProcess>();
 
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // ended already
+  }
+}
+
 function runJob(job: Job, onOutput?: (text: string) => void): Promise<Ended> {
   const started = performance.now();
   return new Promise((done) => {
-    const child = spawn(job.cmd, job.args, { cwd: root, env: job.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A group of its own: what the file started (web and worker processes, sandboxes) ends with it.
+    const child = spawn(job.cmd, job.args, { cwd: root, env: job.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     children.add(child);
+    let overran = '';
+    const watchdog = job.failures
+      ? setTimeout(() => {
+          overran = `\n=== killed: still running after ${FILE_DEADLINE_SECONDS} s (PADDOCK_TEST_FILE_DEADLINE_SECONDS)\n`;
+          killGroup(child, 'SIGTERM');
+          setTimeout(() => killGroup(child, 'SIGKILL'), 15_000).unref();
+        }, FILE_DEADLINE_SECONDS * 1000)
+      : undefined;
     const kept: Buffer[] = [];
     let keptBytes = 0;
     const keep = (chunk: Buffer) => {
@@ -73,10 +95,11 @@ function runJob(job: Job, onOutput?: (text: string) => void): Promise<Ended> {
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
     child.on('close', (code, signal) => {
+      clearTimeout(watchdog);
       children.delete(child);
       const seconds = (performance.now() - started) / 1000;
-      if (!onOutput) process.stdout.write(`\n=== ${job.run}: ${job.name} (${seconds.toFixed(1)} s, exit ${code ?? signal})\n${Buffer.concat(kept).toString()}`);
-      done({ job, code: code ?? 1, seconds });
+      if (!onOutput) process.stdout.write(`\n=== ${job.run}: ${job.name} (${seconds.toFixed(1)} s, exit ${code ?? signal})\n${Buffer.concat(kept).toString()}${overran}`);
+      done({ job, code: overran ? 1 : (code ?? 1), seconds });
     });
   });
 }
@@ -109,7 +132,9 @@ function testJob(run: string, file: string, extraEnv: NodeJS.ProcessEnv): Job {
     '--test-reporter=./test/helpers/failures-reporter.ts', `--test-reporter-destination=${failures}`,
     '--test-reporter=./test/helpers/summary-reporter.ts', `--test-reporter-destination=${summaries}`,
   ];
-  return { run, name: file, cmd: 'node', args: ['--test', '--test-timeout=180000', ...reporters, file], env: { ...env, ...extraEnv }, failures, summaries };
+  // Forced to exit once its tests and hooks are done: a handle a failed test left open (a request
+  // it never awaited) would otherwise keep the file running until its deadline.
+  return { run, name: file, cmd: 'node', args: ['--test', '--test-timeout=180000', '--test-force-exit', ...reporters, file], env: { ...env, ...extraEnv }, failures, summaries };
 }
 
 function readOr(path: string | undefined, fallback: string): string {
@@ -130,7 +155,7 @@ let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
-  for (const child of children) child.kill('SIGTERM');
+  for (const child of children) killGroup(child, 'SIGTERM');
   await services.stop();
   rmSync(scratch, { recursive: true, force: true });
 };

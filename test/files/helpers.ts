@@ -10,8 +10,8 @@ export interface FileClient {
   files(method: string, sub: string, query: Record<string, string>, body?: unknown): Promise<JsonResponse>;
   view(path: string, extra?: Record<string, string>): Promise<JsonResponse>;
   put(path: string, body: unknown, extra?: Record<string, string>): Promise<JsonResponse>;
-  /** Runs a shell command in the sandbox through the API's runtime (test setup and checks). */
-  sh(script: string): Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
+  /** Runs a shell command in the sandbox through the API's runtime (test setup and checks), within `timeoutMs` (10 s). */
+  sh(script: string, timeoutMs?: number): Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
 }
 
 export function fileClient(stack: SandboxStack, key: string, id: string): FileClient {
@@ -26,12 +26,12 @@ export function fileClient(stack: SandboxStack, key: string, id: string): FileCl
     files,
     view: (path, extra = {}) => files('GET', '', { path, ...extra }),
     put: (path, body, extra = {}) => files('PUT', '', { path, ...extra }, body),
-    async sh(script) {
+    async sh(script, timeoutMs = 10_000) {
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       const result = await stack.apis[0]!.deps.runtime.exec(id, {
         argv: ['/bin/sh', '-c', script],
-        timeoutMs: 10_000,
+        timeoutMs,
         onStdout: (c) => void out.push(Buffer.from(c)),
         onStderr: (c) => void err.push(Buffer.from(c)),
       });

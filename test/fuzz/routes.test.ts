@@ -146,11 +146,12 @@ test(`fuzz: ${REQUESTS} generated requests over every route, no 5xx, proper prob
   const property = fc.asyncProperty(arbitrary, async (plan) => {
     const req = buildRequest(plan, w);
     let answer = await send(w, req);
-    // A read or a DELETE (idempotent) answered 503 or 504 (a dependency or a sandbox too slow on a
-    // loaded host: a loaded CI run timed out a Redis command, and a background process's signal)
+    // A read, a PUT or a DELETE (idempotent) answered 503 or 504 (a dependency or a sandbox too slow
+    // on a loaded host: a loaded CI run timed out a Redis command, a background process's signal, a
+    // file's write on Kubernetes)
     // is sent again once, as the problem's Retry-After asks: only a second 5xx is the route's
     // fault. How often that happened is bounded below.
-    if ((req.method === 'GET' || req.method === 'DELETE') && (answer.status === 503 || answer.status === 504)) {
+    if (['GET', 'PUT', 'DELETE'].includes(req.method) && (answer.status === 503 || answer.status === 504)) {
       transient.push(`${plan.route} ${answer.status}: ${answer.text.slice(0, 200)}\n    ${logOf(answer.headers.get('x-request-id'))}`);
       await sleep(1000);
       answer = await send(w, req);

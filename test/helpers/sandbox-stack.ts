@@ -14,6 +14,9 @@ import { TEST_SANDBOXES_CPU_WEIGHT, testConfig } from './config.ts';
 import type { WebhookTransport } from '../../shared/webhooks/transport.ts';
 import { offlineTransport } from './webhooks.ts';
 
+/** How often a teardown still running says what it waits on. */
+const TEARDOWN_REPORT_MS = 60_000;
+
 export type TestRuntime = 'local' | 'kubernetes';
 
 /** The runtime this run of the suite exercises: `npm test` runs the suite once for each. */
@@ -103,14 +106,26 @@ export async function startSandboxStack(
   const apis: RunningApi[] = [];
   const workers: RunningWorkers[] = [];
   let cluster: StandinCluster | undefined;
+  let tearingDown = 'the APIs';
   const teardown = async () => {
-    for (const api of apis) await api.close();
-    for (const w of workers) await w.close();
-    await cluster?.standin.close();
-    const held = cluster?.backend ?? localRuntimeOf(config);
-    for (const s of await held.list()) await held.destroy(s.id).catch(() => undefined);
-    await held.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    // A teardown that hangs says what it waits on, where the run's deadline would only say it hung.
+    const slow = setInterval(() => {
+      const steps = workers.flatMap((w) => w.shutdownSteps.pending());
+      process.stderr.write(`the stack's teardown still waits on ${tearingDown}${steps.length ? ` (${steps.join(', ')})` : ''}\n`);
+    }, TEARDOWN_REPORT_MS);
+    try {
+      for (const api of apis) await api.close();
+      tearingDown = 'the workers';
+      for (const w of workers) await w.close();
+      tearingDown = 'the runtime';
+      await cluster?.standin.close();
+      const held = cluster?.backend ?? localRuntimeOf(config);
+      for (const s of await held.list()) await held.destroy(s.id).catch(() => undefined);
+      await held.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    } finally {
+      clearInterval(slow);
+    }
   };
   let stack: SandboxStack;
   try {

@@ -362,8 +362,8 @@ test("snapshotOnDestroy with two enders: the workers' sweep, coming on the sandb
   const created = await createSandbox(stack.url, account.key, '', { snapshotOnDestroy: true });
   assert.equal(created.body.status, 'running', JSON.stringify(created.body));
   const box = fileClient(stack, account.key, created.body.id);
-  // A copy that takes a while: a GiB of zeros written, which tar reads whole.
-  assert.equal((await box.sh('head -c 1G /dev/zero > /workspace/zeros')).exitCode, 0);
+  // A copy that takes a while: a GiB of zeros written, which tar reads whole (a minute to write it on a busy host).
+  assert.equal((await box.sh('head -c 1G /dev/zero > /workspace/zeros', 60_000)).exitCode, 0);
   const list = async () => (await call(stack.url, 'GET', '/v1/snapshots', { token: account.key })).body.data as { id: string; status: string }[];
 
   const destroying = call(stack.url, 'DELETE', `/v1/sandboxes/${box.id}`, { token: account.key });
@@ -429,7 +429,7 @@ test('a snapshot copies a still workspace: every process of the sandbox is stopp
   const account = await newAccount(stack.url, 'snapshot-freeze');
   const box = await sandboxFor(stack, account.key);
   // A copy that takes a while: a GiB of zeros written (no holes to skip), which tar reads whole and zstd makes next to nothing of.
-  assert.equal((await box.sh('head -c 1G /dev/zero > /workspace/zeros')).exitCode, 0);
+  assert.equal((await box.sh('head -c 1G /dev/zero > /workspace/zeros', 60_000)).exitCode, 0);
   const ticks = async () => (await box.sh('cat /workspace/ticks')).stdout.trim().split('\n');
   assert.equal((await background(account.key, box.id, 'while :; do date +%s%N >> /workspace/ticks; sleep 0.01; done')).status, 202);
   await eventually('the ticker ticks', 10_000, async () => ((await ticks()).length >= 5 ? true : undefined));
