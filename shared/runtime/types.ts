@@ -59,6 +59,14 @@ export function isStdinStream(stdin: ExecStdin | undefined): stdin is AsyncItera
   return stdin !== undefined && !(stdin instanceof Uint8Array);
 }
 
+/** A command of Paddock's own beside a sandbox (SandboxRuntime.execBeside). */
+export type BesideRequest = Omit<ExecRequest, 'cwd' | 'stdin'> & {
+  /** Its stdout this descriptor (a file of Paddock's), in place of onStdout. */
+  stdoutFd?: number;
+  /** Its stdin this descriptor (a file of Paddock's); else none. */
+  stdinFd?: number;
+};
+
 export interface ExecRequest {
   /** Run as given: argv[0] is looked up on the sandbox's PATH. */
   argv: string[];
@@ -155,12 +163,11 @@ export interface SandboxRuntime {
   /**
    * Runs one of Paddock's own commands on the host beside the sandbox, never a tenant's: as the
    * sandbox's host user, in its workspace as the host holds it, with only `env`, on the host's
-   * CPUs rather than the sandbox's (the snapshot's copy, shared/snapshots/). `argv[0]` is a path
-   * on the host. With `stdoutFd`, its stdout is that descriptor (a file of Paddock's), in place of
-   * onStdout. Rejects with SandboxGoneError as exec does. Absent where the host holds no
+   * CPUs rather than the sandbox's (a snapshot's copy and restore, shared/snapshots/). `argv[0]`
+   * is a path on the host. Rejects with SandboxGoneError as exec does. Absent where the host holds no
    * workspace (Kubernetes).
    */
-  execBeside?(id: string, request: Omit<ExecRequest, 'cwd' | 'stdin'> & { stdoutFd?: number }): Promise<ExecResult>;
+  execBeside?(id: string, request: BesideRequest): Promise<ExecResult>;
   /**
    * Starts a command on a pseudo-terminal inside the sandbox, with exec's isolation (the sandbox
    * user, its namespaces and limits). Rejects with SandboxGoneError as exec does.

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { rename, rm, type FileHandle } from 'node:fs/promises';
+import { DIGEST_CHUNK_BYTES, digestFrom } from './digest-file.ts';
 
 // A snapshot's copy being written into a file of the directory store (store.ts), under a name of
 // its own until whole: by this process (write), or by a program given the file's descriptor
@@ -11,9 +12,6 @@ import { rename, rm, type FileHandle } from 'node:fs/promises';
  * pool each, a third of a snapshot's time.
  */
 const WRITE_PENDING_BYTES = 4 * 1024 * 1024;
-
-/** A followed copy is digested this much a turn: under a millisecond of SHA-256 each. */
-const DIGEST_CHUNK_BYTES = 1024 * 1024;
 
 /** A followed copy is handed to the disk each time this much more was written, not all at its commit. */
 const SYNC_EVERY_BYTES = 32 * 1024 * 1024;
@@ -101,18 +99,9 @@ export class FileUpload {
     }
   }
 
-  /**
-   * What landed since the last look, read back from the page cache into one buffer used again and
-   * again (a fresh one a read, as a stream's, cost four times as much, in page faults) and digested.
-   */
+  /** What landed since the last look, read back from the page cache and digested. */
   async #follow(): Promise<number> {
-    const buffer = (this.#buffer ??= Buffer.allocUnsafe(DIGEST_CHUNK_BYTES));
-    for (;;) {
-      const { bytesRead } = await this.#handle.read(buffer, 0, buffer.byteLength, this.#digested);
-      if (bytesRead === 0) break;
-      this.#digest.update(buffer.subarray(0, bytesRead));
-      this.#digested += bytesRead;
-    }
+    this.#digested = await digestFrom(this.#handle, this.#digest, this.#digested, (this.#buffer ??= Buffer.allocUnsafe(DIGEST_CHUNK_BYTES)));
     if (this.#digested - this.#synced >= SYNC_EVERY_BYTES) {
       await this.#handle.datasync();
       this.#synced = this.#digested;

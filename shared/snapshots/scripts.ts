@@ -128,6 +128,19 @@ LC_ALL=C exec tar -x -f - --no-same-owner --same-permissions
 `;
 
 /**
+ * restore, on the host beside the sandbox before it runs (runtime.execBeside), by the host's zstd
+ * and tar: stdin is the stored file; without a zstd the script exits NO_ZSTD_EXIT before it reads
+ * a byte. The window zstd may take is held to what Paddock's frames ask (zstd -3: 2 MiB), as in
+ * the worker's own decompressor: here the host's memory pays for it, not the sandbox's. Its
+ * stderr is zstd's, its exit status last, as `zstd=N`; tar says what it has to say on stdout, and
+ * the script's exit status is tar's.
+ */
+export const RESTORE_BESIDE_SCRIPT = `command -v zstd >/dev/null 2>&1 || exit ${NO_ZSTD_EXIT}
+cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
+{ zstd -d -q -c --memory=8MB; printf 'zstd=%s\n' $? >&2; } | LC_ALL=C tar -x -f - --no-same-owner --same-permissions 2>&1
+`;
+
+/**
  * After a take that did not end by itself (killed at its timeout, or its connection lost): every
  * stopped process of the sandbox continued, as the take's own exit would have.
  */

@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config.ts';
 import { isId } from '../ids.ts';
+import { DIGEST_CHUNK_BYTES, digestFrom } from './digest-file.ts';
 import { FileUpload } from './file-upload.ts';
 
 // Where snapshots' bytes live: a directory every API and worker process reaches (the data
@@ -39,10 +41,20 @@ export interface SnapshotUpload {
   abort(): Promise<void>;
 }
 
+/** A stored snapshot's file, open for reading: a program given its descriptor reads it directly. */
+export interface StoredSnapshotFile {
+  fd: number;
+  /** The whole file read (positioned reads: the descriptor's own offset stays the program's): its size and SHA-256. */
+  digest(): Promise<{ sizeBytes: number; sha256: Buffer }>;
+  close(): Promise<void>;
+}
+
 export interface SnapshotStore {
   create(id: string): Promise<SnapshotUpload>;
   /** The snapshot's bytes, read as they are taken. */
   read(id: string): Readable;
+  /** Where the store is a file system: the snapshot's file, opened (ENOENT when it is gone). */
+  open?(id: string): Promise<StoredSnapshotFile>;
   remove(id: string): Promise<void>;
 }
 
@@ -71,6 +83,19 @@ export class DirectorySnapshotStore implements SnapshotStore {
 
   read(id: string): Readable {
     return createReadStream(this.#path(id), { highWaterMark: READ_CHUNK_BYTES });
+  }
+
+  async open(id: string): Promise<StoredSnapshotFile> {
+    const handle = await open(this.#path(id), 'r');
+    return {
+      fd: handle.fd,
+      digest: async () => {
+        const hash = createHash('sha256');
+        const sizeBytes = await digestFrom(handle, hash, 0, Buffer.allocUnsafe(DIGEST_CHUNK_BYTES));
+        return { sizeBytes, sha256: hash.digest() };
+      },
+      close: () => handle.close(),
+    };
   }
 
   async remove(id: string): Promise<void> {

@@ -10,6 +10,7 @@ import { eventually } from '../helpers/eventually.ts';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { createSandbox } from '../helpers/sandboxes.ts';
 import { fileClient, sandboxFor } from '../files/helpers.ts';
+import { tarOf, type TarMember } from '../files/tar-writer.ts';
 import { newId } from '../../shared/ids.ts';
 import { Snapshots } from '../../shared/snapshots/snapshots.ts';
 import { snapshotStore } from '../../shared/snapshots/store.ts';
@@ -264,7 +265,7 @@ test("links that climb out of the workspace are kept as links: the copy, which r
   assert.ok(bytes <= 20 * 1024, `${bytes} bytes of tar for seven entries`);
 });
 
-test('where the host holds the workspace (local), the copy runs beside the sandbox, elsewhere in it; the sandbox frozen meanwhile and running on after', async () => {
+test('where the host holds the workspace (local), the copy and the restore run beside the sandbox, elsewhere in it; the sandbox frozen meanwhile and running on after', async () => {
   const deps = stack.apis[0]!.deps;
   const runtime = deps.runtime;
   const account = await newAccount(stack.url, 'snapshot-beside');
@@ -289,9 +290,62 @@ test('where the host holds the workspace (local), the copy runs beside the sandb
   assert.equal(taken.sha256?.toString('hex'), createHash('sha256').update(readFileSync(stored(taken.id))).digest('hex'));
   // Nothing of the sandbox stays stopped: a command runs in it at once.
   assert.equal((await box.sh('ps -eo stat= | grep -c "^T" || true')).stdout.trim(), '0');
+  const target = await sandboxFor(stack, account.key);
+  await snapshots.restore(account.id, target.id, taken.id, 60_000);
+  assert.equal(beside.length, runtime.name === 'local' ? 2 : 0, 'the restore ran beside the sandbox once, on the local runtime');
+  assert.equal((await target.sh(DESCRIBE_TREE)).stdout, before.stdout);
   const restored = await createSandbox(stack.url, account.key, '', { snapshot: taken.id });
   assert.equal(restored.status, 201, JSON.stringify(restored.body));
   assert.equal((await fileClient(stack, account.key, restored.body.id).sh(DESCRIBE_TREE)).stdout, before.stdout);
+});
+
+test("a stored archive with members that climb out (.., absolute, through a link) writes nothing outside the restored workspace", async () => {
+  const account = await newAccount(stack.url, 'snapshot-crafted');
+  const box = await sandboxFor(stack, account.key);
+  /** A snapshot whose stored file is `members`, what no copy of Paddock's writes, its record made to match; and a create from it. */
+  const restoreFrom = async (members: TarMember[]) => {
+    const taken = await snapshot(account.key, box.id);
+    assert.equal(taken.status, 201, JSON.stringify(taken.body));
+    const crafted = execFileSync('zstd', ['-q', '-c'], { input: tarOf(members) });
+    writeFileSync(stored(taken.body.id), crafted);
+    await stack.apis[0]!.deps.orm.em.fork().getConnection().execute('update snapshots set size_bytes = ?, sha256 = ? where id = ?', [crafted.length, createHash('sha256').update(crafted).digest(), taken.body.id]);
+    return createSandbox(stack.url, account.key, '', { snapshot: taken.body.id });
+  };
+  const mark = `climbed-${newId('snap').slice(5)}`;
+  const nowhereOutside = async (restoredId?: string) => {
+    const findIn = (dir: string) => execFileSync('sh', ['-c', `find ${dir} -xdev -name '${mark}-*' 2>/dev/null || true`], { encoding: 'utf8' }).trim();
+    // The host's temporary directory and the data directory (the store's, the sandboxes' disks).
+    assert.equal(findIn('/tmp'), '');
+    assert.equal(findIn(stack.config.PADDOCK_DATA_DIR).split('\n').filter((f) => f && !f.includes('/workspace/')).join('\n'), '');
+    if (!restoredId) return;
+    const found = await fileClient(stack, account.key, restoredId).sh(`find / -xdev -name '${mark}-*' 2>/dev/null; find /tmp -name '${mark}-*' 2>/dev/null; true`);
+    assert.deepEqual(found.stdout.split('\n').filter((f) => f && !f.startsWith('/workspace/')), [], found.stdout);
+  };
+
+  // Names with "..", and links followed: tar refuses them, and the sandbox ends failed saying so.
+  const refused = await restoreFrom([
+    { name: 'kept.txt', data: 'kept\n' },
+    { name: `../${mark}-up`, data: 'x' },
+    { name: `../../../../../../tmp/${mark}-deep`, data: 'x' },
+    { name: 'out', type: 'symlink', linkname: '/tmp' },
+    { name: `out/${mark}-through`, data: 'x' },
+    { name: 'parent', type: 'symlink', linkname: '..' },
+    { name: `parent/${mark}-parent`, data: 'x' },
+  ]);
+  assert.equal(refused.status, 201, JSON.stringify(refused.body));
+  assert.deepEqual([refused.body.status, refused.body.destroyReason], ['failed', 'failed'], JSON.stringify(refused.body));
+  assert.match(refused.body.failureMessage, /Member name contains '\.\.'/);
+  await nowhereOutside();
+
+  // An absolute name is taken as one under the workspace, and the sandbox runs.
+  const kept = await restoreFrom([
+    { name: 'kept.txt', data: 'kept\n' },
+    { name: `/tmp/${mark}-absolute`, data: 'x' },
+  ]);
+  assert.equal(kept.body.status, 'running', JSON.stringify(kept.body));
+  const inside = fileClient(stack, account.key, kept.body.id);
+  assert.equal((await inside.sh(`cat /workspace/kept.txt /workspace/tmp/${mark}-absolute`)).stdout, 'kept\nx');
+  await nowhereOutside(kept.body.id);
 });
 
 test('an image without zstd: Paddock compresses the tar and decompresses it back, to the same workspace', async () => {

@@ -15,6 +15,8 @@ export interface HostCommand {
   onStdout?: (chunk: Uint8Array) => void | Promise<void>;
   /** Its stdout this descriptor, in place of onStdout. */
   stdoutFd?: number;
+  /** Its stdin this descriptor; else none. */
+  stdinFd?: number;
   onStderr?: (chunk: Uint8Array) => void | Promise<void>;
 }
 
@@ -38,7 +40,7 @@ function readInto(stream: Readable, consume: ((chunk: Uint8Array) => void | Prom
 export function runOnHost(command: HostCommand): Promise<ExecResult> {
   const started = performance.now();
   if (command.signal?.aborted) return Promise.resolve({ exitCode: null, signal: 'SIGKILL', timedOut: false, durationMs: 0 });
-  const child = spawn(command.argv[0]!, command.argv.slice(1), { cwd: '/', env: command.env, stdio: ['ignore', command.stdoutFd ?? 'pipe', 'pipe'], detached: true });
+  const child = spawn(command.argv[0]!, command.argv.slice(1), { cwd: '/', env: command.env, stdio: [command.stdinFd ?? 'ignore', command.stdoutFd ?? 'pipe', 'pipe'], detached: true });
   let timedOut = false;
   const killGroup = () => {
     try {

@@ -6,6 +6,7 @@ import {
   type EgressSweep,
   PermanentRuntimeError,
   SandboxGoneError,
+  type BesideRequest,
   type ExecRequest,
   type ExecResult,
   type TerminalRequest,
@@ -450,7 +451,7 @@ export function localRuntime(settings: LocalRuntimeOptions): SandboxRuntime {
 
     ...(runningAsRoot
       ? {
-          async execBeside(id: string, request: Omit<ExecRequest, 'cwd' | 'stdin'> & { stdoutFd?: number }): Promise<ExecResult> {
+          async execBeside(id: string, request: BesideRequest): Promise<ExecResult> {
             const h = await host();
             const state = await runningState(h, id);
             if (!h.programs) throw new Error('nsenter is not installed');
