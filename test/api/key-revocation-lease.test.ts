@@ -1,7 +1,5 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, connect, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestApi } from '../helpers/stack.ts';
 import { call } from '../helpers/http.ts';
@@ -9,43 +7,12 @@ import { newAccount } from '../helpers/accounts.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { openStream, within } from '../helpers/streams.ts';
 import { LEASE_MS } from '../../api/auth/key-sessions.ts';
+import { holdableRelay } from '../helpers/holdable-relay.ts';
 
 // A replica that cannot reach Redis cannot hear of a revocation: once its keys' confirmation
 // lapses it sends nothing for them, and a revocation meanwhile waits that lapse out before it
 // answers. The second API instance reaches Redis through a loopback relay the test stops
 // forwarding (a silent partition: its connections stay open, nothing gets through).
-
-/** A TCP relay to Redis whose traffic can be held, both ways, and let go again. */
-async function holdableRelay(target: URL) {
-  const pairs: [Socket, Socket][] = [];
-  let held = false;
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    for (const s of [client, upstream]) s.on('error', () => undefined);
-    client.pipe(upstream).pipe(client);
-    pairs.push([client, upstream]);
-    if (held) for (const s of [client, upstream]) s.pause();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = new URL(target);
-  url.port = String((server.address() as AddressInfo).port);
-  url.hostname = '127.0.0.1';
-  return {
-    url: url.toString(),
-    hold: () => {
-      held = true;
-      for (const pair of pairs) for (const s of pair) s.pause();
-    },
-    release: () => {
-      held = false;
-      for (const pair of pairs) for (const s of pair) s.resume();
-    },
-    close: () => {
-      for (const pair of pairs) for (const s of pair) s.destroy();
-      server.close();
-    },
-  };
-}
 
 const first = await startTestApi();
 const relay = await holdableRelay(new URL(first.deps.config.REDIS_URL));

@@ -91,10 +91,30 @@ export function startNdjsonAnswer(ctx: AppContext, writeTimeoutMs: number) {
   let started: Promise<void> | undefined = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
     started = undefined;
   });
-  const write: LineWriter = (lines, written) => (started ? started.then(() => body.write(lines, written)) : body.write(lines, written));
+  /**
+   * The latest write not yet handed to the response (it waits for the key's next check): the end
+   * comes after it. Such writes go in the order they were made, so waiting for the latest waits
+   * for them all; without it a last line made as a check fell due (a busy host) was lost behind
+   * the end, and the client saw the stream stop before the command's exit.
+   */
+  let unsent: Promise<void> | undefined;
+  const write: LineWriter = (lines, written) => {
+    const sent = started ? started.then(() => body.write(lines, written)) : body.write(lines, written);
+    if (sent instanceof Promise) {
+      const waited: Promise<void> = sent.then(
+        () => {
+          if (unsent === waited) unsent = undefined;
+        },
+        () => undefined,
+      );
+      unsent = waited;
+    }
+    return sent;
+  };
   const line = jsonLines(write);
   const end = (): void => {
     if (started) void started.then(end);
+    else if (unsent) void unsent.then(end);
     else if (!body.gone()) res.end();
   };
   return { line, write, end, abort };
