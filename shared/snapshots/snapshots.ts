@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { Transform, type Writable } from 'node:stream';
-import { constants as zlib, createZstdCompress, createZstdDecompress, type ZstdCompress } from 'node:zlib';
+import { createHash } from 'node:crypto';
+import type { Writable } from 'node:stream';
+import { constants as zlib, createZstdCompress, type ZstdCompress } from 'node:zlib';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import { ApiError } from '../errors.ts';
@@ -23,8 +23,10 @@ import {
 } from '../repositories/snapshots.ts';
 import { drained } from '../drained.ts';
 import type { SnapshotStore } from './store.ts';
-import { COPY_BESIDE_SCRIPT, FROZEN_LINE, HALT_SCRIPT, HOLD_NOT_FROZEN_EXIT, HOLD_SCRIPT, NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESTORE_BESIDE_SCRIPT, RESTORE_SCRIPT, RESUME_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
-import { SNAPSHOT_CORRUPT_MESSAGE, SnapshotRestoreError } from './restore-error.ts';
+import { COPY_BESIDE_SCRIPT, FROZEN_LINE, HALT_SCRIPT, HOLD_NOT_FROZEN_EXIT, HOLD_SCRIPT, NO_WORKSPACE_EXIT, NO_ZSTD_EXIT, RESUME_SCRIPT, TAKE_SCRIPT } from './scripts.ts';
+import { SnapshotRestoreError } from './restore-error.ts';
+import { extract, extractBeside } from './restore.ts';
+import { BoundedText, STDERR_KEPT_BYTES } from './bounded-text.ts';
 
 // Snapshots' rules (docs/api.md, "Snapshots"): a running sandbox's workspace copied, compressed,
 // into the snapshot store, streamed (no copy is ever whole in a Paddock process), counted against
@@ -48,20 +50,10 @@ export interface SnapshotDeps {
 const ZSTD_PARAMS = { [zlib.ZSTD_c_compressionLevel]: 3, [zlib.ZSTD_c_checksumFlag]: 1 };
 /** Output a call: each call is a turn through libuv's thread pool, so few and large ones (16 KiB, the default, took 6 times tar | zstd). */
 const ZSTD_CHUNK_BYTES = 1024 * 1024;
-/**
- * The largest window a frame may ask of the decompressor: 8 MiB. The frames were made in the
- * sandbox (its zstd): one asking for zstd's default most, 128 MiB, would make each restore that
- * much of the worker's memory. zstd -3 asks for 2 MiB.
- */
-const ZSTD_WINDOW_LOG_MAX = 23;
-/** Smaller on the way out: what is decompressed waits for the sandbox's tar (1 MiB held the worker 65 MB up, 256 KiB 35). */
-const ZSTD_DECOMPRESS_CHUNK_BYTES = 256 * 1024;
 
 /** A zstd frame begins with its magic number, 0xFD2FB528 little-endian; a tar never does (its first member's name). */
 const isZstdFrame = (chunk: Uint8Array) => chunk.byteLength >= 4 && chunk[0] === 0x28 && chunk[1] === 0xb5 && chunk[2] === 0x2f && chunk[3] === 0xfd;
 
-/** zstd's own refusal of its input (ZSTD_error_checksum_wrong, ZSTD_error_corruption_detected…): the bytes are not a whole frame. */
-const isZstdError = (err: unknown) => typeof (err as NodeJS.ErrnoException | undefined)?.code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ZSTD_error_');
 
 /** Resolves once `stream` takes the chunk (or is gone): a slow store holds the tar behind it. */
 function written(stream: Writable, chunk: Uint8Array): Promise<void> | void {
@@ -84,8 +76,6 @@ const RESUME_TIMEOUT_MS = 10_000;
 /** How often a copy written straight to its file is measured against the account's room. */
 const ROOM_CHECK_MS = 100;
 
-/** Of what tar says on stderr, this much is kept for a failure's message. */
-const STDERR_KEPT_BYTES = 4096;
 
 /** What became of a sandbox's final snapshot (Snapshots.keepFinal). */
 export type FinalSnapshot = { outcome: 'kept'; snapshotId?: string } | { outcome: 'elsewhere' };
@@ -377,129 +367,19 @@ export class Snapshots {
   }
 
   /**
-   * Fills a new sandbox's workspace from the snapshot, before the sandbox runs: decompressed by
-   * the image's zstd where it has one, else here. Throws SnapshotRestoreError when it never can
+   * Fills a new sandbox's workspace from the snapshot, before the sandbox runs (restore.ts):
+   * beside it where the runtime can, else decompressed by the image's zstd where it has one, else
+   * here. Throws SnapshotRestoreError when it never can
    * (gone, or damaged: its bytes are not those written); any other error may pass on a retry.
    */
   async restore(accountId: string, sandboxId: string, snapshotId: string, timeoutMs: number): Promise<void> {
     const row = isId('snap', snapshotId) ? await readOwnSnapshot(this.#deps.em, accountId, snapshotId) : undefined;
     if (!row || row.status !== 'ready' || !row.sha256) throw new SnapshotRestoreError('snapshot_not_found', `Snapshot ${snapshotId} is gone.`);
     const deadline = Date.now() + timeoutMs;
-    if ((await this.#extractBeside(row, sandboxId, timeoutMs)) === 'done') return;
-    const inSandbox = await this.#extract(row, sandboxId, 'sandbox', Math.max(1000, deadline - Date.now()));
+    if ((await extractBeside(this.#deps, row, sandboxId, timeoutMs)) === 'done') return;
+    const inSandbox = await extract(this.#deps, row, sandboxId, 'sandbox', Math.max(1000, deadline - Date.now()));
     // The image has no zstd (the script said so before it read a byte): decompressed here instead.
-    if (inSandbox === 'no-zstd') await this.#extract(row, sandboxId, 'here', Math.max(1000, deadline - Date.now()));
-  }
-
-  /**
-   * The extract beside the sandbox where the runtime and the store allow it: the host's zstd and
-   * tar read the stored file by its descriptor (no byte of it through this process, but the
-   * digest's, read into one buffer as they go). `unavailable` where they do not, or the host has
-   * no zstd.
-   */
-  async #extractBeside(row: SnapshotRow, sandboxId: string, timeoutMs: number): Promise<'done' | 'unavailable'> {
-    const { runtime, store } = this.#deps;
-    if (!runtime.execBeside || !store.open) return 'unavailable';
-    const file = await store.open(row.id).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
-      throw err;
-    });
-    const stderr = new BoundedText(STDERR_KEPT_BYTES);
-    const said = new BoundedText(STDERR_KEPT_BYTES);
-    let result: ExecResult;
-    let stored: { sizeBytes: number; sha256: Buffer };
-    try {
-      [result, stored] = await Promise.all([
-        runtime.execBeside(sandboxId, {
-          argv: ['/bin/sh', '-c', RESTORE_BESIDE_SCRIPT, 'paddock-restore'],
-          env: { PATH: '/usr/bin:/bin' },
-          stdinFd: file.fd,
-          timeoutMs,
-          onStdout: (chunk) => said.push(chunk),
-          onStderr: (chunk) => stderr.push(chunk),
-        }),
-        file.digest(),
-      ]);
-    } finally {
-      await file.close();
-    }
-    if (result.exitCode === NO_ZSTD_EXIT) return 'unavailable';
-    // Checked whatever tar made of them: a sandbox whose restore fails never runs.
-    if (stored.sizeBytes !== Number(row.size_bytes) || !timingSafeEqual(stored.sha256, row.sha256!)) {
-      throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is not the one written.`);
-    }
-    if (result.timedOut) throw new Error(`restoring snapshot ${row.id} did not finish within ${timeoutMs / 1000} s`);
-    const zstdExit = /(?:^|\n)zstd=([0-9]{1,3})\n?$/.exec(stderr.tail())?.[1];
-    // The bytes are the ones written: a zstd that refuses them met frames past its window.
-    if (zstdExit !== '0' && !/No space left on device/.test(said.text())) {
-      throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy does not decompress.`);
-    }
-    if (result.exitCode !== 0) throw new Error(`restoring snapshot ${row.id} failed (exit ${String(result.exitCode ?? result.signal)}): ${said.text()}${stderr.text().replace(/(?:^|\n)zstd=[0-9]+\n?$/, '')}`);
-    return 'done';
-  }
-
-  /** One try at the extract, the stored bytes streamed to the sandbox (`where` says who decompresses them) and checked as they go. */
-  async #extract(row: SnapshotRow, sandboxId: string, where: 'sandbox' | 'here', timeoutMs: number): Promise<'done' | 'no-zstd'> {
-    const source = this.#deps.store.read(row.id);
-    const hash = createHash('sha256');
-    let sizeBytes = 0;
-    let unreadable: 'missing' | 'damaged' | undefined;
-    source.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') unreadable = 'missing';
-    });
-    // The stored bytes digested as they are read.
-    const digested = source.pipe(
-      new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          sizeBytes += chunk.byteLength;
-          hash.update(chunk);
-          done(null, chunk);
-        },
-      }),
-    );
-    source.on('error', (err) => digested.destroy(err));
-    let stdin: NodeJS.ReadableStream = digested;
-    if (where === 'here') {
-      const decompress = createZstdDecompress({ chunkSize: ZSTD_DECOMPRESS_CHUNK_BYTES, params: { [zlib.ZSTD_d_windowLogMax]: ZSTD_WINDOW_LOG_MAX } });
-      digested.pipe(decompress);
-      digested.on('error', (err) => decompress.destroy(err));
-      decompress.on('error', (err: NodeJS.ErrnoException) => {
-        if (isZstdError(err)) unreadable ??= 'damaged';
-      });
-      stdin = decompress;
-    }
-    const stderr = new BoundedText(STDERR_KEPT_BYTES);
-    let result;
-    try {
-      result = await this.#deps.runtime.exec(sandboxId, {
-        argv: ['/bin/sh', '-c', RESTORE_SCRIPT, 'paddock-restore', where === 'sandbox' ? 'zstd' : 'tar'],
-        cwd: '/',
-        env: {},
-        stdin: stdin as AsyncIterable<Uint8Array>,
-        timeoutMs,
-        onStderr: (chunk) => stderr.push(chunk),
-      });
-    } catch (err) {
-      if (isZstdError(err)) unreadable ??= 'damaged';
-      if (unreadable === 'missing') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
-      if (unreadable === 'damaged') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy does not decompress.`);
-      throw err;
-    } finally {
-      source.destroy();
-      digested.destroy();
-      if (stdin !== digested) (stdin as Transform).destroy();
-    }
-    if (result.exitCode === NO_ZSTD_EXIT) return 'no-zstd';
-    if (unreadable === 'missing') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
-    const whole = sizeBytes === Number(row.size_bytes) && timingSafeEqual(hash.digest(), row.sha256!);
-    // A full disk stops tar before the end as well: that is the sandbox's, not the snapshot's.
-    if (!whole && !/No space left on device/.test(stderr.text())) {
-      throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is not the one written.`);
-    }
-    if (result.timedOut) throw new Error(`restoring snapshot ${row.id} did not finish within ${timeoutMs / 1000} s`);
-    // The bytes are the ones written, so a zstd that refuses them is no damage of theirs either.
-    if (result.exitCode !== 0) throw new Error(`restoring snapshot ${row.id} failed (exit ${String(result.exitCode ?? result.signal)}): ${stderr.text()}`);
-    return 'done';
+    if (inSandbox === 'no-zstd') await extract(this.#deps, row, sandboxId, 'here', Math.max(1000, deadline - Date.now()));
   }
 
   /** The account's snapshot a new sandbox may start from: 404 for none, 409 for one not ready. */
@@ -555,34 +435,3 @@ function storageLimit(usedBytes: number, limitBytes: number): ApiError {
     extra: { limitBytes, usedBytes },
   });
 }
-
-/** The first bytes of a stream, and its last, as text. */
-class BoundedText {
-  readonly #max: number;
-  #chunks: Buffer[] = [];
-  #kept = 0;
-  #tail = Buffer.alloc(0);
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  push(chunk: Uint8Array): void {
-    const bytes = Buffer.from(chunk);
-    this.#tail = Buffer.concat([this.#tail, bytes]).subarray(-TAIL_BYTES);
-    if (this.#kept >= this.#max) return;
-    const piece = bytes.subarray(0, this.#max - this.#kept);
-    this.#chunks.push(piece);
-    this.#kept += piece.byteLength;
-  }
-
-  text(): string {
-    return Buffer.concat(this.#chunks).toString('utf8');
-  }
-
-  tail(): string {
-    return this.#tail.toString('utf8');
-  }
-}
-
-const TAIL_BYTES = 256;
