@@ -46,7 +46,8 @@ export async function extractBeside(deps: RestoreDeps, row: SnapshotRow, sandbox
   let result: ExecResult;
   let stored: { sizeBytes: number; sha256: Buffer };
   try {
-    [result, stored] = await Promise.all([
+    // Both to their end, whichever fails: the extract is never left running after its restore gave up.
+    const [ran, digested] = await Promise.allSettled([
       runtime.execBeside(sandboxId, {
         argv: ['/bin/sh', '-c', RESTORE_BESIDE_SCRIPT, 'paddock-restore'],
         env: { PATH: '/usr/bin:/bin' },
@@ -57,6 +58,9 @@ export async function extractBeside(deps: RestoreDeps, row: SnapshotRow, sandbox
       }),
       file.digest(),
     ]);
+    if (ran.status === 'rejected') throw ran.reason;
+    if (digested.status === 'rejected') throw digested.reason;
+    [result, stored] = [ran.value, digested.value];
   } finally {
     await file.close();
   }
