@@ -302,7 +302,8 @@ test('refusals until the bucket\'s next token cost no Redis round trip, and a ke
 });
 
 test('a key refused with an empty bucket is served again once the bucket\'s next token comes', async () => {
-  const { api, served } = await stack({ PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '60' });
+  // A token every 5 s: the refusals below fit between two tokens on a busy host too (one a second did not).
+  const { api, served } = await stack({ PADDOCK_RATE_SANDBOX_OPS_PER_MIN: '12' });
   const account = await newAccount(api.url, 'next-token');
   let refused: JsonResponse | undefined;
   for (let i = 0; i < 120 && !refused; i++) {

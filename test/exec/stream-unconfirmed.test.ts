@@ -8,8 +8,6 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { within } from '../helpers/streams.ts';
 import { sandboxFor } from '../files/helpers.ts';
 
-// test-plan: once (how the API ends a streamed answer; the runtime only runs the command)
-
 // A streamed answer sends only while its key was confirmed lately (api/auth/key-sessions.ts): a
 // line made once the confirmation has lapsed waits for the next check. The stream's end must wait
 // with it. The API reaches Redis through a relay the test holds, so the checks go unanswered
