@@ -28,6 +28,15 @@ const ZSTD_DECOMPRESS_CHUNK_BYTES = 256 * 1024;
 /** zstd's own refusal of its input (ZSTD_error_checksum_wrong, ZSTD_error_corruption_detected…): the bytes are not a whole frame. */
 const isZstdError = (err: unknown) => typeof (err as NodeJS.ErrnoException | undefined)?.code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ZSTD_error_');
 
+const CORRUPT = {
+  missing: 'its stored copy is missing',
+  damaged: 'its stored copy does not decompress',
+  altered: 'its stored copy is not the one written',
+} as const;
+
+/** The snapshot can never be restored, and why. */
+const corrupt = (why: keyof typeof CORRUPT) => new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: ${CORRUPT[why]}.`);
+
 /**
  * The extract beside the sandbox where the runtime and the store allow it: the host's zstd and
  * tar read the stored file by its descriptor (no byte of it through this process, but the
@@ -38,7 +47,7 @@ export async function extractBeside(deps: RestoreDeps, row: SnapshotRow, sandbox
   const { runtime, store } = deps;
   if (!runtime.execBeside || !store.open) return 'unavailable';
   const file = await store.open(row.id).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
+    if (err.code === 'ENOENT') throw corrupt('missing');
     throw err;
   });
   const stderr = new BoundedText(STDERR_KEPT_BYTES);
@@ -67,13 +76,13 @@ export async function extractBeside(deps: RestoreDeps, row: SnapshotRow, sandbox
   if (result.exitCode === NO_ZSTD_EXIT) return 'unavailable';
   // Checked whatever tar made of them: a sandbox whose restore fails never runs.
   if (stored.sizeBytes !== Number(row.size_bytes) || !timingSafeEqual(stored.sha256, row.sha256!)) {
-    throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is not the one written.`);
+    throw corrupt('altered');
   }
   if (result.timedOut) throw new Error(`restoring snapshot ${row.id} did not finish within ${timeoutMs / 1000} s`);
   const zstdExit = /(?:^|\n)zstd=([0-9]{1,3})\n?$/.exec(stderr.tail())?.[1];
   // The bytes are the ones written: a zstd that refuses them met frames past its window.
   if (zstdExit !== '0' && !/No space left on device/.test(said.text())) {
-    throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy does not decompress.`);
+    throw corrupt('damaged');
   }
   if (result.exitCode !== 0) throw new Error(`restoring snapshot ${row.id} failed (exit ${String(result.exitCode ?? result.signal)}): ${said.text()}${stderr.text().replace(/(?:^|\n)zstd=[0-9]+\n?$/, '')}`);
   return 'done';
@@ -122,8 +131,8 @@ export async function extract(deps: RestoreDeps, row: SnapshotRow, sandboxId: st
     });
   } catch (err) {
     if (isZstdError(err)) unreadable ??= 'damaged';
-    if (unreadable === 'missing') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
-    if (unreadable === 'damaged') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy does not decompress.`);
+    if (unreadable === 'missing') throw corrupt('missing');
+    if (unreadable === 'damaged') throw corrupt('damaged');
     throw err;
   } finally {
     source.destroy();
@@ -131,11 +140,11 @@ export async function extract(deps: RestoreDeps, row: SnapshotRow, sandboxId: st
     if (stdin !== digested) (stdin as Transform).destroy();
   }
   if (result.exitCode === NO_ZSTD_EXIT) return 'no-zstd';
-  if (unreadable === 'missing') throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is missing.`);
+  if (unreadable === 'missing') throw corrupt('missing');
   const whole = sizeBytes === Number(row.size_bytes) && timingSafeEqual(hash.digest(), row.sha256!);
   // A full disk stops tar before the end as well: that is the sandbox's, not the snapshot's.
   if (!whole && !/No space left on device/.test(stderr.text())) {
-    throw new SnapshotRestoreError('snapshot_corrupt', `${SNAPSHOT_CORRUPT_MESSAGE}: its stored copy is not the one written.`);
+    throw corrupt('altered');
   }
   if (result.timedOut) throw new Error(`restoring snapshot ${row.id} did not finish within ${timeoutMs / 1000} s`);
   // The bytes are the ones written, so a zstd that refuses them is no damage of theirs either.

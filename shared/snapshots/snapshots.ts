@@ -54,7 +54,6 @@ const ZSTD_CHUNK_BYTES = 1024 * 1024;
 /** A zstd frame begins with its magic number, 0xFD2FB528 little-endian; a tar never does (its first member's name). */
 const isZstdFrame = (chunk: Uint8Array) => chunk.byteLength >= 4 && chunk[0] === 0x28 && chunk[1] === 0xb5 && chunk[2] === 0x2f && chunk[3] === 0xfd;
 
-
 /** Resolves once `stream` takes the chunk (or is gone): a slow store holds the tar behind it. */
 function written(stream: Writable, chunk: Uint8Array): Promise<void> | void {
   if (stream.destroyed || stream.write(chunk)) return;
@@ -75,7 +74,6 @@ const RESUME_TIMEOUT_MS = 10_000;
 
 /** How often a copy written straight to its file is measured against the account's room. */
 const ROOM_CHECK_MS = 100;
-
 
 /** What became of a sandbox's final snapshot (Snapshots.keepFinal). */
 export type FinalSnapshot = { outcome: 'kept'; snapshotId?: string } | { outcome: 'elsewhere' };
