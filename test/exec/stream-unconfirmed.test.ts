@@ -5,7 +5,8 @@ import { LEASE_MS } from '../../api/auth/key-sessions.ts';
 import { newAccount } from '../helpers/accounts.ts';
 import { holdableRelay } from '../helpers/holdable-relay.ts';
 import { startSandboxStack } from '../helpers/sandbox-stack.ts';
-import { within } from '../helpers/streams.ts';
+import { openStream, within } from '../helpers/streams.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { sandboxFor } from '../files/helpers.ts';
 
 // A streamed answer sends only while its key was confirmed lately (api/auth/key-sessions.ts): a
@@ -21,28 +22,14 @@ after(() => relay.close());
 test("a streamed exec's exit, made while its key's check is due, comes before the stream ends", async () => {
   const account = await newAccount(stack.url, 'stream-unconfirmed');
   const box = await sandboxFor(stack, account.key);
-  const res = await fetch(`${stack.url}/v1/sandboxes/${box.id}/exec`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
-    body: JSON.stringify({ command: 'echo before; sleep 2' }),
-  });
-  assert.equal(res.status, 200);
-  let text = '';
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  const read = async () => {
-    const { done, value } = await reader.read();
-    if (!done) text += decoder.decode(value, { stream: true });
-    return done;
-  };
-  while (!text.includes('\n')) assert.equal(await within('the first line', 30_000, read()), false);
+  const stream = await openStream(stack.url, `/v1/sandboxes/${box.id}/exec`, account.key, 'application/x-ndjson', { command: 'echo before; sleep 2' });
+  await eventually('the first line', 30_000, async () => (stream.text().includes('\n') ? true : undefined), 10);
   // The command's end, its exit line with it, falls while no check is answered.
   relay.hold();
   await sleep(2000 + LEASE_MS);
   relay.release();
-  await within('the stream ends', 30_000, (async () => {
-    while (!(await read()));
-  })());
+  assert.equal(await within('the stream ends', 30_000, stream.ended), 'ended');
+  const text = stream.text();
   const lines = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; data?: string; exitCode?: number });
   assert.deepEqual(lines.map((l) => l.type), ['stdout', 'exit'], text);
   assert.equal(lines[0]!.data, 'before\n');

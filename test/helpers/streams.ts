@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 
-/** A streamed answer (NDJSON, Server-Sent Events) read as it comes: its text so far, and how it ended. */
-export async function openStream(url: string, path: string, key: string, accept: string) {
-  const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}`, accept } });
+/** A streamed answer (NDJSON, Server-Sent Events) read as it comes: its text so far, and how it ended. A GET, or a POST of `body` as JSON. */
+export async function openStream(url: string, path: string, key: string, accept: string, body?: unknown) {
+  const headers = { authorization: `Bearer ${key}`, accept, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
+  const res = await fetch(`${url}${path}`, body === undefined ? { headers } : { method: 'POST', headers, body: JSON.stringify(body) });
   assert.equal(res.status, 200);
   let text = '';
   const ended = (async (): Promise<'ended' | 'broken'> => {

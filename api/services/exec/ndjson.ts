@@ -97,24 +97,19 @@ export function startNdjsonAnswer(ctx: AppContext, writeTimeoutMs: number) {
    * for them all; without it a last line made as a check fell due (a busy host) was lost behind
    * the end, and the client saw the stream stop before the command's exit.
    */
-  let unsent: Promise<void> | undefined;
+  let unsent: Promise<unknown> | undefined;
   const write: LineWriter = (lines, written) => {
     const sent = started ? started.then(() => body.write(lines, written)) : body.write(lines, written);
-    if (sent instanceof Promise) {
-      const waited: Promise<void> = sent.then(
-        () => {
-          if (unsent === waited) unsent = undefined;
-        },
-        () => undefined,
-      );
-      unsent = waited;
-    }
+    if (sent) unsent = sent.catch(() => undefined);
     return sent;
   };
   const line = jsonLines(write);
   const end = (): void => {
-    if (started) void started.then(end);
-    else if (unsent) void unsent.then(end);
+    if (started) return void started.then(end);
+    const waiting = unsent;
+    unsent = undefined;
+    // Once it is sent, a line written meanwhile is waited for in turn.
+    if (waiting) void waiting.then(end);
     else if (!body.gone()) res.end();
   };
   return { line, write, end, abort };
