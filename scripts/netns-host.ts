@@ -52,6 +52,8 @@ export async function startNetnsHost(
     range?: '198.51.100' | '203.0.113';
     /** An HTTPS server on port 443 too, with this certificate (PEM): it records each request; /redirect/<url> answers 302 to https://<url>, /bulk/<MiB> that many MiB. */
     tls?: { cert: string; key: string };
+    /** Fixed answers of the HTTPS server, by path (its query aside): what a package index or a repository serves. */
+    pages?: Record<string, { type: string; body: string }>;
   } = {},
 ): Promise<NetnsHost> {
   const tag = randomBytes(4).toString('hex');
@@ -130,6 +132,7 @@ export async function startNetnsHost(
     }
     const recorded = [];
     const tls = ${JSON.stringify(options.tls ?? null)};
+    const pages = ${JSON.stringify(options.pages ?? {})};
     if (tls) {
       require('node:https').createServer(tls, (req, res) => {
         if (recorded.length < 10000) recorded.push({ method: req.method, url: req.url, headers: req.rawHeaders });
@@ -139,7 +142,12 @@ export async function startNetnsHost(
           return res.end();
         }
         if (bulk(req, res)) return;
+        const page = Object.hasOwn(pages, req.url.split('?')[0]) ? pages[req.url.split('?')[0]] : undefined;
         req.resume();
+        if (page) {
+          res.writeHead(200, { 'content-type': page.type, 'content-length': Buffer.byteLength(page.body) });
+          return req.on('end', () => res.end(page.body));
+        }
         req.on('end', () => res.end('hello over tls\\n'));
       }).listen(443, ${JSON.stringify(address)});
     }

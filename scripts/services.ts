@@ -76,6 +76,9 @@ const DEBIAN_PACKAGES = {
   'python3:ensurepip': 'python3-venv',
   'python3:pip': 'python3-pip',
   'python3:hatchling': 'python3-hatchling',
+  // The brokered-egress test runs the clients agents use in a sandbox (its userland is the host's).
+  git: 'git',
+  npm: 'npm',
 } as const;
 
 /** The Debian Python those packages are for (a python3 earlier on the PATH, pyenv's say, does not see them). */
@@ -86,6 +89,9 @@ export const BROWSER_PACKAGES = ['chromium'];
 
 /** What the Python SDK's test needs (test/sdk-python/). */
 export const PYTHON_SDK_PACKAGES = ['python3:httpx', 'python3:pytest', 'python3:ensurepip', 'python3:pip', 'python3:hatchling'];
+
+/** The clients the brokered-egress test runs in a sandbox (test/secrets/brokered-egress.test.ts). */
+export const BROKERED_CLIENT_PACKAGES = ['python3:httpx', 'python3:pip', 'git', 'npm'];
 
 /** Installs the Debian packages that are missing (needs root or password-less sudo). */
 export async function ensureDebianPackages(log: (line: string) => void, need = Object.keys(DEBIAN_PACKAGES)): Promise<void> {

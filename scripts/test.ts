@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
-import { BROWSER_PACKAGES, ensureDebianPackages, PYTHON_SDK_PACKAGES, startServices } from './services.ts';
+import { BROKERED_CLIENT_PACKAGES, BROWSER_PACKAGES, ensureDebianPackages, PYTHON_SDK_PACKAGES, startServices } from './services.ts';
 import { findTestFiles, planTests } from './test-plan.ts';
 import { migrateDatabase } from '../migrations/migrate.ts';
 import { TEST_SANDBOXES_CPU_WEIGHT } from '../test/helpers/config.ts';
@@ -183,6 +183,8 @@ try {
 
   // The Python SDK's test builds and installs it with the system's Python and its Debian packages.
   if (files.some((f) => f.includes('test/sdk-python/'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), PYTHON_SDK_PACKAGES);
+  // The brokered-egress test runs httpx, pip, npm and git in a sandbox.
+  if (files.some((f) => f.endsWith('test/secrets/brokered-egress.test.ts'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), BROKERED_CLIENT_PACKAGES);
   // The previews' browser test drives Debian's Chromium.
   if (files.some((f) => f.endsWith('test/previews/browser.test.ts'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), BROWSER_PACKAGES);
 

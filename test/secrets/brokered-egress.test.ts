@@ -33,6 +33,20 @@ const FLOOR = 'floor.broker.paddock.example';
 /** A wildcard brokered host: every name below it. */
 const WILD = '*.wild.broker.paddock.example';
 
+/** A commit the test repository's one branch names (served the dumb way: git asks for its refs first). */
+const COMMIT = 'c0ffee'.padEnd(40, '0');
+
+/** What a package index, a registry and a repository answer: enough for pip, npm and git to read. */
+const PACKAGE_PAGES = {
+  '/simple/tinypkg/': { type: 'text/html', body: '<!doctype html><a href="/files/tinypkg-1.0.3-py3-none-any.whl">tinypkg-1.0.3-py3-none-any.whl</a>\n' },
+  '/npm/tinypkg': {
+    type: 'application/json',
+    body: JSON.stringify({ name: 'tinypkg', 'dist-tags': { latest: '2.0.7' }, versions: { '2.0.7': { name: 'tinypkg', version: '2.0.7', dist: { tarball: `https://${API}/npm/tinypkg/-/tinypkg-2.0.7.tgz` } } } }),
+  },
+  '/git/repo.git/info/refs': { type: 'text/plain', body: `${COMMIT}\trefs/heads/main\n` },
+  '/git/repo.git/HEAD': { type: 'text/plain', body: 'ref: refs/heads/main\n' },
+};
+
 /**
  * A stack whose egress resolves through the test's DNS server and trusts the test authority
  * upstream (scripts/test-tls.ts), and the test host serving HTTPS with its certificate, at the
@@ -43,7 +57,7 @@ async function brokeredWorld() {
   after(() => certificates.remove());
   const dns = await startTestDns();
   const stack = await startSandboxStack({ overrides: { PADDOCK_EGRESS_RESOLVERS: dns.address, PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile } });
-  const host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key } });
+  const host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key }, pages: PACKAGE_PAGES });
   dns.set(API, [host.address]);
   // Another name of the same address: what a program might send the credential to instead.
   dns.set(PLAIN, [host.address]);
@@ -89,6 +103,21 @@ test('local: a brokered secret reaches its host as a header and nothing of the s
     const [request] = await seen(path);
     assert.ok(request, `the test host took ${path}`);
     assert.deepEqual(headerValues(request.headers, 'authorization'), [`Bearer ${value}`], `${path}: ${JSON.stringify(request.headers)}`);
+  }
+  // So do httpx, pip, npm and git, with their own ways of finding authorities (certifi's bundle,
+  // the system's, Node's with NODE_EXTRA_CA_CERTS, GnuTLS'), and the same header on every request.
+  const viaHttpx = await sh(`python3 -c "import httpx; print(httpx.get('https://${API}/httpx', timeout=20).text, end='')"`);
+  assert.equal(viaHttpx.stdout, 'hello over tls\n', viaHttpx.stderr);
+  const viaPip = await sh(`python3 -m pip index versions tinypkg --index-url https://${API}/simple/ --no-cache-dir --disable-pip-version-check 2>&1`);
+  assert.match(viaPip.stdout, /tinypkg \(1\.0\.3\)/, viaPip.stdout);
+  const viaNpm = await sh(`npm view tinypkg version --registry https://${API}/npm/ --cache /tmp/npm-cache --no-update-notifier 2>&1`);
+  assert.equal(viaNpm.stdout.trim(), '2.0.7', viaNpm.stdout);
+  const viaGit = await sh(`GIT_TERMINAL_PROMPT=0 git ls-remote https://${API}/git/repo.git 2>&1`);
+  assert.match(viaGit.stdout, new RegExp(`^${COMMIT}\trefs/heads/main$`, 'm'), viaGit.stdout);
+  for (const path of ['/httpx', '/simple/tinypkg/', '/npm/tinypkg', '/git/repo.git/info/refs?service=git-upload-pack']) {
+    const requests = await seen(path);
+    assert.ok(requests.length > 0, `the test host took ${path}: ${JSON.stringify((await host.requests()).map((r) => r.url))}`);
+    for (const request of requests) assert.deepEqual(headerValues(request.headers, 'authorization'), [`Bearer ${value}`], `${path}: ${JSON.stringify(request.headers)}`);
   }
 
   // Nothing the sandbox can read holds the value: its environment, any process's, its files.
