@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { call, callOk, median, percentile, round, startStack, type SandboxObject } from './stack.ts';
+import { call, callOk, median, percentile, unroundedPercentile, round, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { startTestDns } from '../scripts/test-dns.ts';
 import { makeTestCertificates } from '../scripts/test-tls.ts';
@@ -85,7 +85,7 @@ export const brokeredBenchmark: Benchmark = {
       }
       const requests = await host.requests();
       const injected = requests.filter((r) => r.headers.some((h, i) => i % 2 === 1 && h === 'Bearer bench-token-value')).length;
-      const latencyRatio = percentile(small.brokered, 50) / percentile(small.open, 50);
+      const latencyRatio = unroundedPercentile(small.brokered, 50) / unroundedPercentile(small.open, 50);
       const throughputRatio = median(bulk.brokered) / median(bulk.open);
       const brokerRssMb = egressProcessRss(realpathSync(stack.dataDir));
       ctx.log(`  small HTTPS GET p50: egress all ${percentile(small.open, 50)} ms, brokered ${percentile(small.brokered, 50)} ms (×${latencyRatio.toFixed(2)}); ${injected} requests carried the header`);

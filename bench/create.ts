@@ -3,9 +3,10 @@ import pg from 'pg';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey, startFloor, startLifecycleFloor } from './targets.ts';
 import { cpuSeconds } from './cpu.ts';
-import { call, callOk, localRuntimeOn, percentile, removeDataDir, round, sandboxDataDir, startStack, warmPoolFull, type SandboxObject } from './stack.ts';
+import { call, callOk, localRuntimeOn, percentile, removeDataDir, unroundedPercentile, round, sandboxDataDir, startStack, warmPoolFull, type SandboxObject } from './stack.ts';
 
-const GOAL_MS = 10;
+/** Paddock's own time over the lifecycle floor (the hops the architecture fixes), at p50. */
+const OVER_FLOOR_GOAL_MS = 5;
 const POOL_SIZE = 4;
 const POOL_GOAL = { p50: 10, p99: 50 };
 const COUNT = Number(process.env.BENCH_CREATE_COUNT ?? 50);
@@ -19,7 +20,7 @@ function processCpu(stack: { webPid: number; workerPid: number }): { web: number
 
 export const createBenchmark: Benchmark = {
   name: 'create',
-  summary: `POST /v1/sandboxes (waits until running) against the raw local runtime's create, and from a warm pool of ${POOL_SIZE}, ${COUNT} sequential each, interleaved; goals: overhead ≤ ${GOAL_MS} ms at p50 without a pool; p50 ≤ ${POOL_GOAL.p50} ms and p99 ≤ ${POOL_GOAL.p99} ms from the pool`,
+  summary: `POST /v1/sandboxes (waits until running) against the raw local runtime's create, and from a warm pool of ${POOL_SIZE}, ${COUNT} sequential each, interleaved; goals: over the lifecycle floor ≤ ${OVER_FLOOR_GOAL_MS} ms at p50 without a pool; p50 ≤ ${POOL_GOAL.p50} ms and p99 ≤ ${POOL_GOAL.p99} ms from the pool`,
   async run(ctx) {
     const stack = await startStack(ctx, 'create');
     const pooledStack = await startStack(ctx, 'create-pool', { PADDOCK_WARM_POOL_SIZE: String(POOL_SIZE), PADDOCK_REAPER_SWEEP_SECONDS: '1' });
@@ -106,8 +107,8 @@ export const createBenchmark: Benchmark = {
         apiServer.push(Date.parse(sandbox.readyAt!) - Date.parse(sandbox.createdAt));
         if ((i - WARMUP + 1) % 10 === 0) ctx.log(`  ${i - WARMUP + 1}/${COUNT}: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms`);
       }
-      const overhead = percentile(api, 50) - percentile(raw, 50);
-      const overFloor = overhead - percentile(lifecycleFloorMs, 50);
+      const overhead = unroundedPercentile(api, 50) - unroundedPercentile(raw, 50);
+      const overFloor = overhead - unroundedPercentile(lifecycleFloorMs, 50);
       // The same, round by round: each API create beside the raw create and the floor of its own
       // round, which share the host's moment. A difference of p50s from distributions some 40 ms
       // wide moved by ±3 ms from run to run; the p50 of the rounds' differences is steadier.
@@ -131,7 +132,7 @@ export const createBenchmark: Benchmark = {
             'over the floor p50 ms': round(overFloor),
             'over the floor, round by round, p50 ms': round(percentile(overFloorRounds, 50)),
           },
-          goal: { text: `overhead ≤ ${GOAL_MS} ms at p50`, met: overhead <= GOAL_MS },
+          goal: { text: `over the lifecycle floor ≤ ${OVER_FLOOR_GOAL_MS} ms at p50`, met: overFloor <= OVER_FLOOR_GOAL_MS },
           detail: { samples: api.map((v) => round(v)) },
         },
         {

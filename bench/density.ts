@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { call, callOk, inBatches, percentile, round, startStack, type SandboxObject } from './stack.ts';
+import { call, callOk, inBatches, percentile, unroundedPercentile, round, startStack, type SandboxObject } from './stack.ts';
 
 // Density (docs/benchmarks.md): one account fills this host with local sandboxes through the API,
 // to BASE live and then to COUNT live; at each level the last creates and a round of execs are
@@ -125,8 +125,8 @@ export const densityBenchmark: Benchmark = {
       ctx.log(`  all ${ids.size} destroyed at once in ${round(destroySeconds, 1)} s (${refusedForNow} 429s retried); left behind: ${JSON.stringify(left)}`);
 
       const [base, full] = [levels[0]!, levels[levels.length - 1]!];
-      const createRatio = percentile(full.createMs, 50) / percentile(base.createMs, 50);
-      const execRatio = percentile(full.execMs, 50) / percentile(base.execMs, 50);
+      const createRatio = unroundedPercentile(full.createMs, 50) / unroundedPercentile(base.createMs, 50);
+      const execRatio = unroundedPercentile(full.execMs, 50) / unroundedPercentile(base.execMs, 50);
       const perSandboxMb = full.memoryBytes / full.live / 1e6;
       const rows: BenchRow[] = levels.map((l) => ({
         subject: `${l.live} live: the last ${SAMPLE} creates (POST /v1/sandboxes, until running) and ${SAMPLE} execs of \`true\`, one after another`,

@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { call, callOk, median, percentile, round, startStack, type SandboxObject } from './stack.ts';
+import { call, callOk, median, percentile, unroundedPercentile, round, startStack, type SandboxObject } from './stack.ts';
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { PYTHON_DNS, startTestDns } from '../scripts/test-dns.ts';
 import { createdWithNetwork, egressProcessRss, PYTHON_DRAIN_RATE, PYTHON_TIMED_GETS, rotated } from './egress-shared.ts';
@@ -113,9 +113,9 @@ export const egressBenchmark: Benchmark = {
       for (let round = 0; round < 3; round++) {
         for (const which of rotated(['listed', 'open', 'named'] as const, round)) bulk[which].push(Number(await python(sandboxes[which], BULK, [target(which), host.port, BULK_MIB])));
       }
-      const latencyRatio = percentile(small.listed, 50) / percentile(small.open, 50);
+      const latencyRatio = unroundedPercentile(small.listed, 50) / unroundedPercentile(small.open, 50);
       const throughputRatio = median(bulk.listed) / median(bulk.open);
-      const namedLatencyRatio = percentile(small.named, 50) / percentile(small.open, 50);
+      const namedLatencyRatio = unroundedPercentile(small.named, 50) / unroundedPercentile(small.open, 50);
       const namedThroughputRatio = median(bulk.named) / median(bulk.open);
       const resolverRssMb = egressProcessRss(realpathSync(stack.dataDir));
       ctx.log(`  small GET p50: allow list ${percentile(small.listed, 50)} ms, all ${percentile(small.open, 50)} ms (×${latencyRatio.toFixed(2)}); by name ${percentile(small.named, 50)} ms (×${namedLatencyRatio.toFixed(2)})`);
@@ -135,7 +135,7 @@ export const egressBenchmark: Benchmark = {
       await new Promise((resolve) => setTimeout(resolve, 500));
       const busy = await apiGets();
       const refused = Number(await hammering);
-      const apiRatio = percentile(busy, 99) / percentile(quiet, 99);
+      const apiRatio = unroundedPercentile(busy, 99) / unroundedPercentile(quiet, 99);
       ctx.log(`  API GET p99: quiet ${percentile(quiet, 99)} ms, during ${refused} refused connections ${percentile(busy, 99)} ms (×${apiRatio.toFixed(2)})`);
 
       // The same, while a sandbox with a domain rule floods the resolver with names it refuses;
@@ -146,8 +146,8 @@ export const egressBenchmark: Benchmark = {
       const duringFlood = await apiGets();
       const neighbour = JSON.parse(await python(named, SMALL_GETS, [NAME, host.port, 50])) as number[];
       const [floodSent = 0, floodAnswered = 0] = (await flooding).split(' ').map(Number);
-      const floodRatio = percentile(duringFlood, 99) / percentile(quiet, 99);
-      const neighbourRatio = percentile(neighbour, 50) / percentile(small.named, 50);
+      const floodRatio = unroundedPercentile(duringFlood, 99) / unroundedPercentile(quiet, 99);
+      const neighbourRatio = unroundedPercentile(neighbour, 50) / unroundedPercentile(small.named, 50);
       ctx.log(
         `  during a DNS flood (${floodSent} queries sent in ${seconds} s, ${floodAnswered} answered): API GET p99 ${percentile(duringFlood, 99)} ms (×${floodRatio.toFixed(2)}); ` +
           `another sandbox's GET by name p50 ${percentile(neighbour, 50)} ms (×${neighbourRatio.toFixed(2)} its quiet one)`,

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { call, callOk, createRunningSandbox, inBatches, localRuntimeOn, percentile, round, startStack } from './stack.ts';
+import { call, callOk, createRunningSandbox, inBatches, localRuntimeOn, percentile, unroundedPercentile, round, startStack } from './stack.ts';
 
 const GOAL_RATIO = 1.5;
 const COUNT = Number(process.env.BENCH_EXEC_COUNT ?? 200);
@@ -128,15 +128,15 @@ export const execBenchmark: Benchmark = {
         rawRun.push(result.durationMs);
       }
       const { execs: withSecrets, listings, listed, starts } = await withSecretsAtTheCaps(stack.url);
-      const ratio = percentile(api, 50) / percentile(raw, 50);
+      const ratio = unroundedPercentile(api, 50) / unroundedPercentile(raw, 50);
       ctx.log(`  sequential: API p50 ${percentile(api, 50)} ms, raw p50 ${percentile(raw, 50)} ms (×${ratio.toFixed(2)})`);
       ctx.log(`  the command itself, p50: ${percentile(apiRun, 50)} ms in the API, ${percentile(rawRun, 50)} ms raw`);
-      const floorRatio = percentile(api, 50) / percentile(bwrap, 50);
+      const floorRatio = unroundedPercentile(api, 50) / unroundedPercentile(bwrap, 50);
       ctx.log(`  a fresh bwrap … /bin/true, p50 ${percentile(bwrap, 50)} ms: API ×${floorRatio.toFixed(2)}`);
-      const httpFloorRatio = percentile(api, 50) / percentile(httpFloor, 50);
+      const httpFloorRatio = unroundedPercentile(api, 50) / unroundedPercentile(httpFloor, 50);
       ctx.log(`  a bare node:http POST plus the raw exec, p50 ${percentile(httpFloor, 50)} ms: API ×${httpFloorRatio.toFixed(2)}`);
       ctx.log(`  with ${CAPPED_SECRETS} secrets of ${CAPPED_SECRET_BYTES} bytes: API p50 ${percentile(withSecrets, 50)} ms, p99 ${percentile(withSecrets, 99)} ms`);
-      const listingRatio = percentile(listings, 50) / percentile(withSecrets, 50);
+      const listingRatio = unroundedPercentile(listings, 50) / unroundedPercentile(withSecrets, 50);
       ctx.log(`  starting ${STARTED_PROCESSES} background processes one after another: p50 ${percentile(starts, 50)} ms`);
       ctx.log(`  listing ${listed} background processes of that account: p50 ${percentile(listings, 50)} ms (×${listingRatio.toFixed(2)} its exec of true)`);
 

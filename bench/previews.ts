@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Benchmark, BenchRow } from './types.ts';
 import { mintApiKey } from './targets.ts';
-import { callOk, createRunningSandbox, localRuntimeOn, percentile, round, startStack } from './stack.ts';
+import { callOk, createRunningSandbox, localRuntimeOn, percentile, round, startStack, unroundedPercentile } from './stack.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
 
 // Preview URLs (docs/api.md, "Preview URLs") against their floor: the same program in the same
@@ -123,8 +123,8 @@ export const previewsBenchmark: Benchmark = {
         proxied.push(a.ms);
         floor.push(b.ms);
       }
-      const latencyRatio = percentile(proxied, 50) / percentile(floor, 50);
-      ctx.log(`  small GET p50: preview ${percentile(proxied, 50)} ms, direct ${percentile(floor, 50)} ms (×${latencyRatio.toFixed(2)})`);
+      const latencyRatio = unroundedPercentile(proxied, 50) / unroundedPercentile(floor, 50);
+      ctx.log(`  small GET p50: preview ${round(unroundedPercentile(proxied, 50), 2)} ms, direct ${round(unroundedPercentile(floor, 50), 2)} ms (×${latencyRatio.toFixed(2)})`);
 
       const bulkPreview: number[] = [];
       const bulkDirect: number[] = [];
@@ -135,7 +135,7 @@ export const previewsBenchmark: Benchmark = {
         bulkPreview.push(BULK_MIB / (a.ms / 1000));
         bulkDirect.push(BULK_MIB / (b.ms / 1000));
       }
-      const throughputRatio = percentile(bulkPreview, 50) / percentile(bulkDirect, 50);
+      const throughputRatio = unroundedPercentile(bulkPreview, 50) / unroundedPercentile(bulkDirect, 50);
       ctx.log(`  ${BULK_MIB} MiB download: preview ${percentile(bulkPreview, 50)} MiB/s, direct ${percentile(bulkDirect, 50)} MiB/s (${Math.round(throughputRatio * 100)}%)`);
 
       const path = `/v1/sandboxes/${sandbox.id}`;
@@ -163,8 +163,8 @@ export const previewsBenchmark: Benchmark = {
       const shared = await floodedVia(api);
       await new Promise((r) => setTimeout(r, 2000));
       const apart = await floodedVia(new URL(stack.urls[1]!));
-      const sharedRatio = percentile(shared.latencies, 99) / percentile(quiet, 99);
-      const apartRatio = percentile(apart.latencies, 99) / percentile(quiet, 99);
+      const sharedRatio = unroundedPercentile(shared.latencies, 99) / unroundedPercentile(quiet, 99);
+      const apartRatio = unroundedPercentile(apart.latencies, 99) / unroundedPercentile(quiet, 99);
       ctx.log(
         `  GET ${path.replace(sandbox.id, '{id}')} p99: quiet ${percentile(quiet, 99)} ms; flood through the same web ${percentile(shared.latencies, 99)} ms (×${sharedRatio.toFixed(2)}, a download during it ${shared.duringMiBs} MiB/s); ` +
           `through a second web ${percentile(apart.latencies, 99)} ms (×${apartRatio.toFixed(2)}, ${apart.duringMiBs} MiB/s)`,
@@ -173,12 +173,12 @@ export const previewsBenchmark: Benchmark = {
       const rows: BenchRow[] = [
         {
           subject: 'floor: GET of 11 bytes, runtime.openPort from the bench process, fresh connection each',
-          figures: { n: floor.length, 'p50 ms': percentile(floor, 50), 'p99 ms': percentile(floor, 99) },
+          figures: { n: floor.length, 'p50 ms': round(unroundedPercentile(floor, 50), 2), 'p99 ms': percentile(floor, 99) },
           detail: { samples: floor.map((v) => round(v)) },
         },
         {
           subject: 'the same GET through the preview (public), fresh connection each',
-          figures: { n: proxied.length, 'p50 ms': percentile(proxied, 50), 'p99 ms': percentile(proxied, 99), 'preview / floor p50': `×${latencyRatio.toFixed(2)}` },
+          figures: { n: proxied.length, 'p50 ms': round(unroundedPercentile(proxied, 50), 2), 'p99 ms': percentile(proxied, 99), 'preview / floor p50': `×${latencyRatio.toFixed(2)}` },
           goal: { text: `p50 ≤ ${LATENCY_GOAL}× the floor's`, met: latencyRatio <= LATENCY_GOAL },
           detail: { samples: proxied.map((v) => round(v)) },
         },
