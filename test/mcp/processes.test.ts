@@ -90,7 +90,8 @@ test("expose a server's port: the URL answers with the token or the signed URL, 
   await ok(client, 'process_start', { command: 'python3 -m http.server 8000 --bind 127.0.0.1' });
   await eventually('the server', 20_000, async () => {
     const r = await client.callTool({ name: 'exec', arguments: { command: "python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=2)\"" } });
-    return (r as CallToolResult).isError ? undefined : true;
+    // A command that ran and failed is no tool error: its exit code says whether the server answered.
+    return (r as CallToolResult).structuredContent?.exitCode === 0 ? true : undefined;
   });
 
   const made = await ok(client, 'preview_create', { port: 8000 });
