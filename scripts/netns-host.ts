@@ -142,7 +142,8 @@ export async function startNetnsHost(
           return res.end();
         }
         if (bulk(req, res)) return;
-        const page = Object.hasOwn(pages, req.url.split('?')[0]) ? pages[req.url.split('?')[0]] : undefined;
+        const pagePath = req.url.split('?')[0];
+        const page = Object.hasOwn(pages, pagePath) ? pages[pagePath] : undefined;
         req.resume();
         if (page) {
           res.writeHead(200, { 'content-type': page.type, 'content-length': Buffer.byteLength(page.body) });

@@ -181,12 +181,16 @@ try {
     else testEnv.PADDOCK_TEST_CLI = join(prefix, 'lib/node_modules/@paddock/cli/bin/paddock.cjs');
   }
 
-  // The Python SDK's test builds and installs it with the system's Python and its Debian packages.
-  if (files.some((f) => f.includes('test/sdk-python/'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), PYTHON_SDK_PACKAGES);
-  // The brokered-egress test runs httpx, pip, npm and git in a sandbox.
-  if (files.some((f) => f.endsWith('test/secrets/brokered-egress.test.ts'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), BROKERED_CLIENT_PACKAGES);
-  // The previews' browser test drives Debian's Chromium.
-  if (files.some((f) => f.endsWith('test/previews/browser.test.ts'))) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), BROWSER_PACKAGES);
+  // What some suites need of the machine, installed in one go when they are in the run: the Python
+  // SDK's test builds and installs it with the system's Python and its Debian packages; the
+  // brokered-egress test runs httpx, pip, npm and git in a sandbox; the previews' browser test
+  // drives Debian's Chromium.
+  const needed = new Set([
+    ...(files.some((f) => f.includes('test/sdk-python/')) ? PYTHON_SDK_PACKAGES : []),
+    ...(files.some((f) => f.endsWith('test/secrets/brokered-egress.test.ts')) ? BROKERED_CLIENT_PACKAGES : []),
+    ...(files.some((f) => f.endsWith('test/previews/browser.test.ts')) ? BROWSER_PACKAGES : []),
+  ]);
+  if (needed.size) await ensureDebianPackages((line) => process.stderr.write(`${line}\n`), [...needed]);
 
   const plan = whole ? planTests(root, files) : { perRuntime: files, once: [] };
   const timings = readTimings();

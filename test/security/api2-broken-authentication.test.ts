@@ -252,7 +252,7 @@ describe('no email enumeration', () => {
     const keys: { params: { logN: number; r: number; p: number }; genuine: boolean }[] = [];
     const verifyKey = scrypt.verify;
     scrypt.verify = async (key, passphrase) => {
-      const bytes = Buffer.from(typeof key === 'string' ? Buffer.from(key, 'base64') : key);
+      const bytes = typeof key === 'string' ? Buffer.from(key, 'base64') : Buffer.from(key);
       keys.push({ params: scrypt.viewParams(bytes), genuine: createHash('sha256').update(bytes.subarray(0, 48)).digest().subarray(0, 16).equals(bytes.subarray(48, 64)) });
       return verifyKey.call(scrypt, key, passphrase);
     };
