@@ -8,6 +8,8 @@ import { once } from 'node:events';
 
 /** A test host in a namespace of its own, at 198.51.100.x (or 203.0.113.x); the host end of its link at another x. */
 export interface NetnsHost {
+  /** Its network namespace's name (`ip netns exec` runs a program in it). */
+  netns: string;
   address: string;
   hostEnd: string;
   /** Its first server's port; `ports`, every server's. */
@@ -52,6 +54,8 @@ export async function startNetnsHost(
     range?: '198.51.100' | '203.0.113';
     /** An HTTPS server on port 443 too, with this certificate (PEM): it records each request; /redirect/<url> answers 302 to https://<url>, /bulk/<MiB> that many MiB. */
     tls?: { cert: string; key: string };
+    /** The port of its first web server (else any free one): 80, for a client that names none. */
+    firstPort?: number;
     /** Fixed answers of the HTTPS server, by path (its query aside): what a package index or a repository serves. */
     pages?: Record<string, { type: string; body: string }>;
   } = {},
@@ -125,7 +129,7 @@ export async function startNetnsHost(
         res.on('close', () => clearInterval(tick));
       });
       server.on('connection', () => served++);
-      server.listen(0, ${JSON.stringify(address)}, () => {
+      server.listen(i === 0 ? ${options.firstPort ?? 0} : 0, ${JSON.stringify(address)}, () => {
         ports.push(server.address().port);
         if (ports.length === ${options.servers ?? 1}) console.log(ports.join(' '));
       });
@@ -190,6 +194,7 @@ export async function startNetnsHost(
         ]);
   const ports = (await nextLine()).split(' ').map(Number);
   return {
+    netns,
     address,
     hostEnd,
     port: ports[0]!,

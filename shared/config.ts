@@ -238,6 +238,10 @@ export const configSchema = z.object({
   PADDOCK_KUBE_MEMORY_REQUEST: z.string().min(1).default('256Mi'),
   PADDOCK_KUBE_MEMORY_LIMIT: z.string().min(1).default('1Gi'),
   PADDOCK_KUBE_DEADLINE_GRACE_SECONDS: int(0).default(120),
+  /** The egress gateway Service's cluster address (IPv4): every sandbox pod's DNS, and names and brokered credentials in egress policies; unset: neither. */
+  PADDOCK_EGRESS_GATEWAY: z.ipv4({ error: 'expected the egress gateway Service\'s cluster IPv4 address' }).optional(),
+  /** The namespace the egress gateway's pods run in (their NetworkPolicy admission names it). */
+  PADDOCK_EGRESS_GATEWAY_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock'),
   PADDOCK_SHUTDOWN_TIMEOUT_SECONDS: int(1).default(25),
   // events and webhooks (docs/api.md, "Events and webhooks"; docs/configuration.md)
   /** How long before its cap a sandbox.expiring event is recorded; 0: none. */
@@ -348,8 +352,8 @@ export function unknownPaddockVariables(env: Record<string, string | undefined>)
   return Object.keys(env).filter((k) => k.startsWith('PADDOCK_') && !known.has(k) && !EXTRA_KNOWN.has(k));
 }
 
-// Variables read by other parts (the CLI, the dev stack) and not by the server processes.
-const EXTRA_KNOWN = new Set(['PADDOCK_BASE_URL', 'PADDOCK_API_KEY', 'PADDOCK_HOME']);
+// Variables read by other parts (the CLI, the dev stack, the egress gateway) and not by the API's and workers' processes.
+const EXTRA_KNOWN = new Set(['PADDOCK_BASE_URL', 'PADDOCK_API_KEY', 'PADDOCK_HOME', 'PADDOCK_EGRESS_CA_DIR', 'PADDOCK_EGRESS_GATEWAY_LISTEN', 'PADDOCK_EGRESS_GATEWAY_PORTS']);
 
 /** Parses process.env or stops the process with a message naming the bad variable. */
 export function loadConfigOrExit(role: Role): Config {

@@ -5,6 +5,7 @@ import type { Logger } from '../logger.ts';
 import type { SandboxRuntime } from './types.ts';
 import { createLocalRuntime } from './local/index.ts';
 import type { KubernetesRuntimeOptions } from './kubernetes/index.ts';
+import { GATEWAY_POD_LABELS } from './kubernetes/egress-gateway.ts';
 
 export * from './types.ts';
 
@@ -62,6 +63,9 @@ export function kubernetesOptions(config: Config, kubeConfig: KubeConfig, log?: 
       memoryLimit: config.PADDOCK_KUBE_MEMORY_LIMIT,
     },
     deadlineGraceSeconds: config.PADDOCK_KUBE_DEADLINE_GRACE_SECONDS,
+    ...(config.PADDOCK_EGRESS_GATEWAY
+      ? { gateway: { address: config.PADDOCK_EGRESS_GATEWAY, namespace: config.PADDOCK_EGRESS_GATEWAY_NAMESPACE, podLabels: GATEWAY_POD_LABELS } }
+      : {}),
     log,
   };
 }

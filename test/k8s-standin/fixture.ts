@@ -25,7 +25,7 @@ export interface StandinFixture {
  * A stand-in backed by real bubblewrap sandboxes in a temporary data directory. The caller
  * closes it (in after()); closing destroys every sandbox and removes the directory.
  */
-export async function startStandinFixture(options: { pullBackOffMs?: number; eventWindow?: number } = {}): Promise<StandinFixture> {
+export async function startStandinFixture(options: { pullBackOffMs?: number; eventWindow?: number; podIp?: (name: string) => string | undefined } = {}): Promise<StandinFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'paddock-k8s-standin-'));
   const local = createLocalRuntime({ dataDir, memoryMb: 512, pidsMax: 256, sandboxesCpuWeight: TEST_SANDBOXES_CPU_WEIGHT });
   const backend = observe(local);

@@ -8,7 +8,7 @@ import { chooseSubprotocol, handleExecUpgrade } from './exec.ts';
 import { choosePortForwardSubprotocol, handlePortForwardUpgrade } from './port-forward.ts';
 import { handleRest, POD_PORTFORWARD } from './rest.ts';
 import { PodStore } from './store.ts';
-import { NetworkPolicyStore } from './network-policies.ts';
+import { CONFIG_MAP, NETWORK_POLICY, ObjectStore, SECRET, type ConfigMapJson, type NetworkPolicyJson, type ObjectJson, type SecretJson } from './objects.ts';
 
 export { UNPULLABLE } from './store.ts';
 export { SUBPROTOCOLS } from './exec.ts';
@@ -19,8 +19,10 @@ export interface KubeStandin {
   kubeConfig: KubeConfig;
   /** The bearer token the stand-in accepts, for tests that speak to it without client-node. */
   token: string;
-  /** The NetworkPolicies it was given, as it keeps them. */
-  networkPolicies: NetworkPolicyStore;
+  /** The NetworkPolicies, Secrets and ConfigMaps it was given, as it keeps them. */
+  networkPolicies: ObjectStore<NetworkPolicyJson>;
+  secrets: ObjectStore<SecretJson>;
+  configMaps: ObjectStore<ConfigMapJson>;
   close(): Promise<void>;
 }
 
@@ -36,19 +38,25 @@ export async function startKubeStandin(options: {
   pullBackOffMs?: number;
   /** How many events back a watch may resume from (the API server keeps a few minutes' worth). */
   eventWindow?: number;
+  /** The address a running pod of that name shows as its status.podIP; 127.0.0.1 where it answers none. */
+  podIp?: (name: string) => string | undefined;
 }): Promise<KubeStandin> {
   const token = randomBytes(24).toString('base64url');
   const store = new PodStore({ backend: options.backend, pullBackOffMs: options.pullBackOffMs ?? 300,
     eventWindow: options.eventWindow ?? 1000,
+    podIp: options.podIp ?? (() => undefined),
   });
   const openWatches = new Set<ServerResponse>();
-  const networkPolicies = new NetworkPolicyStore();
+  const networkPolicies = new ObjectStore<NetworkPolicyJson>(NETWORK_POLICY);
+  const secrets = new ObjectStore<SecretJson>(SECRET);
+  const configMaps = new ObjectStore<ConfigMapJson>(CONFIG_MAP);
+  const objects = [networkPolicies, secrets, configMaps] as unknown as ObjectStore<ObjectJson>[];
   const wss = new WebSocketServer({ noServer: true, handleProtocols: chooseSubprotocol });
   // Port-forward speaks other subprotocols than exec (no v5), so it has a server of its own.
   const portForwardWss = new WebSocketServer({ noServer: true, handleProtocols: choosePortForwardSubprotocol });
   // Go's default header limit rather than Node's 16 KiB: an exec's argv and environment all
   // travel in its URL.
-  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => void handleRest({ store, networkPolicies, token, openWatches }, req, res));
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => void handleRest({ store, objects, token, openWatches }, req, res));
   server.on('upgrade', (req, socket, head: Buffer) => {
     if (POD_PORTFORWARD.test(new URL(req.url ?? '/', 'http://standin').pathname)) {
       handlePortForwardUpgrade({ store, backend: options.backend, token, wss: portForwardWss }, req, socket, head);
@@ -74,6 +82,8 @@ export async function startKubeStandin(options: {
     kubeConfig,
     token,
     networkPolicies,
+    secrets,
+    configMaps,
     async close() {
       for (const res of openWatches) res.end();
       for (const ws of [...wss.clients, ...portForwardWss.clients]) ws.terminate();

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fieldSelector, labelSelector } from './selectors.ts';
 import { badRequest, sendJson, sendStatus, StatusError, unauthorized } from './status.ts';
 import type { PodStore } from './store.ts';
-import { NETWORK_POLICY, NETWORK_POLICY_COLLECTION, type NetworkPolicyStore } from './network-policies.ts';
+import type { ObjectJson, ObjectStore } from './objects.ts';
 import type { PodJson } from './types.ts';
 import { serveWatch } from './watch.ts';
 
@@ -15,7 +15,8 @@ export const POD_PORTFORWARD = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/
 
 export interface RestContext {
   store: PodStore;
-  networkPolicies: NetworkPolicyStore;
+  /** NetworkPolicies, Secrets and ConfigMaps: kept as given. */
+  objects: ObjectStore<ObjectJson>[];
   token: string;
   openWatches: Set<ServerResponse>;
 }
@@ -24,7 +25,7 @@ export function isAuthorized(req: IncomingMessage, token: string): boolean {
   return req.headers.authorization === `Bearer ${token}`;
 }
 
-/** The plain HTTP part of the API: pods, their list and watch, NetworkPolicies, and the version endpoint. */
+/** The plain HTTP part of the API: pods, their list and watch, the objects kept as given, and the version endpoint. */
 export async function handleRest(ctx: RestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
     if (!isAuthorized(req, ctx.token)) throw unauthorized();
@@ -62,24 +63,27 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
         const body = await readJson(req, true);
         const grace = query.get('gracePeriodSeconds') ?? (body as { gracePeriodSeconds?: number } | undefined)?.gracePeriodSeconds;
         const deleted = ctx.store.delete(namespace, name, grace === undefined ? undefined : Number(grace));
-        ctx.networkPolicies.ownerGone(deleted.metadata.uid);
+        for (const objects of ctx.objects) objects.ownerGone(deleted.metadata.uid);
         return sendJson(res, 200, deleted);
       }
       throw methodNotAllowed(req.method);
     }
-    if ((m = NETWORK_POLICY_COLLECTION.exec(path))) {
-      const namespace = decodeURIComponent(m[1]!);
-      if (req.method === 'POST') return sendJson(res, 201, ctx.networkPolicies.create(namespace, await readJson(req)));
-      if (req.method === 'GET') return sendJson(res, 200, { kind: 'NetworkPolicyList', apiVersion: 'networking.k8s.io/v1', metadata: {}, items: ctx.networkPolicies.list(namespace) });
-      throw methodNotAllowed(req.method);
-    }
-    if ((m = NETWORK_POLICY.exec(path))) {
-      const namespace = decodeURIComponent(m[1]!);
-      const name = decodeURIComponent(m[2]!);
-      if (req.method === 'GET') return sendJson(res, 200, ctx.networkPolicies.get(namespace, name));
-      if (req.method === 'PUT') return sendJson(res, 200, ctx.networkPolicies.replace(namespace, name, await readJson(req)));
-      if (req.method === 'DELETE') return sendJson(res, 200, ctx.networkPolicies.delete(namespace, name));
-      throw methodNotAllowed(req.method);
+    for (const objects of ctx.objects) {
+      const { kind, apiVersion, collection, item } = objects.kind;
+      if ((m = collection.exec(path))) {
+        const namespace = decodeURIComponent(m[1]!);
+        if (req.method === 'POST') return sendJson(res, 201, objects.create(namespace, await readJson(req)));
+        if (req.method === 'GET') return sendJson(res, 200, { kind: `${kind}List`, apiVersion, metadata: {}, items: objects.list(namespace) });
+        throw methodNotAllowed(req.method);
+      }
+      if ((m = item.exec(path))) {
+        const namespace = decodeURIComponent(m[1]!);
+        const name = decodeURIComponent(m[2]!);
+        if (req.method === 'GET') return sendJson(res, 200, objects.get(namespace, name));
+        if (req.method === 'PUT') return sendJson(res, 200, objects.replace(namespace, name, await readJson(req)));
+        if (req.method === 'DELETE') return sendJson(res, 200, objects.delete(namespace, name));
+        throw methodNotAllowed(req.method);
+      }
     }
     if (POD_EXEC.exec(path) || POD_PORTFORWARD.exec(path)) throw badRequest('Upgrade request required');
     throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');

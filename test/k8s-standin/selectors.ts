@@ -30,6 +30,7 @@ const FIELDS: Record<string, (pod: PodJson) => string> = {
   'metadata.name': (pod) => pod.metadata.name,
   'metadata.namespace': (pod) => pod.metadata.namespace,
   'status.phase': (pod) => pod.status.phase,
+  'status.podIP': (pod) => pod.status.podIP ?? '',
 };
 
 export function fieldSelector(text: string | null): Selector {

@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 export type StatusReason =
   | 'NotFound'
   | 'AlreadyExists'
+  | 'Conflict'
   | 'Invalid'
   | 'Unauthorized'
   | 'BadRequest'

@@ -14,6 +14,8 @@ export interface StoreOptions {
   pullBackOffMs: number;
   /** Watches may resume from a resourceVersion this many events back; older ones get 410 Expired. */
   eventWindow: number;
+  /** A running pod's address by its name; undefined: 127.0.0.1. */
+  podIp(name: string): string | undefined;
 }
 
 interface Entry {
@@ -187,7 +189,7 @@ export class PodStore {
           this.update(entry, (p) => {
             const now = timestamp();
             p.status.phase = 'Running';
-            p.status.podIP = '127.0.0.1';
+            p.status.podIP = this.options.podIp(p.metadata.name) ?? '127.0.0.1';
             p.status.conditions = ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({
               type,
               status: 'True',

@@ -9,6 +9,7 @@ import {
   SANDBOX_ID_LABEL,
 } from './names.ts';
 import { chooseImage, type KubernetesRuntimeOptions } from './options.ts';
+import { gatewayDns, gatewayTrust } from './egress-gateway.ts';
 
 export const WORKSPACE = '/workspace';
 const SANDBOX_UID = 1000;
@@ -21,12 +22,15 @@ const KEEP_ALIVE = 'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; do
 /**
  * The pod for one sandbox. Pure, so tests can check it: it meets the Pod Security "restricted"
  * profile (non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp, only
- * emptyDir volumes) and has no service-account token, since sandboxed code is untrusted.
+ * emptyDir volumes, and the egress gateway's ConfigMap of authorities) and has no service-account token, since sandboxed code is untrusted.
  */
 export function sandboxPodManifest(spec: SandboxSpec, options: KubernetesRuntimeOptions): V1Pod {
   const name = podNameFor(spec.id);
   if (name === undefined) throw new TypeError(`not a sandbox id: ${JSON.stringify(spec.id)}`);
   const image = chooseImage(spec.image, options);
+  // Where the egress gateway runs, every pod has its DNS and trusts its authority: both are fixed
+  // at a pod's creation, and a policy or a brokered credential may come later.
+  const trust = options.gateway && gatewayTrust();
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -47,6 +51,7 @@ export function sandboxPodManifest(spec: SandboxSpec, options: KubernetesRuntime
       automountServiceAccountToken: false,
       // Service links would hand every sandbox the addresses of the namespace's services.
       enableServiceLinks: false,
+      ...(options.gateway ? gatewayDns(options.gateway) : {}),
       ...(options.runtimeClassName ? { runtimeClassName: options.runtimeClassName } : {}),
       securityContext: {
         runAsNonRoot: true,
@@ -66,6 +71,7 @@ export function sandboxPodManifest(spec: SandboxSpec, options: KubernetesRuntime
           env: [
             { name: 'HOME', value: WORKSPACE },
             { name: 'LANG', value: 'C.UTF-8' },
+            ...(trust ? trust.env : []),
           ],
           resources: {
             requests: { cpu: options.resources.cpuRequest, memory: options.resources.memoryRequest },
@@ -88,6 +94,7 @@ export function sandboxPodManifest(spec: SandboxSpec, options: KubernetesRuntime
             { name: 'workspace', mountPath: WORKSPACE },
             { name: 'tmp', mountPath: '/tmp' },
             { name: 'shm', mountPath: '/dev/shm' },
+            ...(trust ? trust.mounts : []),
           ],
         },
       ],
@@ -96,6 +103,7 @@ export function sandboxPodManifest(spec: SandboxSpec, options: KubernetesRuntime
         { name: 'tmp', emptyDir: {} },
         // In memory, as a runtime's own /dev/shm is, counted against the container's memory limit.
         { name: 'shm', emptyDir: { medium: 'Memory' } },
+        ...(trust ? [trust.volume] : []),
       ],
     },
   };

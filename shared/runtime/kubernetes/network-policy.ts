@@ -4,13 +4,17 @@ import { MANAGED_BY, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from './names.ts';
 import { BLOCKED_V4, BLOCKED_V6, withinFloor } from '../../network/floor.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { addressRules, cidrWithin, egressMode } from '../../network/rules.ts';
+import { GATEWAY_PORTS, policyAnnotation, type EgressGatewayOptions } from './egress-gateway.ts';
 
 // A sandbox pod's egress on Kubernetes: the namespace denies every pod everything
 // (deploy/kubernetes/base/sandbox-networkpolicy.yaml), and a sandbox whose policy opens any gets a
 // NetworkPolicy of its own that adds what it opens, never the hard floor (shared/network/floor.ts),
 // which each rule leaves out. It selects the pod by its sandbox id and is owned by it, so the
 // cluster removes it with the pod; a change of policy replaces it, and `none` deletes it. The
-// cluster's network plugin enforces it (docs/deploy.md).
+// cluster's network plugin enforces it (docs/deploy.md). Where Paddock's egress gateway runs
+// (egress-gateway.ts), the pod's DNS is the gateway's and names are reached through it: every
+// sandbox's policy admits the gateway's DNS, one that opens any its proxy too, and none the
+// cluster's DNS; the policy itself rides on it as an annotation, which the gateway reads.
 
 const ALL_V4 = '0.0.0.0/0';
 const ALL_V6 = '::/0';
@@ -20,29 +24,39 @@ export function egressPolicyName(podName: string): string {
   return `${podName}-egress`;
 }
 
-/** The sandbox's own NetworkPolicy; undefined for `none`, which the namespace's denial is. */
-export function egressPolicyManifest(pod: Pick<V1Pod, 'metadata'>, sandboxId: string, policy: NetworkPolicy): V1NetworkPolicy | undefined {
+/**
+ * The sandbox's own NetworkPolicy; undefined for `none` without a gateway, which the namespace's
+ * denial is (with one, `none` still reaches the gateway's DNS, which refuses every name at once).
+ */
+export function egressPolicyManifest(pod: Pick<V1Pod, 'metadata'>, sandboxId: string, policy: NetworkPolicy, gateway?: EgressGatewayOptions): V1NetworkPolicy | undefined {
   const mode = egressMode(policy);
-  if (mode === 'none') return undefined;
+  if (mode === 'none' && !gateway) return undefined;
   const podName = pod.metadata?.name ?? '';
   const egress: V1NetworkPolicyEgressRule[] =
-    mode === 'all'
-      ? [
-          { to: [ipBlock(ALL_V4), ipBlock(ALL_V6)] },
-          // Names resolve through the cluster's DNS, as the `all` of the local runtime has slirp's.
-          { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }], ports: bothProtocols(53) },
-        ]
-      : addressRules(policy).flatMap((rule) => {
-          // A range wholly inside the floor opens nothing.
-          if (withinFloor(rule.family, rule.cidr)) return [];
-          return [{ to: [ipBlock(rule.cidr)], ...(rule.port === undefined ? {} : { ports: bothProtocols(rule.port) }) }];
-        });
+    mode === 'none'
+      ? []
+      : mode === 'all'
+        ? [
+            { to: [ipBlock(ALL_V4), ipBlock(ALL_V6)] },
+            // Names resolve through the cluster's DNS, as the `all` of the local runtime has slirp's.
+            ...(gateway ? [] : [{ to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }], ports: bothProtocols(53) }]),
+          ]
+        : addressRules(policy).flatMap((rule) => {
+            // A range wholly inside the floor opens nothing.
+            if (withinFloor(rule.family, rule.cidr)) return [];
+            return [{ to: [ipBlock(rule.cidr)], ...(rule.port === undefined ? {} : { ports: bothProtocols(rule.port) }) }];
+          });
+  if (gateway) {
+    const ports: V1NetworkPolicyPort[] = [...bothProtocols(GATEWAY_PORTS.dns), ...(mode === 'none' ? [] : [{ protocol: 'TCP', port: GATEWAY_PORTS.http }, { protocol: 'TCP', port: GATEWAY_PORTS.https }])];
+    egress.push({ to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': gateway.namespace } }, podSelector: { matchLabels: gateway.podLabels } }], ports });
+  }
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
     metadata: {
       name: egressPolicyName(podName),
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [SANDBOX_ID_LABEL]: sandboxId },
+      ...(gateway ? { annotations: policyAnnotation(policy) } : {}),
       ...(pod.metadata?.uid ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: podName, uid: pod.metadata.uid }] } : {}),
     },
     spec: {
@@ -90,6 +104,16 @@ export class NetworkPolicyClient {
       await this.#api.replaceNamespacedNetworkPolicy({ name, namespace: this.#namespace, body: policy });
     } catch (err) {
       throw describeApiError(`replacing network policy ${name}`, err);
+    }
+  }
+
+  /** The one of that name; undefined when there is none. */
+  async get(name: string): Promise<V1NetworkPolicy | undefined> {
+    try {
+      return await this.#api.readNamespacedNetworkPolicy({ name, namespace: this.#namespace });
+    } catch (err) {
+      if (httpStatusOf(err) === 404) return undefined;
+      throw describeApiError(`reading network policy ${name}`, err);
     }
   }
 

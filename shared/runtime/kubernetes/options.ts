@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../logger.ts';
 import { ImageRefusedError } from '../types.ts';
+import type { EgressGatewayOptions } from './egress-gateway.ts';
 
 export interface KubernetesRuntimeOptions {
   /** KubeConfig.loadFromDefault() in production: KUBECONFIG, or the in-cluster service account. */
@@ -14,6 +15,8 @@ export interface KubernetesRuntimeOptions {
   resources: { cpuRequest: string; cpuLimit: string; memoryRequest: string; memoryLimit: string };
   /** Added to the session cap for activeDeadlineSeconds, so the reaper normally gets there first. */
   deadlineGraceSeconds: number;
+  /** Paddock's egress gateway (egress-gateway.ts), where it runs: names and brokered credentials in egress policies. */
+  gateway?: EgressGatewayOptions;
   log?: Logger;
 }
 

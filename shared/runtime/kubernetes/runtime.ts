@@ -21,6 +21,9 @@ import { chooseImage, type KubernetesRuntimeOptions } from './options.ts';
 import { sandboxFromPod, startupVerdict } from './pod-state.ts';
 import { PodClient } from './pods.ts';
 import { egressPolicyManifest, egressPolicyName, NetworkPolicyClient } from './network-policy.ts';
+import { SecretClient } from './secrets.ts';
+import { credentialsSecret, credentialsSecretName } from './egress-gateway.ts';
+import type { BrokeredCredential } from '../../network/brokered.ts';
 import { NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { egressMode } from '../../network/rules.ts';
 import { waitForPod, WaitTimeoutError, type Decision } from './wait.ts';
@@ -34,6 +37,8 @@ const DELETE_GRACE_SECONDS = 1;
 export function createKubernetesRuntime(options: KubernetesRuntimeOptions): SandboxRuntime {
   const pods = new PodClient(options.kubeConfig, options.namespace);
   const networkPolicies = new NetworkPolicyClient(options.kubeConfig, options.namespace);
+  const secrets = new SecretClient(options.kubeConfig, options.namespace);
+  const gateway = options.gateway;
   const log = options.log;
   // close() aborts every wait in progress, so a shutting-down worker is not held for a minute.
   const closing = new AbortController();
@@ -46,7 +51,7 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     const created = await pods.create(manifest);
     log?.debug({ sandboxId: spec.id, pod: name, created }, created ? 'pod created' : 'pod exists; waiting for it');
     // Until its own policy is in, the pod has the namespace's: no egress at all.
-    if (egressMode(spec.network ?? NO_EGRESS) !== 'none') await applyNetwork(spec.id, name, spec.network!);
+    if (gateway || egressMode(spec.network ?? NO_EGRESS) !== 'none') await applyNetwork(spec.id, name, spec.network ?? NO_EGRESS);
     try {
       return await waitForPod(options.kubeConfig, pods, name, deadline, untilRunning(spec), closing.signal);
     } catch (err) {
@@ -61,19 +66,32 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
   async function applyNetwork(id: string, name: string, policy: NetworkPolicy): Promise<void> {
     const pod = await pods.read(name);
     if (!pod) throw new SandboxGoneError(`no sandbox ${id}`);
-    const manifest = egressPolicyManifest(pod, id, policy);
+    const manifest = egressPolicyManifest(pod, id, policy, gateway);
     if (manifest) await networkPolicies.put(manifest);
     else await networkPolicies.delete(egressPolicyName(name));
   }
 
-  async function setNetwork(id: string, policy: NetworkPolicy): Promise<void> {
+  /** The sandbox's running pod's name; rejects with SandboxGoneError otherwise. */
+  async function runningPod(id: string): Promise<V1Pod & { metadata: { name: string } }> {
     const name = podNameFor(id);
     if (name === undefined) throw new SandboxGoneError(`no sandbox ${id}`);
     const pod = await pods.read(name);
     if (!pod || pod.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY || pod.metadata.deletionTimestamp || pod.status?.phase !== 'Running') {
       throw new SandboxGoneError(`sandbox ${id} is not running`);
     }
-    await applyNetwork(id, name, policy);
+    return pod as V1Pod & { metadata: { name: string } };
+  }
+
+  async function setNetwork(id: string, policy: NetworkPolicy): Promise<void> {
+    const pod = await runningPod(id);
+    await applyNetwork(id, pod.metadata.name, policy);
+  }
+
+  /** The credentials in the pod's own Secret (owned by it), which the gateway alone reads; none: no Secret. */
+  async function broker(id: string, credentials: readonly BrokeredCredential[]): Promise<void> {
+    const pod = await runningPod(id);
+    if (credentials.length === 0) await secrets.delete(credentialsSecretName(pod.metadata.name));
+    else await secrets.put(credentialsSecret({ name: pod.metadata.name, uid: pod.metadata.uid }, id, credentials));
   }
 
   async function destroy(id: string): Promise<void> {
@@ -82,6 +100,7 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     // Owned by the pod, so the cluster removes it too; removed here as well, for a cluster whose
     // garbage collector lags, and so that the pod's end is its network's at once.
     await networkPolicies.delete(egressPolicyName(name));
+    if (gateway) await secrets.delete(credentialsSecretName(name));
     if (!(await pods.delete(name, DELETE_GRACE_SECONDS))) return;
     const gone = (pod: V1Pod | undefined): Decision<void> =>
       pod ? { done: false, detail: `terminating, phase ${pod.status?.phase ?? 'unknown'}` } : { done: true, value: undefined };
@@ -140,10 +159,11 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
   return {
     name: 'kubernetes',
     defaultImage: options.defaultImage,
-    // Names need Paddock's own resolver and egress gateway in the cluster (docs/deploy.md).
-    egressByName: false,
-    // Its egress is the cluster's network plugin: nothing of Paddock's sees a sandbox's requests.
-    egressBrokering: false,
+    // Names and brokered credentials need Paddock's egress gateway in the cluster (docs/deploy.md):
+    // without it, the egress is the cluster's network plugin alone, and nothing of Paddock's sees a request.
+    egressByName: gateway !== undefined,
+    egressBrokering: gateway !== undefined,
+    ...(gateway ? { broker } : {}),
     resolveImage: (requested) => chooseImage(requested, options),
     terminal,
     openPort,

@@ -56,7 +56,7 @@ export class EgressBroker {
   readonly #options: BrokerOptions;
   readonly #leafKey: string;
   readonly #leaves = new Map<string, Promise<SecureContext>>();
-  readonly #resolver = new Resolver({ timeout: 2000, tries: 2 });
+  readonly #resolver: Resolver;
   /** The authorities trusted upstream, made into a context once. */
   readonly #upstreamTrust: SecureContext;
 
@@ -64,7 +64,7 @@ export class EgressBroker {
     this.#options = options;
     // One key for every name's certificate: the names differ, the key never leaves the host's side.
     this.#leafKey = readFileSync(options.ca.leafKey, 'utf8');
-    this.#resolver.setServers(options.upstreams.map((u) => (isIP(u.address) === 6 ? `[${u.address}]:${u.port}` : `${u.address}:${u.port}`)));
+    this.#resolver = upstreamResolver(options.upstreams);
     // The host's own authorities, as the sandbox's programs would have checked them, else Node's.
     const system = (() => {
       try {
@@ -215,21 +215,35 @@ export class EgressBroker {
 
   /** The name's addresses from the upstream servers, without those of the floor or of this host. */
   readonly #lookup: LookupFunction = (hostname, options, callback) => {
-    void (async () => {
-      const found = [
-        ...(await this.#resolver.resolve4(hostname).catch(() => [] as string[])).map((address) => ({ address, family: 4 as const })),
-        ...(await this.#resolver.resolve6(hostname).catch(() => [] as string[])).map((address) => ({ address, family: 6 as const })),
-      ];
-      const reachable = found.filter((a) => !refused(a.family, a.address));
-      if (reachable.length === 0) {
-        const err: NodeJS.ErrnoException = new Error(found.length ? `${hostname} resolves only to addresses no sandbox may reach` : `${hostname} has no address`);
-        err.code = found.length ? 'EREFUSED' : 'ENOTFOUND';
-        return callback(err, '', 4);
-      }
+    void reachableAddresses(this.#resolver, hostname).then((reachable) => {
+      if (reachable instanceof Error) return callback(reachable, '', 4);
       if (options.all) return (callback as unknown as (err: null, all: { address: string; family: number }[]) => void)(null, reachable);
       callback(null, reachable[0]!.address, reachable[0]!.family);
-    })();
+    });
   };
+}
+
+/** A resolver asking the upstream servers (PADDOCK_EGRESS_RESOLVERS) alone. */
+export function upstreamResolver(upstreams: readonly Upstream[]): Resolver {
+  const resolver = new Resolver({ timeout: 2000, tries: 2 });
+  resolver.setServers(upstreams.map((u) => (isIP(u.address) === 6 ? `[${u.address}]:${u.port}` : `${u.address}:${u.port}`)));
+  return resolver;
+}
+
+/**
+ * The name's addresses a sandbox's egress may connect to (none of the floor's or this host's own),
+ * at least one; else an error whose code says why: EREFUSED (only such addresses) or ENOTFOUND.
+ */
+export async function reachableAddresses(resolver: Resolver, hostname: string): Promise<{ address: string; family: 4 | 6 }[] | NodeJS.ErrnoException> {
+  const found = [
+    ...(await resolver.resolve4(hostname).catch(() => [] as string[])).map((address) => ({ address, family: 4 as const })),
+    ...(await resolver.resolve6(hostname).catch(() => [] as string[])).map((address) => ({ address, family: 6 as const })),
+  ];
+  const reachable = found.filter((a) => !refused(a.family, a.address));
+  if (reachable.length > 0) return reachable;
+  const err: NodeJS.ErrnoException = new Error(found.length ? `${hostname} resolves only to addresses no sandbox may reach` : `${hostname} has no address`);
+  err.code = found.length ? 'EREFUSED' : 'ENOTFOUND';
+  return err;
 }
 
 /** The floor, and this host's own addresses (a public one would reach its services). */

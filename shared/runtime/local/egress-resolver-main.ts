@@ -5,6 +5,7 @@ import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EgressResolver } from './egress-resolver.ts';
+import { serveDnsOverTcp } from './dns-tcp.ts';
 import { BROKER, namedElement, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
 import { EgressBroker } from './egress-broker.ts';
 import { tokenBucket } from './budget.ts';
@@ -21,11 +22,9 @@ import type { ResolverDaemonConfig, ResolverRequest, ServedSandbox } from './egr
 // A sandbox is forgotten once its init has ended; with none left for IDLE_MS, the process exits.
 
 const SOCKETS_MAIN = fileURLToPath(new URL('./egress-sockets-main.ts', import.meta.url));
-/** The largest message taken over UDP (EDNS's usual size), and over TCP (its framing's). */
+/** The largest message taken over UDP (EDNS's usual size). */
 const UDP_MAX = 4096;
-const TCP_MAX = 65_535;
 const TCP_CONNECTIONS = 16;
-const TCP_IDLE_MS = 10_000;
 const ALIVE_CHECK_MS = 2000;
 const HELPER_TIMEOUT_MS = 10_000;
 const IDLE_MS = 60_000;
@@ -159,7 +158,7 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
     });
     udp.on('error', () => undefined);
     tcp.maxConnections = TCP_CONNECTIONS;
-    tcp.on('connection', (socket: Socket) => serveTcp(socket, resolver, admit));
+    tcp.on('connection', (socket: Socket) => serveDnsOverTcp(socket, (query) => resolver.answer(query, 'tcp'), admit));
     tcp.on('error', () => undefined);
     const entry: Served = {
       sandbox,
@@ -273,40 +272,6 @@ async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server; 
     throw err;
   }
   return { udp: udp!, tcp: tcp!, ...(https ? { https } : {}) };
-}
-
-/** Length-framed queries, one after another; the connection ends when idle, malformed, too long or over budget. */
-function serveTcp(socket: Socket, resolver: EgressResolver, admit: () => boolean): void {
-  socket.setTimeout(TCP_IDLE_MS, () => socket.destroy());
-  socket.on('error', () => undefined);
-  let held = Buffer.alloc(0);
-  let busy = false;
-  const next = async (): Promise<void> => {
-    if (busy) return;
-    busy = true;
-    try {
-      while (held.byteLength >= 2) {
-        const length = held.readUInt16BE(0);
-        if (held.byteLength < 2 + length) break;
-        const query = held.subarray(2, 2 + length);
-        held = held.subarray(2 + length);
-        const answer = admit() ? await resolver.answer(query, 'tcp') : undefined;
-        if (!answer || answer.byteLength > TCP_MAX) return void socket.destroy();
-        const framed = Buffer.alloc(2 + answer.byteLength);
-        framed.writeUInt16BE(answer.byteLength);
-        answer.copy(framed, 2);
-        socket.write(framed);
-      }
-    } finally {
-      busy = false;
-    }
-  };
-  socket.on('data', (chunk: Buffer) => {
-    if (held.byteLength + chunk.byteLength > TCP_MAX + 2) return void socket.destroy();
-    held = Buffer.concat([held, chunk]);
-    void next();
-  });
-  socket.resume();
 }
 
 /** The installed policy as the runtime wrote it, read again only when the file changed. */

@@ -18,7 +18,7 @@ import type { Upstream } from '../../network/resolvers.ts';
 /** How long an answered address stays open, whatever its TTL: clients keep answers past it. */
 const OPEN_MIN_SECONDS = 300;
 const OPEN_MAX_SECONDS = 3600;
-/** A brokered host's answer, the egress's address: short, so a change of credentials is heard soon. */
+/** A brokered host's answer, the egress's address (and any name's, the gateway's): short, so a change of credentials is heard soon. */
 const BROKERED_TTL_SECONDS = 30;
 /** One upstream's turn at a question. */
 const UDP_TIMEOUT_MS = 2000;
@@ -58,6 +58,13 @@ export interface EgressResolverDeps {
   open(tag: number, entries: OpenEntry[]): Promise<void>;
   /** A name the policy does not allow was asked for. */
   refused(name: string): void;
+  /**
+   * The address allowed names and brokered hosts are answered with in place of theirs: the
+   * Kubernetes egress gateway's, which the pod reaches alone and which carries its connections on
+   * by name (kubernetes/gateway/). Absent: theirs, opened first; brokered hosts, the broker's.
+   * Under `all`, other names are answered with theirs either way.
+   */
+  via?: string;
 }
 
 export class EgressResolver {
@@ -84,7 +91,7 @@ export class EgressResolver {
     // A brokered host the policy lets the sandbox reach is answered with the egress's own address:
     // its HTTPS ends there, where the credential is added (egress-broker.ts), and nowhere else.
     if (installed && hostsCover(installed.brokered ?? [], question.name) && policyReaches(installed.policy, question.name)) {
-      return localAnswer(query, question, BROKER.address, BROKERED_TTL_SECONDS);
+      return localAnswer(query, question, this.#deps.via ?? BROKER.address, BROKERED_TTL_SECONDS);
     }
     // Under `all` (served for its brokered hosts alone) every other name is asked, and opens nothing: all is open.
     const everything = installed !== undefined && egressMode(installed.policy) === 'all';
@@ -93,6 +100,7 @@ export class EgressResolver {
       this.#deps.refused(question.name);
       return refusal(query, question, RCODE_NXDOMAIN);
     }
+    if (this.#deps.via !== undefined && !everything) return localAnswer(query, question, this.#deps.via, BROKERED_TTL_SECONDS);
     const kept = `${installed.tag} ${transport} ${query.toString('latin1', 2)}`;
     const cached = this.#answers.get(kept);
     if (cached && cached.until > Date.now()) {

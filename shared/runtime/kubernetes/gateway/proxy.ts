@@ -1,0 +1,234 @@
+import type { Resolver } from 'node:dns/promises';
+import { connect, Server, type Socket } from 'node:net';
+import { Duplex } from 'node:stream';
+import { hostsCover, policyReaches } from '../../../network/brokered.ts';
+import { egressMode, nameRuleCovers, nameRules } from '../../../network/rules.ts';
+import type { NetworkPolicy } from '../../../network/policy.ts';
+import { reachableAddresses, type EgressBroker } from '../../local/egress-broker.ts';
+import { readFirstBytes } from './first-bytes.ts';
+import type { GatewaySandbox, SandboxesByAddress } from './sandboxes.ts';
+
+// The gateway's pass-through: a sandbox pod's connection to a name its DNS answered with the
+// gateway's address. The name is the ClientHello's server name on 443 and the request's Host on
+// 80; the sandbox's policy must allow that name on that port now, the gateway resolves it itself
+// and connects only to an address outside the floor (so a name and the address it leaves for
+// always agree, and a name that resolves inward reaches nothing), then passes the bytes through
+// unread. A brokered host's TLS goes to the broker instead, which adds the credential. A refusal
+// is at once: a TLS connection closed, a request answered 403. Open connections are checked
+// again as policies change, and cut when theirs no longer allows them.
+
+const FIRST_BYTES_TIMEOUT_MS = 10_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+/** A connection with nothing moving either way for this long is closed. */
+const IDLE_MS = 120_000;
+/** One sandbox's connections through the gateway at once. */
+const CONNECTIONS_PER_SANDBOX = 256;
+/** How often open connections are held against their sandbox's policy. */
+const RECHECK_MS = 1000;
+
+export interface ProxyDeps {
+  sandboxes: SandboxesByAddress;
+  resolver: Resolver;
+  /** Brokered credentials' TLS; undefined where the gateway has no certificate authority. */
+  broker?: EgressBroker;
+}
+
+interface Passing {
+  source: string;
+  sandboxId: string;
+  name: string;
+  port: number;
+  close(): void;
+}
+
+/** Serves `server`'s connections as the gateway's port `port` (80: HTTP, 443: TLS); the returned close ends them all. */
+export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps): () => void {
+  const kind = port === 443 ? 'tls' : 'http';
+  const open = new Set<Passing>();
+  const counts = new Map<string, number>();
+  const brokers = new Map<string, { source: string; latest: GatewaySandbox; listener: Server; close: () => void }>();
+
+  server.on('connection', (socket: Socket) => {
+    socket.on('error', () => undefined);
+    socket.setTimeout(IDLE_MS, () => socket.destroy());
+    void take(socket).catch(() => socket.destroy());
+  });
+  server.on('error', () => undefined);
+
+  async function take(socket: Socket): Promise<void> {
+    const source = plainAddress(socket.remoteAddress);
+    const sandbox = source === undefined ? undefined : await deps.sandboxes.byAddress(source);
+    if (!sandbox || source === undefined) return void socket.destroy();
+    const count = counts.get(sandbox.id) ?? 0;
+    if (count >= CONNECTIONS_PER_SANDBOX) return void socket.destroy();
+    counts.set(sandbox.id, count + 1);
+    socket.once('close', () => {
+      const left = (counts.get(sandbox.id) ?? 1) - 1;
+      if (left > 0) counts.set(sandbox.id, left);
+      else counts.delete(sandbox.id);
+    });
+    const first = await readFirstBytes(socket, kind, FIRST_BYTES_TIMEOUT_MS);
+    if (!first?.name || (first.port !== undefined && first.port !== port)) return refuse(socket, kind, 400, 'Paddock\'s egress needs the name this connection is for.');
+    const { name, head } = first;
+    // The latest word on the sandbox, read again after the wait for its first bytes.
+    const now = await deps.sandboxes.byAddress(source);
+    if (!now || now.id !== sandbox.id) return void socket.destroy();
+    if (kind === 'tls' && deps.broker && hostsCover(now.installed.brokered ?? [], name) && policyReaches(now.installed.policy, name)) {
+      return void brokerFor(source, now).listener.emit('connection', replaying(socket, head));
+    }
+    if (!allows(now.installed.policy, name, port)) return refuse(socket, kind, 403, `This sandbox's egress policy does not allow ${name} on port ${port}.`);
+    const addresses = await reachableAddresses(deps.resolver, name);
+    if (addresses instanceof Error) return refuse(socket, kind, 502, `Paddock's egress cannot reach ${name}: ${addresses.message}.`);
+    const upstream = await connected(addresses[0]!.address, port);
+    if (!upstream) return refuse(socket, kind, 502, `Paddock's egress could not connect to ${name}.`);
+    if (socket.destroyed) return void upstream.destroy();
+    const passing: Passing = {
+      source,
+      sandboxId: sandbox.id,
+      name,
+      port,
+      close: () => {
+        socket.destroy();
+        upstream.destroy();
+      },
+    };
+    open.add(passing);
+    upstream.setTimeout(IDLE_MS, () => passing.close());
+    upstream.on('error', () => passing.close());
+    socket.on('close', () => {
+      open.delete(passing);
+      upstream.destroy();
+    });
+    upstream.on('close', () => socket.destroy());
+    upstream.write(head);
+    socket.pipe(upstream);
+    upstream.pipe(socket);
+    socket.resume();
+  }
+
+  /** The broker's serving of one sandbox, kept while it has connections; its credentials as last read. */
+  function brokerFor(source: string, sandbox: GatewaySandbox): { listener: Server } {
+    const kept = brokers.get(sandbox.id);
+    if (kept && kept.source === source) {
+      kept.latest = sandbox;
+      return kept;
+    }
+    kept?.close();
+    // Never listening: the gateway hands it the connections that are the broker's.
+    const listener = new Server();
+    const entry = {
+      source,
+      latest: sandbox,
+      listener,
+      close: () => undefined as void,
+    };
+    entry.close = deps.broker!.serve(listener, {
+      credentials: () => entry.latest.credentials,
+      installed: async () => {
+        const now = await deps.sandboxes.byAddress(source);
+        if (!now || now.id !== sandbox.id) return undefined;
+        entry.latest = now;
+        return now.installed;
+      },
+    });
+    brokers.set(sandbox.id, entry);
+    return entry;
+  }
+
+  // Policies change under open connections: each is held against its sandbox's, as read now.
+  const recheck = setInterval(() => {
+    for (const passing of open) {
+      void deps.sandboxes.byAddress(passing.source).then((now) => {
+        if (!now || now.id !== passing.sandboxId || !allows(now.installed.policy, passing.name, passing.port)) passing.close();
+      });
+    }
+    for (const [id, entry] of brokers) {
+      void deps.sandboxes.byAddress(entry.source).then((now) => {
+        if (!now || now.id !== id) {
+          entry.close();
+          brokers.delete(id);
+        }
+      });
+    }
+  }, RECHECK_MS);
+  recheck.unref();
+
+  return () => {
+    clearInterval(recheck);
+    server.close();
+    for (const passing of open) passing.close();
+    for (const entry of brokers.values()) entry.close();
+    brokers.clear();
+  };
+}
+
+/** Whether the policy lets the sandbox reach `name` on `port`: `all`, or a domain rule for it on that port or every port. */
+export function allows(policy: NetworkPolicy, name: string, port: number): boolean {
+  const mode = egressMode(policy);
+  if (mode === 'all') return true;
+  if (mode === 'none') return false;
+  return nameRules(policy).some((rule) => (rule.port === undefined || rule.port === port) && nameRuleCovers(rule, name));
+}
+
+/**
+ * The connection with its first bytes to be read again, for the broker's TLS: a socket's own
+ * handle would be read by TLS from the kernel on, past bytes put back in its JavaScript buffer.
+ * As a stream of JavaScript's, it is read from those bytes first; it has the few socket
+ * methods the broker calls.
+ */
+function replaying(socket: Socket, head: Buffer): Socket {
+  const stream = new Duplex({
+    read: () => void socket.resume(),
+    write: (chunk: Buffer, _encoding, done) => void socket.write(chunk, (err) => done(err ?? null)),
+    final: (done) => {
+      socket.end();
+      done();
+    },
+    destroy: (err, done) => {
+      socket.destroy();
+      done(err);
+    },
+  });
+  stream.push(head);
+  socket.on('data', (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.on('end', () => stream.push(null));
+  socket.on('close', () => stream.destroy());
+  const setTimeout = (ms: number, onTimeout?: () => void) => {
+    socket.setTimeout(ms, onTimeout);
+    return stream;
+  };
+  return Object.assign(stream, { setTimeout }) as unknown as Socket;
+}
+
+/** A TCP connection to the address, or undefined when none was made in time. */
+function connected(address: string, port: number): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: address, port });
+    const timer = setTimeout(() => fail(), CONNECT_TIMEOUT_MS);
+    const fail = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(undefined);
+    };
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.off('error', fail);
+      resolve(socket);
+    });
+  });
+}
+
+/** An IPv4 address as a pod has it (a dual-stack socket's mapped form unwrapped). */
+export function plainAddress(address: string | undefined): string | undefined {
+  if (!address) return undefined;
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+function refuse(socket: Socket, kind: 'tls' | 'http', status: number, text: string): void {
+  if (kind === 'tls') return void socket.destroy();
+  const reason = status === 403 ? 'Forbidden' : status === 400 ? 'Bad Request' : 'Bad Gateway';
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(text) + 1}\r\n\r\n${text}\n`);
+}

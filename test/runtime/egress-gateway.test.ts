@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { newId } from '../../shared/ids.ts';
+import { createKubernetesRuntime } from '../../shared/runtime/kubernetes/index.ts';
+import { GATEWAY_POD_LABELS, GATEWAY_PORTS, POLICY_ANNOTATION, TRUST_BUNDLE_KEY, TRUST_CA_KEY, TRUST_CONFIG_MAP, credentialsSecretName } from '../../shared/runtime/kubernetes/egress-gateway.ts';
+import { ensureEgressCa } from '../../shared/runtime/local/egress-ca.ts';
+import type { SandboxRuntime } from '../../shared/runtime/types.ts';
+import { makeTestCertificates } from '../../scripts/test-tls.ts';
+import { startStandinFixture, type StandinFixture } from '../k8s-standin/fixture.ts';
+import { makeTestHost, type TestHost } from '../helpers/test-host.ts';
+import { startTestDns } from '../helpers/test-dns.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { exited, startRole } from '../helpers/processes.ts';
+import { CoreV1Api } from '@kubernetes/client-node';
+
+// Paddock's egress gateway on Kubernetes (shared/runtime/kubernetes/gateway/), the process as
+// deployed (workers/egress-gateway.ts), tested in network namespaces of the test's own: a "pod"
+// namespace on 203.0.113.x whose DNS and every connection go to the gateway on the host end of its
+// link (as a sandbox pod's go to the gateway's Service, its NetworkPolicy admitting nothing else),
+// and a test host on 198.51.100.x with its own names (the test's DNS) and certificates (a test
+// authority). The Kubernetes runtime makes the sandbox's pod, NetworkPolicy and Secret on the API
+// stand-in, which gives the pod the "pod" namespace's address; the gateway reads them from there,
+// knowing the pod by that address. Nothing here connects anywhere but loopback and those namespaces.
+
+const skip = process.getuid?.() !== 0 ? 'network namespaces need root' : false;
+const NAMESPACE = 'paddock-sandboxes';
+const OK = 'ok.gw.paddock.example';
+const PLAIN = 'plain.gw.paddock.example';
+const API = 'api.gw.paddock.example';
+const INWARD = 'inward.gw.paddock.example';
+const OTHER = 'other.paddock.example';
+
+let fixture: StandinFixture;
+let pod: TestHost;
+let host: TestHost;
+let runtime: SandboxRuntime;
+let testCa: string;
+let egressCa: string;
+const work = mkdtempSync(join(tmpdir(), 'paddock-gateway-'));
+
+/** The namespaces, the test's DNS and authority, the stand-in, the runtime and the gateway, gone when the file's tests are. */
+async function world(): Promise<void> {
+  const certificates = makeTestCertificates([OK, API, OTHER]);
+  after(() => certificates.remove());
+  testCa = certificates.caFile;
+  const dns = await startTestDns();
+  host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key }, firstPort: 80 });
+  for (const name of [OK, PLAIN, API, OTHER]) dns.set(name, [host.address]);
+  // Inside the floor: a name may resolve there, and the gateway connects nowhere of the kind.
+  dns.set(INWARD, ['10.0.2.2']);
+  pod = await makeTestHost({ range: '203.0.113' });
+  // The pod's DNS is the gateway's, as its dnsConfig says.
+  mkdirSync(`/etc/netns/${pod.netns}`, { recursive: true });
+  writeFileSync(`/etc/netns/${pod.netns}/resolv.conf`, `nameserver ${pod.hostEnd}\noptions timeout:2 attempts:1\n`);
+  after(() => rmSync(`/etc/netns/${pod.netns}`, { recursive: true, force: true }));
+
+  fixture = await startStandinFixture({ podIp: () => pod.address });
+  after(() => fixture.close());
+  const gatewayOptions = { address: pod.hostEnd, namespace: 'paddock', podLabels: GATEWAY_POD_LABELS };
+  runtime = createKubernetesRuntime({
+    kubeConfig: fixture.standin.kubeConfig,
+    namespace: NAMESPACE,
+    defaultImage: 'docker.io/library/debian:bookworm-slim',
+    allowedImages: [],
+    resources: { cpuRequest: '250m', cpuLimit: '1', memoryRequest: '256Mi', memoryLimit: '1Gi' },
+    deadlineGraceSeconds: 120,
+    gateway: gatewayOptions,
+  });
+  after(() => runtime.close());
+
+  const ca = await ensureEgressCa({ root: work, openssl: 'openssl', lockPrefix: work, deadline: Date.now() + 30_000 });
+  egressCa = ca.cert;
+  const kubeconfig = join(work, 'kubeconfig.json');
+  writeFileSync(kubeconfig, fixture.standin.kubeConfig.exportConfig(), { mode: 0o600 });
+  const gateway = startRole('workers/egress-gateway.ts', {
+      PATH: process.env.PATH,
+      KUBECONFIG: kubeconfig,
+      PADDOCK_LOG_LEVEL: 'warn',
+      PADDOCK_KUBE_NAMESPACE: NAMESPACE,
+      PADDOCK_EGRESS_GATEWAY: pod.hostEnd,
+      PADDOCK_EGRESS_GATEWAY_LISTEN: pod.hostEnd,
+      // As its Service shows it to pods: 53, 80 and 443.
+      PADDOCK_EGRESS_GATEWAY_PORTS: '53,80,443',
+      PADDOCK_EGRESS_RESOLVERS: dns.address,
+      PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile,
+      PADDOCK_EGRESS_CA_DIR: join(work, 'egress-ca'),
+  });
+  after(async () => {
+    gateway.kill('SIGTERM');
+    await exited(gateway);
+  });
+  after(() => rmSync(work, { recursive: true, force: true }));
+  await eventually(`the gateway listening (${gateway.output()})`, 20_000, () =>
+    new Promise<true | undefined>((resolve) => {
+      const socket = connect({ host: pod.hostEnd, port: 443 }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(undefined));
+    }),
+  );
+}
+
+/** A command in the pod's namespace: its exit code, its output, and how long it took. */
+async function inPod(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = Date.now();
+  const child = spawn('ip', ['netns', 'exec', pod.netns, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += String(chunk)));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr, ms: Date.now() - started };
+}
+
+const curl = (...args: string[]) => inPod(['curl', '-sS', '--max-time', '15', ...args]);
+/** Past the gateway's second of memory of what it read of a pod. */
+const heard = () => new Promise((resolve) => setTimeout(resolve, 1500));
+
+test('the gateway carries a sandbox pod to the names its policy allows, by name, and to nothing else; it adds brokered credentials; a change of policy holds at once, an open download cut', { skip, timeout: 180_000 }, async () => {
+  await world();
+  const id = newId('sbx');
+  await runtime.create({ id, accountId: newId('acct'), capSeconds: 600, network: { egress: { allow: ['*.gw.paddock.example', `${PLAIN}:80`] } } });
+
+  // The objects as the API server took them: the pod's DNS is the gateway's, it trusts the
+  // gateway's authority, and its NetworkPolicy admits the gateway (DNS, 80, 443) and carries the policy.
+  const podName = id.replace('_', '-');
+  const made = await fixture.standin.kubeConfig.makeApiClient(CoreV1Api).readNamespacedPod({ name: podName, namespace: NAMESPACE });
+  assert.equal(made.spec?.dnsPolicy, 'None');
+  assert.deepEqual(made.spec?.dnsConfig?.nameservers, [pod.hostEnd]);
+  assert.ok(made.spec?.volumes?.some((v) => v.configMap?.name === TRUST_CONFIG_MAP), JSON.stringify(made.spec?.volumes));
+  const policy = fixture.standin.networkPolicies.get(NAMESPACE, `${podName}-egress`);
+  assert.deepEqual(JSON.parse(policy.metadata.annotations![POLICY_ANNOTATION]!), { egress: { allow: ['*.gw.paddock.example', `${PLAIN}:80`] } });
+  const toGateway = (policy.spec.egress as { to: { podSelector?: { matchLabels: Record<string, string> } }[]; ports: { port: number }[] }[]).find((rule) => rule.to.some((peer) => peer.podSelector));
+  assert.deepEqual(toGateway?.to[0]?.podSelector?.matchLabels, GATEWAY_POD_LABELS);
+  assert.deepEqual([...new Set(toGateway!.ports.map((p) => p.port))].sort(), [GATEWAY_PORTS.dns, GATEWAY_PORTS.http, GATEWAY_PORTS.https].sort());
+  // What sandboxes trust is published by the gateway: the egress authority's certificate, and a bundle that ends with it.
+  const trust = await eventually('the trust published', 20_000, async () => fixture.standin.configMaps.list(NAMESPACE).find((c) => c.metadata.name === TRUST_CONFIG_MAP));
+  assert.equal(trust.data?.[TRUST_CA_KEY], readFileSync(egressCa, 'utf8'));
+  assert.ok(trust.data?.[TRUST_BUNDLE_KEY]?.endsWith(trust.data[TRUST_CA_KEY]!));
+
+  // TLS to an allowed name passes through untouched: the pod checks the test host's own certificate.
+  const tls = await curl('--cacert', testCa, `https://${OK}/tls`);
+  assert.equal(tls.code, 0, tls.stderr);
+  assert.equal(tls.stdout, 'hello over tls\n');
+  // Plain HTTP on the rule's port, by its Host.
+  const plain = await curl(`http://${PLAIN}/`);
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.equal(plain.stdout, 'hello from the test host\n');
+
+  // A name outside the policy has no answer, at once; sent to the gateway anyway (its address
+  // forced), it is closed at once and never reaches the host, whatever the address it resolves to.
+  const unnamed = await curl('--cacert', testCa, `https://${OTHER}/refused-dns`);
+  assert.equal(unnamed.code, 6, `no address for ${OTHER}: ${unnamed.stderr}`);
+  assert.ok(unnamed.ms < 5000, `refused in ${unnamed.ms} ms`);
+  const forced = await curl('--cacert', testCa, '--resolve', `${OTHER}:443:${pod.hostEnd}`, `https://${OTHER}/refused-forced`);
+  assert.notEqual(forced.code, 0);
+  assert.ok(forced.ms < 5000, `refused in ${forced.ms} ms`);
+  // An allowed name on a port its rule does not name, by Host: 403 from the gateway.
+  const otherPort = await curl('-o', '/dev/null', '-w', '%{http_code}', '--resolve', `${OTHER}:80:${pod.hostEnd}`, `http://${OTHER}/`);
+  assert.equal(otherPort.stdout, '403');
+  // An allowed name that resolves inside the floor reaches nothing.
+  const inward = await curl('--cacert', testCa, `https://${INWARD}/`);
+  assert.notEqual(inward.code, 0);
+  // A connection from an address that is no sandbox's gets nothing.
+  const stranger = await new Promise<string>((resolve) => {
+    const socket = connect({ host: pod.hostEnd, port: 80, localAddress: pod.hostEnd }, () => socket.write(`GET / HTTP/1.1\r\nhost: ${OK}\r\n\r\n`));
+    let got = '';
+    socket.on('data', (chunk: Buffer) => (got += String(chunk)));
+    socket.on('close', () => resolve(got));
+    socket.on('error', () => undefined);
+  });
+  assert.equal(stranger, '');
+  assert.deepEqual((await host.requests()).map((r) => r.url).filter((url) => url.startsWith('/refused')), []);
+
+  // A brokered credential: added on the pod's HTTPS to its host, the program's own header
+  // replaced; a name of the same address gets nothing; the pod trusts the egress authority.
+  const value = `tok-${randomBytes(12).toString('hex')}`;
+  await runtime.broker!(id, [{ hosts: [API], header: 'Authorization', value: `Bearer ${value}` }]);
+  assert.ok(fixture.standin.secrets.get(NAMESPACE, credentialsSecretName(podName)));
+  await heard();
+  const brokered = await curl('--cacert', egressCa, '-H', 'Authorization: Bearer forged', `https://${API}/brokered`);
+  assert.equal(brokered.code, 0, brokered.stderr);
+  assert.equal(brokered.stdout, 'hello over tls\n');
+  const passed = await curl('--cacert', testCa, '-H', 'Authorization: Bearer own', `https://${OK}/not-brokered`);
+  assert.equal(passed.code, 0, passed.stderr);
+  const requests = await host.requests();
+  const authorization = (url: string) => {
+    const request = requests.find((r) => r.url === url);
+    assert.ok(request, `the test host took ${url}`);
+    return request.headers.filter((_, i) => i % 2 === 1 && request.headers[i - 1]!.toLowerCase() === 'authorization');
+  };
+  assert.deepEqual(authorization('/brokered'), [`Bearer ${value}`]);
+  assert.deepEqual(authorization('/not-brokered'), ['Bearer own']);
+  assert.ok(!requests.some((r) => r.url !== '/brokered' && r.headers.some((h) => h.includes(value))));
+
+  // A download under way, then the policy closed: the download is cut, and the name no longer answers.
+  const download = inPod(['curl', '-sS', '--max-time', '60', '-o', '/dev/null', `http://${PLAIN}/stream`]);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  await runtime.setNetwork(id, { egress: 'none' });
+  const cut = await download;
+  assert.notEqual(cut.code, 0);
+  assert.ok(cut.ms < 15_000, `cut after ${cut.ms} ms`);
+  await heard();
+  const closed = await curl('--cacert', testCa, `https://${OK}/closed`);
+  assert.equal(closed.code, 6, closed.stderr);
+  // `none` keeps the gateway's DNS alone, so that every name is refused at once.
+  const none = fixture.standin.networkPolicies.get(NAMESPACE, `${podName}-egress`);
+  assert.deepEqual(
+    (none.spec.egress as { ports: { port: number }[] }[]).flatMap((rule) => rule.ports.map((p) => p.port)),
+    [GATEWAY_PORTS.dns, GATEWAY_PORTS.dns],
+  );
+
+  await runtime.destroy(id);
+  assert.throws(() => fixture.standin.secrets.get(NAMESPACE, credentialsSecretName(podName)));
+});
