@@ -2,9 +2,10 @@
 #
 # The one Paddock image. It serves every Procfile role; the command picks the role:
 #
-#   web      node api/main.ts          (the default)
-#   worker   node workers/main.ts
-#   release  node migrations/run.ts
+#   web             node api/main.ts          (the default)
+#   worker          node workers/main.ts
+#   release         node migrations/run.ts
+#   egress-gateway  node workers/egress-gateway.ts   (Kubernetes only)
 #
 # Node 24 runs the TypeScript sources as they are (type stripping), so there is no compile step:
 # the image holds the .ts sources of the server roles and the production dependencies, nothing
@@ -32,8 +33,13 @@ ENV NODE_ENV=production
 WORKDIR /app
 
 # Nothing in the image runs a package manager: remove npm, npx, corepack and yarn (less to patch,
-# less for an intruder to use), and add the unprivileged user the processes run as.
-RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx \
+# less for an intruder to use), and add the unprivileged user the processes run as. The egress
+# gateway signs brokered hosts' certificates with openssl, and hands sandboxes the public
+# authorities of ca-certificates with its own.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates openssl \
+ && rm -rf /var/lib/apt/lists/* \
+ && rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx \
       /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-* \
  && groupadd --system --gid 10001 paddock \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -238,8 +238,15 @@ export const configSchema = z.object({
   PADDOCK_KUBE_MEMORY_REQUEST: z.string().min(1).default('256Mi'),
   PADDOCK_KUBE_MEMORY_LIMIT: z.string().min(1).default('1Gi'),
   PADDOCK_KUBE_DEADLINE_GRACE_SECONDS: int(0).default(120),
-  /** The egress gateway Service's cluster address (IPv4): every sandbox pod's DNS, and names and brokered credentials in egress policies; unset: neither. */
-  PADDOCK_EGRESS_GATEWAY: z.ipv4({ error: 'expected the egress gateway Service\'s cluster IPv4 address' }).optional(),
+  /**
+   * The egress gateway's Service: its cluster IPv4 address, or its name, resolved once at start
+   * (paddock-egress-gateway.paddock.svc). Every sandbox pod's DNS, and what lets egress policies
+   * name domains and secrets be brokered; unset: neither.
+   */
+  PADDOCK_EGRESS_GATEWAY: z
+    .string()
+    .regex(/^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$/, { error: "expected the egress gateway Service's cluster IPv4 address or its name" })
+    .optional(),
   /** The namespace the egress gateway's pods run in (their NetworkPolicy admission names it). */
   PADDOCK_EGRESS_GATEWAY_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock'),
   PADDOCK_SHUTDOWN_TIMEOUT_SECONDS: int(1).default(25),

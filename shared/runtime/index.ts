@@ -5,7 +5,7 @@ import type { Logger } from '../logger.ts';
 import type { SandboxRuntime } from './types.ts';
 import { createLocalRuntime } from './local/index.ts';
 import type { KubernetesRuntimeOptions } from './kubernetes/index.ts';
-import { GATEWAY_POD_LABELS } from './kubernetes/egress-gateway.ts';
+import { GATEWAY_POD_LABELS, gatewayAddress } from './kubernetes/egress-gateway.ts';
 
 export * from './types.ts';
 
@@ -23,7 +23,7 @@ export async function createRuntime(config: Config, log: Logger, options: { kube
       kubeConfig = new KubeConfig();
       kubeConfig.loadFromDefault(); // KUBECONFIG, ~/.kube/config, or the in-cluster service account
     }
-    return createKubernetesRuntime(kubernetesOptions(config, kubeConfig, log));
+    return createKubernetesRuntime(kubernetesOptions(config, kubeConfig, log, config.PADDOCK_EGRESS_GATEWAY && (await gatewayAddress(config.PADDOCK_EGRESS_GATEWAY))));
   }
   return localRuntimeFrom(config, log);
 }
@@ -48,8 +48,11 @@ export function localRuntimeFrom(config: Config, log?: Logger): SandboxRuntime {
   });
 }
 
-/** The Kubernetes runtime's options as the configuration gives them (the deploy tests use it too). */
-export function kubernetesOptions(config: Config, kubeConfig: KubeConfig, log?: Logger): KubernetesRuntimeOptions {
+/**
+ * The Kubernetes runtime's options as the configuration gives them (the deploy tests use it too),
+ * with the egress gateway at `gateway` (its Service's address) where PADDOCK_EGRESS_GATEWAY is set.
+ */
+export function kubernetesOptions(config: Config, kubeConfig: KubeConfig, log?: Logger, gateway?: string): KubernetesRuntimeOptions {
   return {
     kubeConfig,
     namespace: config.PADDOCK_KUBE_NAMESPACE,
@@ -63,9 +66,7 @@ export function kubernetesOptions(config: Config, kubeConfig: KubeConfig, log?: 
       memoryLimit: config.PADDOCK_KUBE_MEMORY_LIMIT,
     },
     deadlineGraceSeconds: config.PADDOCK_KUBE_DEADLINE_GRACE_SECONDS,
-    ...(config.PADDOCK_EGRESS_GATEWAY
-      ? { gateway: { address: config.PADDOCK_EGRESS_GATEWAY, namespace: config.PADDOCK_EGRESS_GATEWAY_NAMESPACE, podLabels: GATEWAY_POD_LABELS } }
-      : {}),
+    ...(gateway ? { gateway: { address: gateway, namespace: config.PADDOCK_EGRESS_GATEWAY_NAMESPACE, podLabels: GATEWAY_POD_LABELS } } : {}),
     log,
   };
 }

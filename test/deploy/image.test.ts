@@ -173,7 +173,7 @@ describe('the Dockerfile', () => {
     const cmd = finalOf('CMD');
     assert.equal(cmd.length, 1);
     assert.deepEqual(JSON.parse(cmd[0]!.args), PROCFILE.web!.split(' '));
-    assert.deepEqual(Object.keys(PROCFILE).sort(), ['release', 'web', 'worker']);
+    assert.deepEqual(Object.keys(PROCFILE).sort(), ['egress-gateway', 'release', 'web', 'worker']);
   });
 
   test('copies every file the roles and the operator tools load, and nothing of the tests, the CLI or local state', () => {

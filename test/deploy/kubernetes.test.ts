@@ -27,6 +27,9 @@ import { parseConfig, unknownPaddockVariables, type Role } from '../../shared/co
 import { kubernetesOptions } from '../../shared/runtime/index.ts';
 import { sandboxPodManifest } from '../../shared/runtime/kubernetes/index.ts';
 import { egressPolicyManifest } from '../../shared/runtime/kubernetes/network-policy.ts';
+import { GATEWAY_POD_LABELS, GATEWAY_PORTS, TRUST_CONFIG_MAP } from '../../shared/runtime/kubernetes/egress-gateway.ts';
+import { parseGatewayConfig } from '../../workers/egress-gateway-config.ts';
+import type { NetworkPolicy } from '../../shared/network/policy.ts';
 import { describeViolations, restrictedViolations } from './pod-security.ts';
 import {
   DEPLOY,
@@ -119,10 +122,10 @@ const PROCFILE = Object.fromEntries(
 ) as Record<string, string>;
 
 /** The Procfile role a container runs, from its command. */
-function roleOf(container: V1Container): Role {
+function roleOf(container: V1Container): Role | 'egress-gateway' {
   const command = [...(container.command ?? []), ...(container.args ?? [])].join(' ');
   const role = Object.entries(PROCFILE).find(([, cmd]) => cmd === command)?.[0];
-  assert.ok(role === 'web' || role === 'worker' || role === 'release', `container ${container.name} runs "${command}", no Procfile role`);
+  assert.ok(role === 'web' || role === 'worker' || role === 'release' || role === 'egress-gateway', `container ${container.name} runs "${command}", no Procfile role`);
   return role;
 }
 
@@ -241,11 +244,15 @@ function ingressRules(objects: KubeObject[], namespace: string, podLabels: Recor
     .reduce((n, p) => n + (p.spec?.ingress?.length ?? 0), 0);
 }
 
-function sandboxPod(env: Record<string, string>) {
+/** An address for the gateway's Service where a test has no cluster to resolve its name in. */
+const GATEWAY_ADDRESS = '10.96.0.53';
+
+/** The worker's sandbox pod, with the egress gateway when `gateway` (its Service's address stood in for). */
+function sandboxPod(env: Record<string, string>, gateway = false) {
   const config = parseConfig(env, 'worker');
   return sandboxPodManifest(
     { id: 'sbx_0123456789abcdefghijklmn', accountId: 'acct_0123456789abcdefghijklmn', capSeconds: config.PADDOCK_SESSION_CAP_SECONDS },
-    kubernetesOptions(config, new KubeConfig()),
+    kubernetesOptions(config, new KubeConfig(), undefined, gateway ? GATEWAY_ADDRESS : undefined),
   );
 }
 
@@ -344,7 +351,7 @@ describe('the control plane', () => {
 
   test('every workload would be admitted under "restricted" and runs as the image user', () => {
     const templates = podTemplates(renders().example);
-    assert.equal(templates.length, 3);
+    assert.equal(templates.length, 4);
     for (const { id, template } of templates) {
       const violations = restrictedViolations(template);
       assert.deepEqual(violations, [], `${id} breaks Pod Security "restricted":\n${describeViolations(violations)}`);
@@ -353,9 +360,9 @@ describe('the control plane', () => {
     }
   });
 
-  test('each workload runs a Procfile role: the API web, the workers worker, the Job release', () => {
+  test('each workload runs a Procfile role: the API web, the workers worker, the Job release, the gateway egress-gateway', () => {
     const roles = podTemplates(renders().example).map(({ id, template }) => `${id}: ${roleOf(template.spec!.containers[0]!)}`);
-    assert.deepEqual(roles.sort(), ['Deployment paddock-api: web', 'Deployment paddock-worker: worker', 'Job paddock-migrate: release']);
+    assert.deepEqual(roles.sort(), ['Deployment paddock-api: web', 'Deployment paddock-egress-gateway: egress-gateway', 'Deployment paddock-worker: worker', 'Job paddock-migrate: release']);
   });
 
   test("each role's environment passes Paddock's configuration, with no unknown PADDOCK_ variable", () => {
@@ -363,8 +370,17 @@ describe('the control plane', () => {
       for (const c of template.spec?.containers ?? []) {
         const env = environmentOf(renders().example, namespace, c);
         const role = roleOf(c);
-        const config = parseConfig(env, role);
         assert.deepEqual(unknownPaddockVariables(env), [], id);
+        // Least privilege: only the API holds the credentials' secrets, current or previous.
+        const apiOnly = ['PADDOCK_JWT_SECRET', 'PADDOCK_SECRETS_KEY', 'PADDOCK_JWT_SECRET_PREVIOUS', 'PADDOCK_SECRETS_KEY_PREVIOUS'];
+        if (role !== 'web') assert.ok(!apiOnly.some((name) => name in env), `${id} holds the API's secrets`);
+        if (role === 'egress-gateway') {
+          // No database, no Redis: it reads the cluster alone.
+          assert.equal(parseGatewayConfig(env).PADDOCK_KUBE_NAMESPACE, SANDBOX_NS, id);
+          assert.ok(!('DATABASE_URL' in env) && !('REDIS_URL' in env), `${id} holds the database's or Redis' URL`);
+          continue;
+        }
+        const config = parseConfig(env, role);
         assert.equal(config.NODE_ENV, 'production', id);
         assert.equal(config.PADDOCK_RUNTIME, 'kubernetes', id);
         assert.equal(config.PADDOCK_KUBE_NAMESPACE, SANDBOX_NS, id);
@@ -375,9 +391,6 @@ describe('the control plane', () => {
             [USABLE_SECRETS.PADDOCK_SECRETS_KEY_PREVIOUS],
           ], `${id}: the rotation variables`);
         }
-        // Least privilege: only the API holds the credentials' secrets, current or previous.
-        const apiOnly = ['PADDOCK_JWT_SECRET', 'PADDOCK_SECRETS_KEY', 'PADDOCK_JWT_SECRET_PREVIOUS', 'PADDOCK_SECRETS_KEY_PREVIOUS'];
-        if (role !== 'web') assert.ok(!apiOnly.some((name) => name in env), `${id} holds the API's secrets`);
       }
     }
   });
@@ -436,7 +449,7 @@ describe('the control plane', () => {
       const spec = deployment.spec!.template.spec!;
       const container = spec.containers[0]!;
       const env = environmentOf(objects, CONTROL_NS, container);
-      const config = parseConfig(env, roleOf(container));
+      const config = parseConfig(env, roleOf(container) as Role);
       const preStop = Number(container.lifecycle?.preStop?.exec?.command?.[1] ?? 0);
       // onShutdownSignal (shared/shutdown.ts) exits on its own 5 s after the timeout.
       const needed = preStop + config.PADDOCK_SHUTDOWN_TIMEOUT_SECONDS + 5;
@@ -454,8 +467,8 @@ describe('the control plane', () => {
   });
 
   test('the upgrade order of docs/deploy.md: the first apply selects the migration with what it needs, and no long-running workload', () => {
-    // kubectl apply -k … -l 'app.kubernetes.io/component notin (api,worker)'
-    const first = renders().example.filter((o) => !['api', 'worker'].includes(o.metadata.labels?.['app.kubernetes.io/component'] ?? ''));
+    // kubectl apply -k … -l 'app.kubernetes.io/component notin (api,worker,egress-gateway)'
+    const first = renders().example.filter((o) => !['api', 'worker', 'egress-gateway'].includes(o.metadata.labels?.['app.kubernetes.io/component'] ?? ''));
     const has = (kind: string, name: string) => first.some((o) => o.kind === kind && sameName(kind, o.metadata.name, name));
     for (const [kind, name] of [
       ['Namespace', CONTROL_NS],
@@ -494,8 +507,17 @@ describe('access to the cluster', () => {
       pods: ['create', 'delete', 'get', 'list', 'watch'],
       'pods/exec': ['create', 'get'],
       networkpolicies: ['create', 'delete', 'update'],
+      secrets: ['delete'],
     });
-    assert.deepEqual(rules('paddock-api'), { pods: ['get'], 'pods/exec': ['create', 'get'], 'pods/portforward': ['create', 'get'], networkpolicies: ['create', 'delete', 'update'] });
+    assert.deepEqual(rules('paddock-api'), {
+      pods: ['get'],
+      'pods/exec': ['create', 'get'],
+      'pods/portforward': ['create', 'get'],
+      networkpolicies: ['create', 'delete', 'update'],
+      secrets: ['create', 'delete', 'get', 'update'],
+    });
+    // The gateway reads what it needs to know a pod and its sandbox, and writes only what sandboxes trust.
+    assert.deepEqual(rules('paddock-egress-gateway'), { pods: ['list'], networkpolicies: ['get'], secrets: ['get'], configmaps: ['create', 'get', 'update'] });
   });
 
   test("each Role is bound to the service account of the Deployment that needs it, and to nothing else", () => {
@@ -503,6 +525,7 @@ describe('access to the cluster', () => {
     for (const [role, deployment] of [
       ['paddock-worker', 'paddock-worker'],
       ['paddock-api', 'paddock-api'],
+      ['paddock-egress-gateway', 'paddock-egress-gateway'],
     ] as const) {
       const account = find<V1Deployment>(objects, 'Deployment', deployment, CONTROL_NS).spec!.template.spec!.serviceAccountName;
       const binding = find<V1RoleBinding>(objects, 'RoleBinding', role, SANDBOX_NS);
@@ -587,6 +610,53 @@ describe('the sandbox namespace', () => {
     assert.equal(egressAllowed(objects, SANDBOX_NS, labels, kubeDns), false, 'DNS under allow');
     // none is the namespace's denial alone.
     assert.equal(egressPolicyManifest(pod, labels['paddock.dev/sandbox-id']!, { egress: 'none' }), undefined);
+  });
+
+  test('with the egress gateway: pods ask it for names, trust its authority, and reach it alone by name; the gateway is what the runtime admits', async () => {
+    const objects = renders().example;
+    const env = workerEnvironment(objects);
+    // The component names the gateway's Service, which is in the namespace it says.
+    const service = find<V1Service>(objects, 'Service', 'paddock-egress-gateway', CONTROL_NS);
+    assert.equal(env.PADDOCK_EGRESS_GATEWAY, `${service.metadata!.name}.${service.metadata!.namespace}.svc`);
+    assert.equal(parseConfig(env, 'worker').PADDOCK_EGRESS_GATEWAY_NAMESPACE, CONTROL_NS);
+    const gateway = find<V1Deployment>(objects, 'Deployment', 'paddock-egress-gateway', CONTROL_NS);
+    const gatewayLabels = gateway.spec!.template.metadata!.labels!;
+    for (const [key, value] of Object.entries(GATEWAY_POD_LABELS)) assert.equal(gatewayLabels[key], value, key);
+    // Its Service: 53 (both protocols), 80 and 443 onto the container's ports, as pods and policies know them.
+    const containerPorts = Object.fromEntries(gateway.spec!.template.spec!.containers[0]!.ports!.map((p) => [p.name, p.containerPort]));
+    const mapped = service.spec!.ports!.map((p) => `${p.protocol}/${p.port}->${containerPorts[String(p.targetPort)]}`).sort();
+    assert.deepEqual(mapped, [`TCP/443->${GATEWAY_PORTS.https}`, `TCP/53->${GATEWAY_PORTS.dns}`, `TCP/80->${GATEWAY_PORTS.http}`, `UDP/53->${GATEWAY_PORTS.dns}`]);
+
+    const pod = sandboxPod(env, true);
+    assert.deepEqual(restrictedViolations({ metadata: pod.metadata, spec: pod.spec }), [], 'the pod with the gateway breaks Pod Security "restricted"');
+    assert.equal(pod.spec!.dnsPolicy, 'None');
+    assert.deepEqual(pod.spec!.dnsConfig!.nameservers, [GATEWAY_ADDRESS]);
+    assert.ok(pod.spec!.volumes!.some((v) => v.configMap?.name === TRUST_CONFIG_MAP));
+    const labels = pod.metadata!.labels!;
+    const id = labels['paddock.dev/sandbox-id']!;
+    const gatewayPeer = (port: number, protocol = 'TCP') => ({ namespaceLabels: { 'kubernetes.io/metadata.name': CONTROL_NS }, podLabels: gatewayLabels, port, protocol });
+    const kubeDns = { namespaceLabels: { 'kubernetes.io/metadata.name': 'kube-system' }, podLabels: { 'k8s-app': 'kube-dns' }, port: 53, protocol: 'UDP' };
+    const options = kubernetesOptions(parseConfig(env, 'worker'), new KubeConfig(), undefined, GATEWAY_ADDRESS).gateway!;
+    const cases: [NetworkPolicy, boolean][] = [
+      [{ egress: { allow: ['pypi.org', '198.51.100.0/24:443'] } }, true],
+      [{ egress: 'all' }, true],
+      [{ egress: 'none' }, false],
+    ];
+    for (const [policy, opens] of cases) {
+      const own = inSandboxNamespace(egressPolicyManifest(pod, id, policy, options)!);
+      assert.deepEqual(await validateObject(own), []);
+      const all = [...objects, own];
+      const allowed = (to: Destination) => egressAllowed(all, SANDBOX_NS, labels, to);
+      const what = JSON.stringify(policy);
+      assert.ok(allowed(gatewayPeer(GATEWAY_PORTS.dns, 'UDP')) && allowed(gatewayPeer(GATEWAY_PORTS.dns)), `${what}: the gateway's DNS`);
+      assert.equal(allowed(gatewayPeer(GATEWAY_PORTS.https)), opens, `${what}: the gateway's 443`);
+      assert.equal(allowed(gatewayPeer(GATEWAY_PORTS.http)), opens, `${what}: the gateway's 80`);
+      assert.equal(allowed(gatewayPeer(22)), false, `${what}: another port of the gateway's`);
+      assert.equal(allowed(kubeDns), false, `${what}: the cluster's DNS`);
+      // Other pods of the control plane are no gateway.
+      assert.equal(allowed({ ...gatewayPeer(GATEWAY_PORTS.https), podLabels: { 'app.kubernetes.io/name': 'paddock', 'app.kubernetes.io/component': 'api' } }), false, `${what}: the API's pods`);
+      for (const ip of ['169.254.169.254', '10.96.0.1', '127.0.0.1']) assert.equal(allowed({ ip, port: 443 }), false, `${what}: egress to ${ip}`);
+    }
   });
 
   test("the LimitRange admits the runtime's pods, and the quota admits as many as its pod count", () => {

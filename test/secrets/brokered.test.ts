@@ -9,11 +9,13 @@ import type { BrokeredCredential } from '../../shared/network/brokered.ts';
 // Brokered secrets (docs/api.md, "Secrets"), the API's side, through HTTP: what `inject` takes,
 // that such a secret is in no environment, and what the API hands the runtime's egress (the
 // egress itself is the runtime's tests'). On Kubernetes, whose egress is the cluster's, `inject`
-// is refused. Run once per runtime (PADDOCK_TEST_RUNTIME).
+// is refused, unless Paddock's egress gateway runs there (PADDOCK_EGRESS_GATEWAY): then the
+// credentials go to a Secret of the pod's, which the gateway reads. Run once per runtime
+// (PADDOCK_TEST_RUNTIME).
 
 const runtime = testRuntime();
 const stack = await startSandboxStack({ overrides: { PADDOCK_QUOTA_CONCURRENT_SANDBOXES: '5' } });
-const brokers = runtime === 'local' ? false : 'the local runtime (the kubernetes one brokers nothing)';
+const brokers = runtime === 'local' ? false : 'the local runtime (the kubernetes one brokers with its gateway alone: the last test)';
 
 // What the API process hands the runtime's egress, recorded on its way there.
 const api = stack.apis[0]!.deps.runtime as { broker?: (id: string, credentials: readonly BrokeredCredential[]) => Promise<void> };
@@ -165,4 +167,34 @@ test("the sandbox's egress is handed its credentials before each start, and anew
   const handed = brokered.length;
   assert.equal((await call(stack.url, 'DELETE', '/v1/secrets/PLAIN', { token: a.key })).status, 204);
   assert.equal(brokered.length, handed, 'deleting an ordinary secret hands nothing over');
+});
+
+test('on kubernetes with the egress gateway: domain rules and brokered secrets are taken, the credential reaches the pod\'s Secret alone, and goes with the pod', { skip: runtime !== 'kubernetes' && 'the kubernetes runtime' }, async () => {
+  // A documentation address for the gateway's Service: pods are told of it, nothing connects to it.
+  const gated = await startSandboxStack({ overrides: { PADDOCK_EGRESS_GATEWAY: '192.0.2.53' } });
+  const standin = gated.standin!;
+  const namespace = gated.config.PADDOCK_KUBE_NAMESPACE;
+  const account = await newAccount(gated.url, 'brokered-gateway');
+  const token = account.key;
+  const created = await call(gated.url, 'POST', '/v1/sandboxes', { token, body: { network: { egress: { allow: ['pypi.org', '*.githubusercontent.com:443'] } } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const pod = id.replace('_', '-');
+  const policy = standin.networkPolicies.get(namespace, `${pod}-egress`);
+  assert.deepEqual(JSON.parse(policy.metadata.annotations!['paddock.dev/egress-policy']!), { egress: { allow: ['pypi.org', '*.githubusercontent.com:443'] } });
+
+  const value = 'brk-5d0c9e7a31f4';
+  const secret = await call(gated.url, 'POST', '/v1/secrets', { token, body: { name: 'API_KEY', value, sandboxId: id, inject: { hosts: ['api.example.com'] } } });
+  assert.equal(secret.status, 201, JSON.stringify(secret.body));
+  const ran = await call(gated.url, 'POST', `/v1/sandboxes/${id}/exec`, { token, body: { command: ['sh', '-c', 'env'], timeoutSeconds: 30 } });
+  assert.equal(ran.status, 200, JSON.stringify(ran.body));
+  assert.ok(!String(ran.body.stdout).includes(value), 'the value is in the sandbox\'s environment');
+  const stored = standin.secrets.get(namespace, `${pod}-egress-credentials`);
+  assert.deepEqual(JSON.parse(Buffer.from(stored.data!['credentials.json']!, 'base64').toString()), [{ hosts: ['api.example.com'], header: 'Authorization', value: `Bearer ${value}` }]);
+  assert.equal(stored.metadata.ownerReferences?.[0]?.kind, 'Pod');
+  // The pod itself carries nothing of it.
+  assert.ok(!JSON.stringify(await call(gated.url, 'GET', `/v1/sandboxes/${id}`, { token })).includes(value));
+
+  assert.equal((await call(gated.url, 'DELETE', `/v1/sandboxes/${id}`, { token })).status, 200);
+  assert.deepEqual(standin.secrets.list(namespace).filter((s) => s.metadata.name === `${pod}-egress-credentials`), []);
 });

@@ -1,3 +1,5 @@
+import { lookup } from 'node:dns/promises';
+import { isIPv4 } from 'node:net';
 import type { V1EnvVar, V1PodDNSConfig, V1Secret, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { BrokeredCredential } from '../../network/brokered.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
@@ -88,4 +90,14 @@ export function credentialsSecret(pod: { name: string; uid?: string }, sandboxId
 /** The policy as the NetworkPolicy's annotation holds it. */
 export function policyAnnotation(policy: NetworkPolicy): Record<string, string> {
   return { [POLICY_ANNOTATION]: JSON.stringify(policy) };
+}
+
+/** The egress gateway Service's address: PADDOCK_EGRESS_GATEWAY as it is, or the address its name resolves to now. */
+export async function gatewayAddress(setting: string): Promise<string> {
+  if (isIPv4(setting)) return setting;
+  try {
+    return (await lookup(setting, { family: 4 })).address;
+  } catch (err) {
+    throw new Error(`PADDOCK_EGRESS_GATEWAY: ${setting} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
 }

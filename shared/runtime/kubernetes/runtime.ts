@@ -22,7 +22,7 @@ import { sandboxFromPod, startupVerdict } from './pod-state.ts';
 import { PodClient } from './pods.ts';
 import { egressPolicyManifest, egressPolicyName, NetworkPolicyClient } from './network-policy.ts';
 import { SecretClient } from './secrets.ts';
-import { credentialsSecret, credentialsSecretName } from './egress-gateway.ts';
+import { CREDENTIALS_KEY, credentialsSecret, credentialsSecretName } from './egress-gateway.ts';
 import type { BrokeredCredential } from '../../network/brokered.ts';
 import { NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { egressMode } from '../../network/rules.ts';
@@ -87,11 +87,19 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     await applyNetwork(id, pod.metadata.name, policy);
   }
 
-  /** The credentials in the pod's own Secret (owned by it), which the gateway alone reads; none: no Secret. */
+  /**
+   * The credentials in the pod's own Secret (owned by it), which the gateway alone reads; none: no
+   * Secret. Sent before every program starts, so a Secret that holds them already is left alone.
+   */
   async function broker(id: string, credentials: readonly BrokeredCredential[]): Promise<void> {
     const pod = await runningPod(id);
-    if (credentials.length === 0) await secrets.delete(credentialsSecretName(pod.metadata.name));
-    else await secrets.put(credentialsSecret({ name: pod.metadata.name, uid: pod.metadata.uid }, id, credentials));
+    const name = credentialsSecretName(pod.metadata.name);
+    if (credentials.length === 0) return secrets.delete(name);
+    const wanted = credentialsSecret({ name: pod.metadata.name, uid: pod.metadata.uid }, id, credentials);
+    const current = await secrets.get(name);
+    const owned = current?.metadata?.ownerReferences?.some((owner) => owner.uid === pod.metadata.uid);
+    if (owned && current?.data?.[CREDENTIALS_KEY] === wanted.data?.[CREDENTIALS_KEY]) return;
+    await secrets.put(wanted);
   }
 
   async function destroy(id: string): Promise<void> {
