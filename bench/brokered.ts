@@ -5,7 +5,7 @@ import { call, callOk, median, percentile, unroundedPercentile, round, startStac
 import { startNetnsHost } from '../scripts/netns-host.ts';
 import { startTestDns } from '../scripts/test-dns.ts';
 import { makeTestCertificates } from '../scripts/test-tls.ts';
-import { createdWithNetwork, egressProcessRss, PYTHON_DRAIN_RATE, PYTHON_TIMED_GETS, rotated } from './egress-shared.ts';
+import { createdWithNetwork, egressProcessRss, rotated, TLS_BULK, TLS_SMALL_GETS } from './egress-shared.ts';
 
 // Brokered credentials in the way of a sandbox's HTTPS (docs/api.md, "Secrets"): a host outside
 // this one (a network namespace on a documentation range, scripts/netns-host.ts) serving HTTPS with
@@ -21,26 +21,6 @@ const ROUNDS = 5;
 const LATENCY_GOAL = 1.3;
 const THROUGHPUT_GOAL = 0.7;
 const NAME = 'brokered.bench.paddock.example';
-
-/** Fresh TLS connections, one GET each, to `address` as `name`, checked with `cafile` (or the system's authorities): the milliseconds of each, as JSON. */
-const SMALL_GETS = `${PYTHON_TIMED_GETS}
-import socket, ssl, sys
-address, name, n, cafile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-context = ssl.create_default_context(cafile=cafile or None)
-connect = lambda: context.wrap_socket(socket.create_connection((address, 443)), server_hostname=name)
-timed_gets(n, connect, ("GET / HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % name).encode())
-`;
-
-/** One download of /bulk/<MiB> over TLS: MiB/s. */
-const BULK = `${PYTHON_DRAIN_RATE}
-import socket, ssl, sys, time
-address, name, mib, cafile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-context = ssl.create_default_context(cafile=cafile or None)
-t = time.perf_counter()
-s = context.wrap_socket(socket.create_connection((address, 443)), server_hostname=name)
-s.sendall(("GET /bulk/%d HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % (mib, name)).encode())
-drain_rate(s, mib, t)
-`;
 
 export const brokeredBenchmark: Benchmark = {
   name: 'brokered',
@@ -73,15 +53,15 @@ export const brokeredBenchmark: Benchmark = {
       const args = (which: keyof typeof sandboxes) => (which === 'open' ? [host.address, NAME] : [brokerAddress, NAME]);
       const cafile = (which: keyof typeof sandboxes) => (which === 'open' ? '/workspace/ca.pem' : '');
       const small = { open: [] as number[], brokered: [] as number[] };
-      for (const which of ['open', 'brokered'] as const) await python(sandboxes[which], SMALL_GETS, [...args(which), 20, cafile(which)]);
+      for (const which of ['open', 'brokered'] as const) await python(sandboxes[which], TLS_SMALL_GETS, [...args(which), 20, cafile(which)]);
       for (let round = 0; round < ROUNDS; round++) {
         for (const which of rotated(['open', 'brokered'] as const, round)) {
-          small[which].push(...(JSON.parse(await python(sandboxes[which], SMALL_GETS, [...args(which), Math.ceil(COUNT / ROUNDS), cafile(which)])) as number[]));
+          small[which].push(...(JSON.parse(await python(sandboxes[which], TLS_SMALL_GETS, [...args(which), Math.ceil(COUNT / ROUNDS), cafile(which)])) as number[]));
         }
       }
       const bulk = { open: [] as number[], brokered: [] as number[] };
       for (let round = 0; round < 3; round++) {
-        for (const which of rotated(['open', 'brokered'] as const, round)) bulk[which].push(Number(await python(sandboxes[which], BULK, [...args(which), BULK_MIB, cafile(which)])));
+        for (const which of rotated(['open', 'brokered'] as const, round)) bulk[which].push(Number(await python(sandboxes[which], TLS_BULK, [...args(which), BULK_MIB, cafile(which)])));
       }
       const requests = await host.requests();
       const injected = requests.filter((r) => r.headers.some((h, i) => i % 2 === 1 && h === 'Bearer bench-token-value')).length;

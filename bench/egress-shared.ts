@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { callOk, type SandboxObject } from './stack.ts';
 import { rssOf } from './paddock-processes.ts';
 
-// What the egress benchmarks (egress.ts, brokered.ts) share: sandboxes made with a policy, the
+// What the egress benchmarks (egress.ts, brokered.ts, gateway.ts) share: sandboxes made with a policy, the
 // turns they take, and the memory of the host's egress process.
 
 /** A running sandbox with the given `network`. */
@@ -68,4 +68,24 @@ def timed_gets(n, connect, request):
         s.close()
         out.append((time.perf_counter() - t) * 1000)
     print(json.dumps(out))
+`;
+
+/** Fresh TLS connections, one GET each, to `address` as `name`, checked with `cafile` (or the system's authorities): the milliseconds of each, as JSON. */
+export const TLS_SMALL_GETS = `${PYTHON_TIMED_GETS}
+import socket, ssl, sys
+address, name, n, cafile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+context = ssl.create_default_context(cafile=cafile or None)
+connect = lambda: context.wrap_socket(socket.create_connection((address, 443)), server_hostname=name)
+timed_gets(n, connect, ("GET / HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % name).encode())
+`;
+
+/** One download of /bulk/<MiB> over TLS: MiB/s. */
+export const TLS_BULK = `${PYTHON_DRAIN_RATE}
+import socket, ssl, sys, time
+address, name, mib, cafile = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+context = ssl.create_default_context(cafile=cafile or None)
+t = time.perf_counter()
+s = context.wrap_socket(socket.create_connection((address, 443)), server_hostname=name)
+s.sendall(("GET /bulk/%d HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % (mib, name)).encode())
+drain_rate(s, mib, t)
 `;

@@ -11,6 +11,7 @@ import { eventsBenchmark } from './events.ts';
 import { filesBenchmark } from './files.ts';
 import { egressBenchmark } from './egress.ts';
 import { brokeredBenchmark } from './brokered.ts';
+import { gatewayBenchmark } from './gateway.ts';
 import { fleetBenchmark } from './fleet/index.ts';
 import { getSandboxBenchmark } from './get-sandbox.ts';
 import { historyBenchmark } from './history.ts';
@@ -27,4 +28,4 @@ import { terminalBenchmark } from './terminal.ts';
 import { webhookFairnessBenchmark } from './webhook-fairness.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them; add new ones here. */
-export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, previewsBenchmark, egressBenchmark, brokeredBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, snapshotsBenchmark, bulkFairnessBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, sdkPythonBenchmark, sdkTsBenchmark, fleetBenchmark, densityBenchmark, kubeWorkerBenchmark];
+export const benchmarks: Benchmark[] = [accountBenchmark, createBenchmark, expiryBenchmark, eventsBenchmark, webhookFairnessBenchmark, getSandboxBenchmark, execBenchmark, terminalBenchmark, previewsBenchmark, egressBenchmark, brokeredBenchmark, gatewayBenchmark, filesBenchmark, maskingBenchmark, archivesBenchmark, snapshotsBenchmark, bulkFairnessBenchmark, historyBenchmark, isolationBenchmark, abuseBenchmark, burstBenchmark, refusalsBenchmark, sdkPythonBenchmark, sdkTsBenchmark, fleetBenchmark, densityBenchmark, kubeWorkerBenchmark];

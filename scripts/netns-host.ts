@@ -210,3 +210,38 @@ export async function startNetnsHost(
     close,
   };
 }
+
+/** $1 and $2 the namespaces, $3 and $4 the veth's ends, $5 and $6 their main addresses: a link on a free /30 of 192.0.2.0/24, each routing the other's main address over it. */
+const LINK_HOSTS = `used=$( (ip -n "$1" -o -4 addr show; ip -n "$2" -o -4 addr show; ls /run/netns | while read ns; do ip -n "$ns" -o -4 addr show 2>/dev/null; done) | grep -o " 192\\.0\\.2\\.[0-9]*" || true)
+for base in $(seq 0 4 252 | shuf); do
+  case "$used" in *" 192.0.2.$((base + 1))"*|*" 192.0.2.$((base + 2))"*) continue ;; esac
+  ip link add "$3" netns "$1" type veth peer name "$4" netns "$2"
+  ip -n "$1" addr add "192.0.2.$((base + 1))/30" dev "$3"
+  ip -n "$2" addr add "192.0.2.$((base + 2))/30" dev "$4"
+  ip -n "$1" link set "$3" up
+  ip -n "$2" link set "$4" up
+  ip -n "$1" route add "$6/32" via "192.0.2.$((base + 2))"
+  ip -n "$2" route add "$5/32" via "192.0.2.$((base + 1))"
+  exit 0
+done
+exit 1`;
+
+/**
+ * A direct link between two test hosts' namespaces (a second veth pair, on a documentation /30),
+ * each reaching the other's address over it rather than through this host: what a route straight
+ * out would be. Gone with either namespace, or with close().
+ */
+export function linkNetnsHosts(a: NetnsHost, b: NetnsHost): { close(): void } {
+  const tag = randomBytes(4).toString('hex');
+  const [aEnd, bEnd] = [`pdk${tag}a`, `pdk${tag}b`];
+  execFileSync('flock', ['/tmp/paddock-test-hosts.lock', 'sh', '-ec', LINK_HOSTS, 'link-test-hosts', a.netns, b.netns, aEnd, bEnd, a.address, b.address], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return {
+    close() {
+      try {
+        execFileSync('ip', ['-n', a.netns, 'link', 'del', aEnd], { stdio: 'ignore' });
+      } catch {
+        // gone with its namespace
+      }
+    },
+  };
+}

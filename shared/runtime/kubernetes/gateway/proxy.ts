@@ -25,6 +25,9 @@ const IDLE_MS = 120_000;
 const CONNECTIONS_PER_SANDBOX = 256;
 /** How often open connections are held against their sandbox's policy. */
 const RECHECK_MS = 1000;
+/** A name's reachable addresses are kept this long (every sandbox's connections ask the same few names); past NAMES_KEPT the memory starts again. */
+const NAME_KEPT_MS = 10_000;
+const NAMES_KEPT = 4096;
 
 export interface ProxyDeps {
   sandboxes: SandboxesByAddress;
@@ -47,6 +50,21 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
   const open = new Set<Passing>();
   const counts = new Map<string, number>();
   const brokers = new Map<string, { source: string; latest: GatewaySandbox; listener: Server; close: () => void }>();
+  const names = new Map<string, { until: number; found: ReturnType<typeof reachableAddresses> }>();
+
+  /** The name's addresses outside the floor, as resolved at most NAME_KEPT_MS ago (a failure is not kept). */
+  function addressesOf(name: string): ReturnType<typeof reachableAddresses> {
+    const now = Date.now();
+    const kept = names.get(name);
+    if (kept && kept.until > now) return kept.found;
+    if (names.size >= NAMES_KEPT) names.clear();
+    const found = reachableAddresses(deps.resolver, name);
+    names.set(name, { until: now + NAME_KEPT_MS, found });
+    void found.then((addresses) => {
+      if (addresses instanceof Error && names.get(name)?.found === found) names.delete(name);
+    });
+    return found;
+  }
 
   server.on('connection', (socket: Socket) => {
     socket.on('error', () => undefined);
@@ -77,9 +95,17 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
       return void brokerFor(source, now).listener.emit('connection', replaying(socket, head));
     }
     if (!allows(now.installed.policy, name, port)) return refuse(socket, kind, 403, `This sandbox's egress policy does not allow ${name} on port ${port}.`);
-    const addresses = await reachableAddresses(deps.resolver, name);
+    const addresses = await addressesOf(name);
     if (addresses instanceof Error) return refuse(socket, kind, 502, `Paddock's egress cannot reach ${name}: ${addresses.message}.`);
-    const upstream = await connected(addresses[0]!.address, port);
+    // The host's bytes to the pod, read in large pieces: a download is most of what passes, and
+    // each read is a callback of this process's (returning false holds the host until the pod drains).
+    let upstream: Socket | undefined;
+    const toPod = (chunk: Buffer): boolean => {
+      if (socket.write(chunk)) return true;
+      socket.once('drain', () => upstream?.resume());
+      return false;
+    };
+    upstream = await connected(addresses[0]!.address, port, toPod);
     if (!upstream) return refuse(socket, kind, 502, `Paddock's egress could not connect to ${name}.`);
     if (socket.destroyed) return void upstream.destroy();
     const passing: Passing = {
@@ -97,12 +123,12 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
     upstream.on('error', () => passing.close());
     socket.on('close', () => {
       open.delete(passing);
-      upstream.destroy();
+      upstream?.destroy();
     });
+    upstream.on('end', () => socket.end());
     upstream.on('close', () => socket.destroy());
     upstream.write(head);
     socket.pipe(upstream);
-    upstream.pipe(socket);
     socket.resume();
   }
 
@@ -202,10 +228,14 @@ function replaying(socket: Socket, head: Buffer): Socket {
   return Object.assign(stream, { setTimeout }) as unknown as Socket;
 }
 
-/** A TCP connection to the address, or undefined when none was made in time. */
-function connected(address: string, port: number): Promise<Socket | undefined> {
+/** Bytes a read of the host's may bring at once. */
+const READ_BYTES = 256 * 1024;
+
+/** A TCP connection to the address, its bytes handed to `take` (copies: false holds the reads until resume()); undefined when none was made in time. */
+function connected(address: string, port: number, take: (chunk: Buffer) => boolean): Promise<Socket | undefined> {
   return new Promise((resolve) => {
-    const socket = connect({ host: address, port });
+    const buffer = Buffer.allocUnsafe(READ_BYTES);
+    const socket = connect({ host: address, port, onread: { buffer, callback: (n: number, read: Uint8Array) => take(Buffer.from(read.subarray(0, n))) } });
     const timer = setTimeout(() => fail(), CONNECT_TIMEOUT_MS);
     const fail = () => {
       clearTimeout(timer);
