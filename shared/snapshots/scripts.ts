@@ -89,16 +89,20 @@ export const FROZEN_LINE = 'frozen';
 
 /**
  * hold, in the sandbox: the sandbox frozen (FREEZE) while the host copies its workspace beside it
- * (COPY_BESIDE_SCRIPT), until its stdin ends; FROZEN_LINE on stdout once every process is
- * stopped. A freeze not whole within its passes (a fork bomb) exits HOLD_NOT_FROZEN_EXIT, all
- * continued: the copy is then the sandbox's own (TAKE_SCRIPT), where nothing it does reaches
- * outside it.
+ * (COPY_BESIDE_SCRIPT), until a line on its stdin (Snapshots writes one once the copy is done) or
+ * its end; FROZEN_LINE on stdout once every process is stopped. A freeze not whole within its
+ * passes (a fork bomb) exits HOLD_NOT_FROZEN_EXIT, all continued: the copy is then the sandbox's
+ * own (TAKE_SCRIPT), where nothing it does reaches outside it.
+ *
+ * Not the end of stdin alone: a command the agent forked as the freeze ran may be stopped between
+ * its fork and its exec, holding a copy of every descriptor the agent had, this hold's stdin
+ * included, until the hold's exit continues it. Its stdin then never ends while it runs.
  */
 export const HOLD_SCRIPT = `cd ${WORKSPACE} 2>/dev/null || exit ${NO_WORKSPACE_EXIT}
 ${FREEZE}
 [ $fresh = 0 ] || exit ${HOLD_NOT_FROZEN_EXIT}
 printf '${FROZEN_LINE}\\n'
-while read -r _; do :; done
+read -r _ || :
 exit 0`;
 
 /**

@@ -72,6 +72,9 @@ const HALT_TIMEOUT_MS = 10_000;
 /** The continue of what a killed take stopped: a pass over /proc, unless the host is starved. */
 const RESUME_TIMEOUT_MS = 10_000;
 
+/** What tells the hold (HOLD_SCRIPT) the copy is done. */
+const RELEASE_LINE = new TextEncoder().encode('\n');
+
 /** How often a copy written straight to its file is measured against the account's room. */
 const ROOM_CHECK_MS = 100;
 
@@ -315,9 +318,11 @@ export class Snapshots {
       env: {},
       timeoutMs: request.timeoutMs,
       ...(request.signal ? { signal: request.signal } : {}),
-      // Held open until the copy is done: its end is the hold's cue to continue what it stopped.
+      // Held open until the copy is done, then a line: the hold's cue to continue what it stopped
+      // (its stdin's end may not come while it runs: HOLD_SCRIPT).
       stdin: (async function* () {
         await released;
+        yield RELEASE_LINE;
       })(),
       onStdout: (chunk) => {
         said = (said + Buffer.from(chunk).toString('latin1')).slice(-2 * FROZEN_LINE.length);

@@ -16,6 +16,7 @@ import { Snapshots } from '../../shared/snapshots/snapshots.ts';
 import { snapshotStore } from '../../shared/snapshots/store.ts';
 import { HALT_SCRIPT, RESUME_SCRIPT } from '../../shared/snapshots/scripts.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
+import { isStdinStream } from '../../shared/runtime/types.ts';
 
 // Snapshots (docs/api.md, "Snapshots"): a running sandbox's workspace copied into the snapshot
 // store, and sandboxes started from it. Run once per runtime (PADDOCK_TEST_RUNTIME).
@@ -297,6 +298,39 @@ test('where the host holds the workspace (local), the copy and the restore run b
   const restored = await createSandbox(stack.url, account.key, '', { snapshot: taken.id });
   assert.equal(restored.status, 201, JSON.stringify(restored.body));
   assert.equal((await fileClient(stack, account.key, restored.body.id).sh(DESCRIBE_TREE)).stdout, before.stdout);
+});
+
+test("the hold beside a copy lets the sandbox go once the copy is done, though its stdin never ends (a command forked as it froze, stopped before its exec, holds a copy of it)", async () => {
+  const deps = stack.apis[0]!.deps;
+  const runtime = deps.runtime;
+  const account = await newAccount(stack.url, 'snapshot-release');
+  const box = await sandboxFor(stack, account.key);
+  assert.equal((await box.sh(MAKE_TREE)).exitCode, 0);
+  let holds = 0;
+  const stuck: Pick<typeof runtime, 'exec' | 'execBeside'> = {
+    exec: (id, request) => {
+      const source = request.stdin;
+      if (request.argv[3] !== 'paddock-hold' || !isStdinStream(source)) return runtime.exec(id, request);
+      holds++;
+      let exited!: () => void;
+      const exit = new Promise<void>((resolve) => (exited = resolve));
+      const stdin = (async function* () {
+        yield* source;
+        await exit;
+      })();
+      return runtime.exec(id, { ...request, stdin }).finally(exited);
+    },
+    ...(runtime.execBeside && { execBeside: runtime.execBeside.bind(runtime) }),
+  };
+  // A hold that waited for its stdin to end would be killed only at this timeout.
+  const options = { ...stack.config, PADDOCK_ARCHIVE_TIMEOUT_SECONDS: 30 };
+  const snapshots = new Snapshots({ em: deps.orm.em, runtime: stuck, store: snapshotStore(stack.config), announcer: deps.events, log: deps.log }, options);
+  const started = performance.now();
+  const taken = await snapshots.take(account.id, box.id, {});
+  assert.equal(taken.status, 'ready');
+  assert.ok(performance.now() - started < 20_000, `the take took ${Math.round(performance.now() - started)} ms`);
+  assert.equal(holds, runtime.execBeside ? 1 : 0);
+  assert.equal((await box.sh('ps -eo stat= | grep -c "^T" || true')).stdout.trim(), '0');
 });
 
 test("a stored archive with members that climb out (.., absolute, through a link) writes nothing outside the restored workspace", async () => {
