@@ -20,7 +20,10 @@ export function ormOptions(databaseUrl: string, poolMax = 10, pool: PoolShape = 
       connectionTimeoutMillis: 3000,
       statement_timeout: 30_000,
       query_timeout: 35_000,
-      onPoolCreated: releaseOnFailedBegin,
+      onPoolCreated: (created: pg.Pool) => {
+        releaseOnFailedBegin(created);
+        trackClients(created);
+      },
       ...(applicationName ? { application_name: applicationName } : {}),
     },
     debug: false,
@@ -62,8 +65,19 @@ export function openReadPool(databaseUrl: string, max = 10): pg.Pool {
     statement_timeout: 30_000,
     query_timeout: 35_000,
   });
+  trackClients(pool);
   openWhole(pool, max);
   return pool;
+}
+
+/** Each pool's open connections, for endPoolWithin to end those never given back. */
+const clientsOf = new WeakMap<pg.Pool, Set<pg.Client>>();
+
+function trackClients(pool: pg.Pool): void {
+  const clients = new Set<pg.Client>();
+  clientsOf.set(pool, clients);
+  pool.on('connect', (client) => void clients.add(client));
+  pool.on('remove', (client) => void clients.delete(client));
 }
 
 /**
@@ -108,10 +122,10 @@ export const POOL_CLOSE_TIMEOUT_MS = 5000;
 
 /**
  * A pool ends only once every connection checked out is given back, so one held forever (the
- * worker's ORM pool after a PostgreSQL restart, in one CI run: see ./failed-begin.ts) would keep
- * the process from exiting until its orchestrator kills it. Past the timeout this says what the
- * pool still holds and goes on: the process exits, and PostgreSQL rolls back whatever those
- * connections had begun.
+ * worker's ORM pool after a PostgreSQL restart, in one CI run: see ./failed-begin.ts), or by work
+ * still in flight, would keep the process from exiting until its orchestrator kills it. Past the
+ * timeout this says what the pool still holds and ends those connections under their holders
+ * (whose queries then fail): the process exits, and PostgreSQL rolls back whatever they had begun.
  */
 export async function endPoolWithin(name: string, ending: Promise<unknown>, pool: pg.Pool | undefined, log: Logger, timeoutMs = POOL_CLOSE_TIMEOUT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -122,16 +136,25 @@ export async function endPoolWithin(name: string, ending: Promise<unknown>, pool
     if ((await Promise.race([ending, gaveUp])) === 'timeout') {
       log.warn(
         { pool: name, timeoutMs, total: pool?.totalCount, idle: pool?.idleCount, waiting: pool?.waitingCount },
-        'database pool not closed in time: connections still checked out; closing without them',
+        'database pool not closed in time: connections still checked out; ending them',
       );
+      for (const client of (pool && clientsOf.get(pool)) ?? []) void client.end().catch(() => undefined);
     }
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** Closes the ORM, its pool within POOL_CLOSE_TIMEOUT_MS (endPoolWithin). */
+/**
+ * Closes the ORM, its pool within POOL_CLOSE_TIMEOUT_MS (endPoolWithin). For good: the ORM opens a
+ * new pool for any query after its close, and work still in flight (a handler past the server's
+ * drain, a job past the worker's) would then hold connections, kept open as the pool's minimum, that
+ * keep the process from ever exiting. Such a query fails instead.
+ */
 export async function closeOrm(orm: MikroORM, log: Logger, timeoutMs = POOL_CLOSE_TIMEOUT_MS): Promise<void> {
+  orm.config.set('driverOptions', () => {
+    throw new Error('the database pool is closed: this process is shutting down');
+  });
   const pool = await ormPool(orm.em).catch(() => undefined);
   await endPoolWithin('orm', orm.close(true), pool, log, timeoutMs);
 }

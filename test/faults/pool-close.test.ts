@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { closeOrm, openOrm, openWhole, ormPool } from '../../shared/db/orm.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -28,7 +29,28 @@ test('closing the ORM with a connection never given back ends within the bound a
   assert.ok(warning, JSON.stringify(lines));
   assert.equal(warning.pool, 'orm');
   assert.ok(Number(warning.total) >= 1, JSON.stringify(warning));
-  await held.end();
+  // Ended under its holder: nothing of the pool keeps the process alive.
+  await assert.rejects(held.query('select 1'));
+});
+
+test('a closed ORM opens no connection again: work still in flight at its close fails instead of opening a pool nothing ends', async () => {
+  const name = `pool-close-${randomBytes(4).toString('hex')}`;
+  const url = new URL(testConfig().DATABASE_URL);
+  url.searchParams.set('application_name', name);
+  const orm = await openOrm(url.toString(), 2);
+  await orm.em.fork().getConnection().execute('select 1');
+  await closeOrm(orm, memoryLog().log, 3000);
+  await assert.rejects(orm.em.fork().transactional(async (em) => em.getConnection().execute('select 1')), /closed/);
+  await assert.rejects(orm.em.fork().getConnection().execute('select 1'), /closed/);
+  await assert.rejects(ormPool(orm.em), /closed/);
+  const observer = new pg.Client({ connectionString: testConfig().DATABASE_URL });
+  await observer.connect();
+  try {
+    const { rows } = await observer.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where application_name = $1', [name]);
+    assert.equal(rows[0]?.n, 0);
+  } finally {
+    await observer.end();
+  }
 });
 
 test('closing the ORM whose connections are all given back ends at once, without a warning', async () => {
