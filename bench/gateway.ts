@@ -86,7 +86,8 @@ export const gatewayBenchmark: Benchmark = {
       // Past the gateway's second of memory of the pod.
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const python = async (script: string, args: (string | number)[]) => {
-        const child = spawn('ip', ['netns', 'exec', pod.netns, 'python3', '-c', script, ...args.map(String)], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const [program, ...rest] = pod.command(['python3', '-c', script, ...args.map(String)]);
+        const child = spawn(program!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
         let err = '';
         child.stdout.on('data', (chunk: Buffer) => (out += String(chunk)));

@@ -8,8 +8,14 @@ import { once } from 'node:events';
 
 /** A test host in a namespace of its own, at 198.51.100.x (or 203.0.113.x); the host end of its link at another x. */
 export interface NetnsHost {
-  /** Its network namespace's name (`ip netns exec` runs a program in it). */
+  /** Its network namespace's name. */
   netns: string;
+  /**
+   * A command line that runs `argv` in its namespace (through its server's process, which holds
+   * the namespace whatever becomes of its name under /run/netns), with `resolvConf` (a file) as
+   * the program's /etc/resolv.conf where given.
+   */
+  command(argv: string[], resolvConf?: string): string[];
   address: string;
   hostEnd: string;
   /** Its first server's port; `ports`, every server's. */
@@ -195,6 +201,10 @@ export async function startNetnsHost(
   const ports = (await nextLine()).split(' ').map(Number);
   return {
     netns,
+    command: (argv, resolvConf) =>
+      resolvConf === undefined
+        ? ['nsenter', '-t', String(child.pid), '-n', ...argv]
+        : ['nsenter', '-t', String(child.pid), '-n', 'unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolvConf, ...argv],
     address,
     hostEnd,
     port: ports[0]!,

@@ -3,6 +3,7 @@
 // behind one Service; it needs the Kubernetes API (to know the pods) and no database.
 import { readFileSync } from 'node:fs';
 import { access } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '../shared/logger.ts';
@@ -34,6 +35,8 @@ const gateway = await startEgressGateway({
   address: await gatewayAddress(env.PADDOCK_EGRESS_GATEWAY),
   upstreams: parseUpstreams(env.PADDOCK_EGRESS_RESOLVERS),
   listen: { host: env.PADDOCK_EGRESS_GATEWAY_LISTEN, dns, http, https },
+  // Its pod's name: the counts it writes are its own.
+  replica: (process.env.HOSTNAME || hostname()).toLowerCase().replace(/[^a-z0-9.-]/g, '-').slice(0, 63),
   ...(ca ? { ca } : {}),
   openssl: 'openssl',
   ...(env.PADDOCK_EGRESS_UPSTREAM_CA ? { upstreamCa: readFileSync(env.PADDOCK_EGRESS_UPSTREAM_CA, 'utf8') } : {}),

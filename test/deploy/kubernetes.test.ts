@@ -506,18 +506,18 @@ describe('access to the cluster', () => {
     assert.deepEqual(rules('paddock-worker'), {
       pods: ['create', 'delete', 'get', 'list', 'watch'],
       'pods/exec': ['create', 'get'],
-      networkpolicies: ['create', 'delete', 'update'],
+      networkpolicies: ['create', 'delete', 'get', 'list', 'update'],
       secrets: ['delete'],
     });
     assert.deepEqual(rules('paddock-api'), {
       pods: ['get'],
       'pods/exec': ['create', 'get'],
       'pods/portforward': ['create', 'get'],
-      networkpolicies: ['create', 'delete', 'update'],
+      networkpolicies: ['create', 'delete', 'get', 'update'],
       secrets: ['create', 'delete', 'get', 'update'],
     });
     // The gateway reads what it needs to know a pod and its sandbox, and writes only what sandboxes trust.
-    assert.deepEqual(rules('paddock-egress-gateway'), { pods: ['list'], networkpolicies: ['get'], secrets: ['get'], configmaps: ['create', 'get', 'update'] });
+    assert.deepEqual(rules('paddock-egress-gateway'), { pods: ['list'], networkpolicies: ['get', 'patch'], secrets: ['get'], configmaps: ['create', 'get', 'update'] });
   });
 
   test("each Role is bound to the service account of the Deployment that needs it, and to nothing else", () => {

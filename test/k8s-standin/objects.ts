@@ -118,6 +118,17 @@ export class ObjectStore<T extends ObjectJson> {
     return this.#put(key, object);
   }
 
+  /** A JSON merge patch (RFC 7386), the one kind of patch the stand-in takes. */
+  patch(namespace: string, name: string, body: unknown, contentType: string | undefined): T {
+    if (contentType?.split(';')[0]?.trim() !== 'application/merge-patch+json') {
+      throw new StatusError(415, 'UnsupportedMediaType', `the stand-in takes application/merge-patch+json patches only, not ${contentType}`);
+    }
+    const existing = this.get(namespace, name);
+    const merged = mergePatch(existing, body) as T;
+    merged.metadata.resourceVersion = existing.metadata.resourceVersion;
+    return this.replace(namespace, name, merged);
+  }
+
   get(namespace: string, name: string): T {
     const found = this.#items.get(`${namespace}/${name}`);
     if (!found) throw this.#notFound(name);
@@ -167,3 +178,14 @@ export class ObjectStore<T extends ObjectJson> {
 }
 
 export type NetworkPolicyStore = ObjectStore<NetworkPolicyJson>;
+
+/** RFC 7386: objects merged key by key, null removing one, anything else replacing. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}

@@ -73,7 +73,11 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
       if ((m = collection.exec(path))) {
         const namespace = decodeURIComponent(m[1]!);
         if (req.method === 'POST') return sendJson(res, 201, objects.create(namespace, await readJson(req)));
-        if (req.method === 'GET') return sendJson(res, 200, { kind: `${kind}List`, apiVersion, metadata: {}, items: objects.list(namespace) });
+        if (req.method === 'GET') {
+          const labels = labelSelector(query.get('labelSelector'));
+          const items = objects.list(namespace).filter(labels);
+          return sendJson(res, 200, { kind: `${kind}List`, apiVersion, metadata: {}, items });
+        }
         throw methodNotAllowed(req.method);
       }
       if ((m = item.exec(path))) {
@@ -81,6 +85,7 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
         const name = decodeURIComponent(m[2]!);
         if (req.method === 'GET') return sendJson(res, 200, objects.get(namespace, name));
         if (req.method === 'PUT') return sendJson(res, 200, objects.replace(namespace, name, await readJson(req)));
+        if (req.method === 'PATCH') return sendJson(res, 200, objects.patch(namespace, name, await readJson(req), req.headers['content-type']));
         if (req.method === 'DELETE') return sendJson(res, 200, objects.delete(namespace, name));
         throw methodNotAllowed(req.method);
       }

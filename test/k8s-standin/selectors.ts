@@ -21,9 +21,10 @@ function parse(text: string | null, what: string): Requirement[] {
   });
 }
 
-export function labelSelector(text: string | null): Selector {
+/** Matches any object by its labels: pods, and the objects kept as given. */
+export function labelSelector(text: string | null): (object: { metadata: { labels?: Record<string, string> } }) => boolean {
   const reqs = parse(text, 'labelSelector');
-  return (pod) => reqs.every((r) => (pod.metadata.labels?.[r.key] === r.value) === r.equal);
+  return (object) => reqs.every((r) => (object.metadata.labels?.[r.key] === r.value) === r.equal);
 }
 
 const FIELDS: Record<string, (pod: PodJson) => string> = {

@@ -8,6 +8,7 @@ export type StatusReason =
   | 'NotFound'
   | 'AlreadyExists'
   | 'Conflict'
+  | 'UnsupportedMediaType'
   | 'Invalid'
   | 'Unauthorized'
   | 'BadRequest'

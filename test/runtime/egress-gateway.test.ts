@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -44,6 +44,7 @@ let runtime: SandboxRuntime;
 let testCa: string;
 let egressCa: string;
 const work = mkdtempSync(join(tmpdir(), 'paddock-gateway-'));
+const resolvConf = join(work, 'resolv.conf');
 
 /** The namespaces, the test's DNS and authority, the stand-in, the runtime and the gateway, gone when the file's tests are. */
 async function world(): Promise<void> {
@@ -57,9 +58,7 @@ async function world(): Promise<void> {
   dns.set(INWARD, ['10.0.2.2']);
   pod = await makeTestHost({ range: '203.0.113' });
   // The pod's DNS is the gateway's, as its dnsConfig says.
-  mkdirSync(`/etc/netns/${pod.netns}`, { recursive: true });
-  writeFileSync(`/etc/netns/${pod.netns}/resolv.conf`, `nameserver ${pod.hostEnd}\noptions timeout:2 attempts:1\n`);
-  after(() => rmSync(`/etc/netns/${pod.netns}`, { recursive: true, force: true }));
+  writeFileSync(resolvConf, `nameserver ${pod.hostEnd}\noptions timeout:2 attempts:1\n`);
 
   fixture = await startStandinFixture({ podIp: () => pod.address });
   after(() => fixture.close());
@@ -111,7 +110,8 @@ async function world(): Promise<void> {
 /** A command in the pod's namespace: its exit code, its output, and how long it took. */
 async function inPod(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   const started = Date.now();
-  const child = spawn('ip', ['netns', 'exec', pod.netns, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const [program, ...rest] = pod.command(args, resolvConf);
+  const child = spawn(program!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += String(chunk)));
@@ -179,6 +179,13 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   });
   assert.equal(stranger, '');
   assert.deepEqual((await host.requests()).map((r) => r.url).filter((url) => url.startsWith('/refused')), []);
+  // Each refusal is counted on the sandbox's NetworkPolicy, where the workers' sweep reads them:
+  // the name its DNS refused, the connection forced, the port refused, the name that resolves inward.
+  const counted = await eventually('the refusals written', 20_000, async () => {
+    const refused = (await runtime.sweepEgress!()).refused.get(id) ?? 0;
+    return refused >= 4 ? refused : undefined;
+  });
+  assert.ok(counted <= 8, `counted ${counted}`);
 
   // A brokered credential: added on the pod's HTTPS to its host, the program's own header
   // replaced; a name of the same address gets nothing; the pod trusts the egress authority.
@@ -211,6 +218,8 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   await heard();
   const closed = await curl('--cacert', testCa, `https://${OK}/closed`);
   assert.equal(closed.code, 6, closed.stderr);
+  // The count went on through the change of policy, which kept what was counted before it.
+  await eventually('the count kept and grown', 20_000, async () => (((await runtime.sweepEgress!()).refused.get(id) ?? 0) > counted ? true : undefined));
   // `none` keeps the gateway's DNS alone, so that every name is refused at once.
   const none = fixture.standin.networkPolicies.get(NAMESPACE, `${podName}-egress`);
   assert.deepEqual(

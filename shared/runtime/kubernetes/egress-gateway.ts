@@ -22,6 +22,12 @@ export const GATEWAY_SERVES = { http: 80, https: 443 } as const;
 
 /** The annotation of a pod's NetworkPolicy that holds its sandbox's egress policy (JSON). */
 export const POLICY_ANNOTATION = 'paddock.dev/egress-policy';
+/**
+ * The annotations of a pod's NetworkPolicy that count what the gateway refused the sandbox, one
+ * per gateway replica (`refused.paddock.dev/<its pod's name>`): each replica writes its own, the
+ * runtime's sweep adds them up, and a change of policy keeps them.
+ */
+export const REFUSED_ANNOTATION_PREFIX = 'refused.paddock.dev/';
 /** The key of the credentials Secret's data: the brokered credentials (JSON). */
 export const CREDENTIALS_KEY = 'credentials.json';
 
@@ -100,4 +106,18 @@ export async function gatewayAddress(setting: string): Promise<string> {
   } catch (err) {
     throw new Error(`PADDOCK_EGRESS_GATEWAY: ${setting} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
+}
+
+/** What the gateway replicas refused the sandbox, from its NetworkPolicy's annotations. */
+export function refusalsOf(annotations: Record<string, string> | undefined): number {
+  let total = 0;
+  for (const [key, value] of Object.entries(annotations ?? {})) {
+    if (key.startsWith(REFUSED_ANNOTATION_PREFIX) && /^\d{1,15}$/.test(value)) total += Number(value);
+  }
+  return total;
+}
+
+/** Only the refusal counts of `annotations`. */
+export function refusalAnnotations(annotations: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(annotations ?? {}).filter(([key]) => key.startsWith(REFUSED_ANNOTATION_PREFIX)));
 }

@@ -1,6 +1,6 @@
-import { NetworkingV1Api, type KubeConfig, type V1NetworkPolicy, type V1NetworkPolicyEgressRule, type V1NetworkPolicyPort, type V1Pod } from '@kubernetes/client-node';
+import { NetworkingV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1NetworkPolicy, type V1NetworkPolicyEgressRule, type V1NetworkPolicyPort, type V1Pod } from '@kubernetes/client-node';
 import { describeApiError, httpStatusOf } from './api-errors.ts';
-import { MANAGED_BY, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from './names.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, SANDBOX_ID_LABEL } from './names.ts';
 import { BLOCKED_V4, BLOCKED_V6, withinFloor } from '../../network/floor.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { addressRules, cidrWithin, egressMode } from '../../network/rules.ts';
@@ -114,6 +114,26 @@ export class NetworkPolicyClient {
     } catch (err) {
       if (httpStatusOf(err) === 404) return undefined;
       throw describeApiError(`reading network policy ${name}`, err);
+    }
+  }
+
+  /** Sets these annotations of it (a merge patch); false when there is none of that name. */
+  async annotate(name: string, annotations: Record<string, string>): Promise<boolean> {
+    try {
+      await this.#api.patchNamespacedNetworkPolicy({ name, namespace: this.#namespace, body: { metadata: { annotations } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+      return true;
+    } catch (err) {
+      if (httpStatusOf(err) === 404) return false;
+      throw describeApiError(`annotating network policy ${name}`, err);
+    }
+  }
+
+  /** Every one Paddock made in the namespace. */
+  async listManaged(): Promise<V1NetworkPolicy[]> {
+    try {
+      return (await this.#api.listNamespacedNetworkPolicy({ namespace: this.#namespace, labelSelector: MANAGED_SELECTOR })).items;
+    } catch (err) {
+      throw describeApiError('listing network policies', err);
     }
   }
 

@@ -7,6 +7,7 @@ import {
   type ExecResult,
   type TerminalRequest,
   type TerminalSession,
+  type EgressSweep,
   type RuntimeSandbox,
   type SandboxRuntime,
   type SandboxSpec,
@@ -16,13 +17,13 @@ import { execInPod } from './exec.ts';
 import { openPortInPod } from './port-forward.ts';
 import { terminalInPod } from './terminal.ts';
 import { sandboxPodManifest } from './manifest.ts';
-import { MANAGED_BY, MANAGED_BY_LABEL, podNameFor } from './names.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, podNameFor, SANDBOX_ID_LABEL } from './names.ts';
 import { chooseImage, type KubernetesRuntimeOptions } from './options.ts';
 import { sandboxFromPod, startupVerdict } from './pod-state.ts';
 import { PodClient } from './pods.ts';
 import { egressPolicyManifest, egressPolicyName, NetworkPolicyClient } from './network-policy.ts';
 import { SecretClient } from './secrets.ts';
-import { CREDENTIALS_KEY, credentialsSecret, credentialsSecretName } from './egress-gateway.ts';
+import { CREDENTIALS_KEY, credentialsSecret, credentialsSecretName, refusalAnnotations, refusalsOf } from './egress-gateway.ts';
 import type { BrokeredCredential } from '../../network/brokered.ts';
 import { NO_EGRESS, type NetworkPolicy } from '../../network/policy.ts';
 import { egressMode } from '../../network/rules.ts';
@@ -67,6 +68,11 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     const pod = await pods.read(name);
     if (!pod) throw new SandboxGoneError(`no sandbox ${id}`);
     const manifest = egressPolicyManifest(pod, id, policy, gateway);
+    if (manifest && gateway) {
+      // What the gateway counted so far stays with the policy that replaces this one.
+      const counted = refusalAnnotations((await networkPolicies.get(manifest.metadata!.name!))?.metadata?.annotations);
+      manifest.metadata!.annotations = { ...manifest.metadata!.annotations, ...counted };
+    }
     if (manifest) await networkPolicies.put(manifest);
     else await networkPolicies.delete(egressPolicyName(name));
   }
@@ -100,6 +106,16 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     const owned = current?.metadata?.ownerReferences?.some((owner) => owner.uid === pod.metadata.uid);
     if (owned && current?.data?.[CREDENTIALS_KEY] === wanted.data?.[CREDENTIALS_KEY]) return;
     await secrets.put(wanted);
+  }
+
+  /** What the egress gateway refused each sandbox, from its NetworkPolicy; credentials live in Secrets, which never die with a process. */
+  async function sweepEgress(): Promise<EgressSweep> {
+    const refused = new Map<string, number>();
+    for (const policy of await networkPolicies.listManaged()) {
+      const id = policy.metadata?.labels?.[SANDBOX_ID_LABEL];
+      if (id) refused.set(id, refusalsOf(policy.metadata?.annotations));
+    }
+    return { refused, uncredentialed: [] };
   }
 
   async function destroy(id: string): Promise<void> {
@@ -171,7 +187,7 @@ export function createKubernetesRuntime(options: KubernetesRuntimeOptions): Sand
     // without it, the egress is the cluster's network plugin alone, and nothing of Paddock's sees a request.
     egressByName: gateway !== undefined,
     egressBrokering: gateway !== undefined,
-    ...(gateway ? { broker } : {}),
+    ...(gateway ? { broker, sweepEgress } : {}),
     resolveImage: (requested) => chooseImage(requested, options),
     terminal,
     openPort,

@@ -27,6 +27,8 @@ export interface GatewayDnsDeps {
   upstreams: readonly Upstream[];
   /** The gateway's Service address: what allowed names are answered with. */
   via: string;
+  /** A name the sandbox's policy refused was asked for. */
+  refused(sandboxId: string): void;
 }
 
 /** Answers on both sockets; the returned close stops them. */
@@ -51,7 +53,7 @@ export function serveGatewayDns(udp: UdpSocket, tcp: Server, deps: GatewayDnsDep
           upstreams: deps.upstreams,
           // Nothing is opened: the pod reaches names through the gateway alone.
           open: async () => undefined,
-          refused: () => undefined,
+          refused: () => deps.refused(id),
           via: deps.via,
         }),
         admit: tokenBucket(QUERY_BURST, QUERIES_PER_SECOND),

@@ -10,6 +10,8 @@ import { serveGatewayDns } from './dns.ts';
 import { servePassThrough } from './proxy.ts';
 import { sandboxesFromCluster } from './sandboxes.ts';
 import { publishTrust, trustConfigMap } from './trust.ts';
+import { refusalCounts } from './refusals.ts';
+import { NetworkPolicyClient } from '../network-policy.ts';
 
 // Paddock's egress gateway on Kubernetes (deploy/kubernetes/base/egress-gateway.yaml): the one
 // place sandbox pods reach names through. Its DNS answers each pod by its policy (dns.ts), its
@@ -35,6 +37,9 @@ export interface EgressGatewayConfig {
   upstreamCa?: string;
   /** How long what is read of a pod holds (sandboxes.ts). */
   keptMs?: number;
+  /** This replica's name (its pod's), which its refusal counts are written under; how often they are. */
+  replica: string;
+  refusalsWriteMs?: number;
   log?: Logger;
 }
 
@@ -46,6 +51,8 @@ export interface RunningGateway {
 
 export async function startEgressGateway(config: EgressGatewayConfig): Promise<RunningGateway> {
   const sandboxes = sandboxesFromCluster(config.kubeConfig, config.namespace, { keptMs: config.keptMs });
+  const refusals = refusalCounts(new NetworkPolicyClient(config.kubeConfig, config.namespace), config.replica, { writeMs: config.refusalsWriteMs });
+  const refused = (id: string) => refusals.add(id);
   const broker = config.ca && new EgressBroker({ ca: config.ca, openssl: config.openssl, upstreams: config.upstreams, upstreamCa: config.upstreamCa });
   const { host } = config.listen;
   const udp = createSocket({ type: 'udp4', reuseAddr: false });
@@ -58,9 +65,10 @@ export async function startEgressGateway(config: EgressGatewayConfig): Promise<R
     listening(createServer({ pauseOnConnect: true }), host, config.listen.https),
   ]);
   const closers = [
-    serveGatewayDns(udp, dnsTcp, { sandboxes, upstreams: config.upstreams, via: config.address }),
-    servePassThrough(http, 80, { sandboxes, resolver: upstreamResolver(config.upstreams) }),
-    servePassThrough(https, 443, { sandboxes, resolver: upstreamResolver(config.upstreams), ...(broker ? { broker } : {}) }),
+    serveGatewayDns(udp, dnsTcp, { sandboxes, upstreams: config.upstreams, via: config.address, refused }),
+    servePassThrough(http, 80, { sandboxes, resolver: upstreamResolver(config.upstreams), refused }),
+    servePassThrough(https, 443, { sandboxes, resolver: upstreamResolver(config.upstreams), refused, ...(broker ? { broker } : {}) }),
+    () => refusals.stop(),
   ];
 
   // Sandboxes trust what it signs with: published until the API server takes it.
@@ -85,6 +93,7 @@ export async function startEgressGateway(config: EgressGatewayConfig): Promise<R
       closed = true;
       clearTimeout(trustTimer);
       for (const close of closers) close();
+      await refusals.flush();
     },
   };
 }

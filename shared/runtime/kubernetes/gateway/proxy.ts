@@ -34,6 +34,8 @@ export interface ProxyDeps {
   resolver: Resolver;
   /** Brokered credentials' TLS; undefined where the gateway has no certificate authority. */
   broker?: EgressBroker;
+  /** A connection the sandbox's policy (or the floor) refused. */
+  refused(sandboxId: string): void;
 }
 
 interface Passing {
@@ -94,9 +96,15 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
     if (kind === 'tls' && deps.broker && hostsCover(now.installed.brokered ?? [], name) && policyReaches(now.installed.policy, name)) {
       return void brokerFor(source, now).listener.emit('connection', replaying(socket, head));
     }
-    if (!allows(now.installed.policy, name, port)) return refuse(socket, kind, 403, `This sandbox's egress policy does not allow ${name} on port ${port}.`);
+    if (!allows(now.installed.policy, name, port)) {
+      deps.refused(sandbox.id);
+      return refuse(socket, kind, 403, `This sandbox's egress policy does not allow ${name} on port ${port}.`);
+    }
     const addresses = await addressesOf(name);
-    if (addresses instanceof Error) return refuse(socket, kind, 502, `Paddock's egress cannot reach ${name}: ${addresses.message}.`);
+    if (addresses instanceof Error) {
+      if (addresses.code === 'EREFUSED') deps.refused(sandbox.id);
+      return refuse(socket, kind, 502, `Paddock's egress cannot reach ${name}: ${addresses.message}.`);
+    }
     // The host's bytes to the pod, read in large pieces: a download is most of what passes, and
     // each read is a callback of this process's (returning false holds the host until the pod drains).
     let upstream: Socket | undefined;
