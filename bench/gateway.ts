@@ -1,9 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Benchmark, BenchRow } from './types.ts';
 import { median, percentile, round, unroundedPercentile } from './stack.ts';
 import { rotated, TLS_BULK, TLS_SMALL_GETS } from './egress-shared.ts';
@@ -11,11 +7,8 @@ import { rssOf } from './paddock-processes.ts';
 import { linkNetnsHosts, startNetnsHost } from '../scripts/netns-host.ts';
 import { startTestDns } from '../scripts/test-dns.ts';
 import { makeTestCertificates } from '../scripts/test-tls.ts';
-import { startStandinFixture } from '../test/k8s-standin/fixture.ts';
+import { startGatewayFixture } from '../test/k8s-standin/gateway.ts';
 import { newId } from '../shared/ids.ts';
-import { createKubernetesRuntime } from '../shared/runtime/kubernetes/index.ts';
-import { GATEWAY_POD_LABELS } from '../shared/runtime/kubernetes/egress-gateway.ts';
-import { ensureEgressCa } from '../shared/runtime/local/egress-ca.ts';
 
 // Paddock's egress gateway on Kubernetes in the way of a sandbox pod's HTTPS (docs/deploy.md,
 // "Egress gateway"): the gateway as deployed (workers/egress-gateway.ts) on this host, a "pod"
@@ -34,7 +27,6 @@ const LATENCY_GOAL = 1.3;
 const THROUGHPUT_GOAL = 0.7;
 const NAME = 'passed.gateway.bench.paddock.example';
 const BROKERED = 'brokered.gateway.bench.paddock.example';
-const NAMESPACE = 'paddock-sandboxes';
 
 export const gatewayBenchmark: Benchmark = {
   name: 'gateway',
@@ -43,43 +35,15 @@ export const gatewayBenchmark: Benchmark = {
     `p50 of a small GET, ${COUNT} fresh connections in ${ROUNDS} alternated rounds (goal ≤ ${LATENCY_GOAL}×); a ${BULK_MIB} MiB download, 3 rounds (goal ≥ ${THROUGHPUT_GOAL * 100}%)`,
   async run(ctx) {
     if (process.getuid?.() !== 0) throw new Error('the gateway benchmark needs root (network namespaces)');
-    const work = mkdtempSync(join(tmpdir(), 'paddock-bench-gateway-'));
     const certificates = makeTestCertificates([NAME, BROKERED]);
     const host = await startNetnsHost({ range: '198.51.100', tls: { cert: certificates.cert, key: certificates.key } });
     const pod = await startNetnsHost({ range: '203.0.113' });
     const link = linkNetnsHosts(pod, host);
     const dns = await startTestDns();
     for (const name of [NAME, BROKERED]) dns.set(name, [host.address], 300);
-    const fixture = await startStandinFixture({ podIp: () => pod.address });
-    const runtime = createKubernetesRuntime({
-      kubeConfig: fixture.standin.kubeConfig,
-      namespace: NAMESPACE,
-      defaultImage: 'docker.io/library/debian:bookworm-slim',
-      allowedImages: [],
-      resources: { cpuRequest: '250m', cpuLimit: '1', memoryRequest: '256Mi', memoryLimit: '1Gi' },
-      deadlineGraceSeconds: 120,
-      gateway: { address: pod.hostEnd, namespace: 'paddock', podLabels: GATEWAY_POD_LABELS },
-    });
-    const ca = await ensureEgressCa({ root: work, openssl: 'openssl', lockPrefix: work, deadline: Date.now() + 30_000 });
-    const kubeconfig = join(work, 'kubeconfig.json');
-    writeFileSync(kubeconfig, fixture.standin.kubeConfig.exportConfig(), { mode: 0o600 });
-    const gateway = spawn(process.execPath, ['workers/egress-gateway.ts'], {
-      env: {
-        PATH: process.env.PATH,
-        KUBECONFIG: kubeconfig,
-        PADDOCK_LOG_LEVEL: 'warn',
-        PADDOCK_KUBE_NAMESPACE: NAMESPACE,
-        PADDOCK_EGRESS_GATEWAY: pod.hostEnd,
-        PADDOCK_EGRESS_GATEWAY_LISTEN: pod.hostEnd,
-        PADDOCK_EGRESS_GATEWAY_PORTS: '53,80,443',
-        PADDOCK_EGRESS_RESOLVERS: dns.address,
-        PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile,
-        PADDOCK_EGRESS_CA_DIR: join(work, 'egress-ca'),
-      },
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+    const world = await startGatewayFixture({ podAddress: pod.address, address: pod.hostEnd, resolvers: dns.address, upstreamCa: certificates.caFile });
+    const runtime = world.runtime;
     try {
-      await listening(pod.hostEnd, 443);
       const id = newId('sbx');
       await runtime.create({ id, accountId: newId('acct'), capSeconds: 1800, network: { egress: { allow: [NAME, BROKERED] } } });
       await runtime.broker!(id, [{ hosts: [BROKERED], header: 'Authorization', value: 'Bearer bench-token-value' }]);
@@ -99,7 +63,7 @@ export const gatewayBenchmark: Benchmark = {
       const paths = {
         straight: [host.address, NAME, certificates.caFile],
         passed: [pod.hostEnd, NAME, certificates.caFile],
-        brokered: [pod.hostEnd, BROKERED, ca.cert],
+        brokered: [pod.hostEnd, BROKERED, world.egressCa],
       } as const;
       type Path = keyof typeof paths;
       const order: Path[] = ['straight', 'passed', 'brokered'];
@@ -109,14 +73,14 @@ export const gatewayBenchmark: Benchmark = {
       for (let round = 0; round < ROUNDS; round++) {
         for (const path of rotated(order, round)) small[path].push(...(JSON.parse(await gets(path, Math.ceil(COUNT / ROUNDS))) as number[]));
       }
-      const idleRssMb = Math.round((rssOf(gateway.pid!) ?? 0) / 104_857.6) / 10;
+      const idleRssMb = Math.round((rssOf(world.pid) ?? 0) / 104_857.6) / 10;
       const bulk: Record<Path, number[]> = { straight: [], passed: [], brokered: [] };
       for (let round = 0; round < 3; round++) {
         for (const path of rotated(order, round)) bulk[path].push(Number(await python(TLS_BULK, [paths[path][0], paths[path][1], BULK_MIB, paths[path][2]])));
       }
       const injected = (await host.requests()).filter((r) => r.headers.some((h, i) => i % 2 === 1 && h === 'Bearer bench-token-value')).length;
       if (injected < small.brokered.length) throw new Error(`only ${injected} of ${small.brokered.length} brokered requests carried the header`);
-      const gatewayRssMb = Math.round((rssOf(gateway.pid!) ?? 0) / 104_857.6) / 10;
+      const gatewayRssMb = Math.round((rssOf(world.pid) ?? 0) / 104_857.6) / 10;
       const latency = (path: Path) => unroundedPercentile(small[path], 50) / unroundedPercentile(small.straight, 50);
       const throughput = (path: Path) => median(bulk[path]) / median(bulk.straight);
       for (const path of order) {
@@ -140,33 +104,12 @@ export const gatewayBenchmark: Benchmark = {
       await runtime.destroy(id);
       return rows;
     } finally {
-      gateway.kill('SIGTERM');
-      if (gateway.exitCode === null) await once(gateway, 'exit');
-      await runtime.close();
-      await fixture.close();
+      await world.close();
       link.close();
       dns.close();
       pod.close();
       host.close();
       certificates.remove();
-      rmSync(work, { recursive: true, force: true });
     }
   },
 };
-
-/** Resolves once something accepts connections there (the gateway, started). */
-async function listening(address: string, port: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: address, port }, () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(false));
-    });
-    if (up) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`nothing listens on ${address}:${port}`);
-}

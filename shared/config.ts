@@ -32,6 +32,18 @@ const url = (protocols: string[]) =>
     { error: `expected a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
   );
 
+/** PADDOCK_EGRESS_RESOLVERS, which the egress gateway reads too (workers/egress-gateway-config.ts). */
+export const egressResolvers = z
+  .string()
+  .optional()
+  .superRefine((value, ctx) => {
+    try {
+      parseUpstreams(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
+
 /** A comma-separated list, each item checked by `item`; spaces around items and empty items are ignored. */
 const list = (item: z.ZodString) =>
   z
@@ -106,16 +118,7 @@ export const configSchema = z.object({
   /** The most any request may open: none, allow (listed domains and addresses) or all. */
   PADDOCK_EGRESS_MAX: z.enum(['none', 'allow', 'all']).default('all'),
   /** The DNS servers sandboxes' allowed names are resolved with (198.51.100.2, 198.51.100.2:5353, [2001:db8::1]:53, comma-separated); unset: the host's. */
-  PADDOCK_EGRESS_RESOLVERS: z
-    .string()
-    .optional()
-    .superRefine((value, ctx) => {
-      try {
-        parseUpstreams(value);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      }
-    }),
+  PADDOCK_EGRESS_RESOLVERS: egressResolvers,
   /** A PEM file of authorities trusted for brokered hosts' TLS besides the system's (a host with a private authority). */
   PADDOCK_EGRESS_UPSTREAM_CA: z
     .string()

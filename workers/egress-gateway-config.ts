@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseUpstreams } from '../shared/network/resolvers.ts';
+import { egressResolvers } from '../shared/config.ts';
 import { GATEWAY_PORTS } from '../shared/runtime/kubernetes/egress-gateway.ts';
 
 // The egress gateway's settings (workers/egress-gateway.ts): a few of Paddock's own, read as the
@@ -13,16 +13,7 @@ const schema = z.object({
   PADDOCK_KUBE_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, { error: 'expected a namespace name' }).default('paddock-sandboxes'),
   /** Its own Service, as the other roles name it: what allowed names are answered with. */
   PADDOCK_EGRESS_GATEWAY: z.string().min(1, { error: "expected the egress gateway Service's address or name" }),
-  PADDOCK_EGRESS_RESOLVERS: z
-    .string()
-    .optional()
-    .superRefine((value, ctx) => {
-      try {
-        parseUpstreams(value);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      }
-    }),
+  PADDOCK_EGRESS_RESOLVERS: egressResolvers,
   PADDOCK_EGRESS_UPSTREAM_CA: z.string().optional(),
   /** The authority's Secret as mounted: ca.pem, ca.key and leaf.key; without them nothing is brokered. */
   PADDOCK_EGRESS_CA_DIR: z.string().default('/etc/paddock/egress-ca'),

@@ -8,16 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { newId } from '../../shared/ids.ts';
-import { createKubernetesRuntime } from '../../shared/runtime/kubernetes/index.ts';
 import { GATEWAY_POD_LABELS, GATEWAY_PORTS, POLICY_ANNOTATION, TRUST_BUNDLE_KEY, TRUST_CA_KEY, TRUST_CONFIG_MAP, credentialsSecretName } from '../../shared/runtime/kubernetes/egress-gateway.ts';
-import { ensureEgressCa } from '../../shared/runtime/local/egress-ca.ts';
-import type { SandboxRuntime } from '../../shared/runtime/types.ts';
 import { makeTestCertificates } from '../../scripts/test-tls.ts';
-import { startStandinFixture, type StandinFixture } from '../k8s-standin/fixture.ts';
+import { GATEWAY_NAMESPACE, startGatewayFixture, type GatewayFixture } from '../k8s-standin/gateway.ts';
 import { makeTestHost, type TestHost } from '../helpers/test-host.ts';
 import { startTestDns } from '../helpers/test-dns.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { exited, startRole } from '../helpers/processes.ts';
 import { CoreV1Api } from '@kubernetes/client-node';
 
 // Paddock's egress gateway on Kubernetes (shared/runtime/kubernetes/gateway/), the process as
@@ -30,24 +26,22 @@ import { CoreV1Api } from '@kubernetes/client-node';
 // knowing the pod by that address. Nothing here connects anywhere but loopback and those namespaces.
 
 const skip = process.getuid?.() !== 0 ? 'network namespaces need root' : false;
-const NAMESPACE = 'paddock-sandboxes';
 const OK = 'ok.gw.paddock.example';
 const PLAIN = 'plain.gw.paddock.example';
 const API = 'api.gw.paddock.example';
 const INWARD = 'inward.gw.paddock.example';
 const OTHER = 'other.paddock.example';
 
-let fixture: StandinFixture;
+let gateway: GatewayFixture;
 let pod: TestHost;
 let host: TestHost;
-let runtime: SandboxRuntime;
 let testCa: string;
-let egressCa: string;
-const work = mkdtempSync(join(tmpdir(), 'paddock-gateway-'));
+const work = mkdtempSync(join(tmpdir(), 'paddock-gateway-test-'));
 const resolvConf = join(work, 'resolv.conf');
 
-/** The namespaces, the test's DNS and authority, the stand-in, the runtime and the gateway, gone when the file's tests are. */
+/** The namespaces, the test's DNS and authority, and the gateway with its stand-in and runtime, gone when the file's tests are. */
 async function world(): Promise<void> {
+  after(() => rmSync(work, { recursive: true, force: true }));
   const certificates = makeTestCertificates([OK, API, OTHER]);
   after(() => certificates.remove());
   testCa = certificates.caFile;
@@ -59,52 +53,8 @@ async function world(): Promise<void> {
   pod = await makeTestHost({ range: '203.0.113' });
   // The pod's DNS is the gateway's, as its dnsConfig says.
   writeFileSync(resolvConf, `nameserver ${pod.hostEnd}\noptions timeout:2 attempts:1\n`);
-
-  fixture = await startStandinFixture({ podIp: () => pod.address });
-  after(() => fixture.close());
-  const gatewayOptions = { address: pod.hostEnd, namespace: 'paddock', podLabels: GATEWAY_POD_LABELS };
-  runtime = createKubernetesRuntime({
-    kubeConfig: fixture.standin.kubeConfig,
-    namespace: NAMESPACE,
-    defaultImage: 'docker.io/library/debian:bookworm-slim',
-    allowedImages: [],
-    resources: { cpuRequest: '250m', cpuLimit: '1', memoryRequest: '256Mi', memoryLimit: '1Gi' },
-    deadlineGraceSeconds: 120,
-    gateway: gatewayOptions,
-  });
-  after(() => runtime.close());
-
-  const ca = await ensureEgressCa({ root: work, openssl: 'openssl', lockPrefix: work, deadline: Date.now() + 30_000 });
-  egressCa = ca.cert;
-  const kubeconfig = join(work, 'kubeconfig.json');
-  writeFileSync(kubeconfig, fixture.standin.kubeConfig.exportConfig(), { mode: 0o600 });
-  const gateway = startRole('workers/egress-gateway.ts', {
-      PATH: process.env.PATH,
-      KUBECONFIG: kubeconfig,
-      PADDOCK_LOG_LEVEL: 'warn',
-      PADDOCK_KUBE_NAMESPACE: NAMESPACE,
-      PADDOCK_EGRESS_GATEWAY: pod.hostEnd,
-      PADDOCK_EGRESS_GATEWAY_LISTEN: pod.hostEnd,
-      // As its Service shows it to pods: 53, 80 and 443.
-      PADDOCK_EGRESS_GATEWAY_PORTS: '53,80,443',
-      PADDOCK_EGRESS_RESOLVERS: dns.address,
-      PADDOCK_EGRESS_UPSTREAM_CA: certificates.caFile,
-      PADDOCK_EGRESS_CA_DIR: join(work, 'egress-ca'),
-  });
-  after(async () => {
-    gateway.kill('SIGTERM');
-    await exited(gateway);
-  });
-  after(() => rmSync(work, { recursive: true, force: true }));
-  await eventually(`the gateway listening (${gateway.output()})`, 20_000, () =>
-    new Promise<true | undefined>((resolve) => {
-      const socket = connect({ host: pod.hostEnd, port: 443 }, () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(undefined));
-    }),
-  );
+  gateway = await startGatewayFixture({ podAddress: pod.address, address: pod.hostEnd, resolvers: dns.address, upstreamCa: certificates.caFile });
+  after(() => gateway.close());
 }
 
 /** A command in the pod's namespace: its exit code, its output, and how long it took. */
@@ -127,23 +77,23 @@ const heard = () => new Promise((resolve) => setTimeout(resolve, 1500));
 test('the gateway carries a sandbox pod to the names its policy allows, by name, and to nothing else; it adds brokered credentials; a change of policy holds at once, an open download cut', { skip, timeout: 180_000 }, async () => {
   await world();
   const id = newId('sbx');
-  await runtime.create({ id, accountId: newId('acct'), capSeconds: 600, network: { egress: { allow: ['*.gw.paddock.example', `${PLAIN}:80`] } } });
+  await gateway.runtime.create({ id, accountId: newId('acct'), capSeconds: 600, network: { egress: { allow: ['*.gw.paddock.example', `${PLAIN}:80`] } } });
 
   // The objects as the API server took them: the pod's DNS is the gateway's, it trusts the
   // gateway's authority, and its NetworkPolicy admits the gateway (DNS, 80, 443) and carries the policy.
   const podName = id.replace('_', '-');
-  const made = await fixture.standin.kubeConfig.makeApiClient(CoreV1Api).readNamespacedPod({ name: podName, namespace: NAMESPACE });
+  const made = await gateway.fixture.standin.kubeConfig.makeApiClient(CoreV1Api).readNamespacedPod({ name: podName, namespace: GATEWAY_NAMESPACE });
   assert.equal(made.spec?.dnsPolicy, 'None');
   assert.deepEqual(made.spec?.dnsConfig?.nameservers, [pod.hostEnd]);
   assert.ok(made.spec?.volumes?.some((v) => v.configMap?.name === TRUST_CONFIG_MAP), JSON.stringify(made.spec?.volumes));
-  const policy = fixture.standin.networkPolicies.get(NAMESPACE, `${podName}-egress`);
+  const policy = gateway.fixture.standin.networkPolicies.get(GATEWAY_NAMESPACE, `${podName}-egress`);
   assert.deepEqual(JSON.parse(policy.metadata.annotations![POLICY_ANNOTATION]!), { egress: { allow: ['*.gw.paddock.example', `${PLAIN}:80`] } });
   const toGateway = (policy.spec.egress as { to: { podSelector?: { matchLabels: Record<string, string> } }[]; ports: { port: number }[] }[]).find((rule) => rule.to.some((peer) => peer.podSelector));
   assert.deepEqual(toGateway?.to[0]?.podSelector?.matchLabels, GATEWAY_POD_LABELS);
   assert.deepEqual([...new Set(toGateway!.ports.map((p) => p.port))].sort(), [GATEWAY_PORTS.dns, GATEWAY_PORTS.http, GATEWAY_PORTS.https].sort());
   // What sandboxes trust is published by the gateway: the egress authority's certificate, and a bundle that ends with it.
-  const trust = await eventually('the trust published', 20_000, async () => fixture.standin.configMaps.list(NAMESPACE).find((c) => c.metadata.name === TRUST_CONFIG_MAP));
-  assert.equal(trust.data?.[TRUST_CA_KEY], readFileSync(egressCa, 'utf8'));
+  const trust = await eventually('the trust published', 20_000, async () => gateway.fixture.standin.configMaps.list(GATEWAY_NAMESPACE).find((c) => c.metadata.name === TRUST_CONFIG_MAP));
+  assert.equal(trust.data?.[TRUST_CA_KEY], readFileSync(gateway.egressCa, 'utf8'));
   assert.ok(trust.data?.[TRUST_BUNDLE_KEY]?.endsWith(trust.data[TRUST_CA_KEY]!));
 
   // TLS to an allowed name passes through untouched: the pod checks the test host's own certificate.
@@ -182,7 +132,7 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   // Each refusal is counted on the sandbox's NetworkPolicy, where the workers' sweep reads them:
   // the name its DNS refused, the connection forced, the port refused, the name that resolves inward.
   const counted = await eventually('the refusals written', 20_000, async () => {
-    const refused = (await runtime.sweepEgress!()).refused.get(id) ?? 0;
+    const refused = (await gateway.runtime.sweepEgress!()).refused.get(id) ?? 0;
     return refused >= 4 ? refused : undefined;
   });
   assert.ok(counted <= 8, `counted ${counted}`);
@@ -190,10 +140,10 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   // A brokered credential: added on the pod's HTTPS to its host, the program's own header
   // replaced; a name of the same address gets nothing; the pod trusts the egress authority.
   const value = `tok-${randomBytes(12).toString('hex')}`;
-  await runtime.broker!(id, [{ hosts: [API], header: 'Authorization', value: `Bearer ${value}` }]);
-  assert.ok(fixture.standin.secrets.get(NAMESPACE, credentialsSecretName(podName)));
+  await gateway.runtime.broker!(id, [{ hosts: [API], header: 'Authorization', value: `Bearer ${value}` }]);
+  assert.ok(gateway.fixture.standin.secrets.get(GATEWAY_NAMESPACE, credentialsSecretName(podName)));
   await heard();
-  const brokered = await curl('--cacert', egressCa, '-H', 'Authorization: Bearer forged', `https://${API}/brokered`);
+  const brokered = await curl('--cacert', gateway.egressCa, '-H', 'Authorization: Bearer forged', `https://${API}/brokered`);
   assert.equal(brokered.code, 0, brokered.stderr);
   assert.equal(brokered.stdout, 'hello over tls\n');
   const passed = await curl('--cacert', testCa, '-H', 'Authorization: Bearer own', `https://${OK}/not-brokered`);
@@ -211,7 +161,7 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   // A download under way, then the policy closed: the download is cut, and the name no longer answers.
   const download = inPod(['curl', '-sS', '--max-time', '60', '-o', '/dev/null', `http://${PLAIN}/stream`]);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  await runtime.setNetwork(id, { egress: 'none' });
+  await gateway.runtime.setNetwork(id, { egress: 'none' });
   const cut = await download;
   assert.notEqual(cut.code, 0);
   assert.ok(cut.ms < 15_000, `cut after ${cut.ms} ms`);
@@ -219,14 +169,14 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   const closed = await curl('--cacert', testCa, `https://${OK}/closed`);
   assert.equal(closed.code, 6, closed.stderr);
   // The count went on through the change of policy, which kept what was counted before it.
-  await eventually('the count kept and grown', 20_000, async () => (((await runtime.sweepEgress!()).refused.get(id) ?? 0) > counted ? true : undefined));
+  await eventually('the count kept and grown', 20_000, async () => (((await gateway.runtime.sweepEgress!()).refused.get(id) ?? 0) > counted ? true : undefined));
   // `none` keeps the gateway's DNS alone, so that every name is refused at once.
-  const none = fixture.standin.networkPolicies.get(NAMESPACE, `${podName}-egress`);
+  const none = gateway.fixture.standin.networkPolicies.get(GATEWAY_NAMESPACE, `${podName}-egress`);
   assert.deepEqual(
     (none.spec.egress as { ports: { port: number }[] }[]).flatMap((rule) => rule.ports.map((p) => p.port)),
     [GATEWAY_PORTS.dns, GATEWAY_PORTS.dns],
   );
 
-  await runtime.destroy(id);
-  assert.throws(() => fixture.standin.secrets.get(NAMESPACE, credentialsSecretName(podName)));
+  await gateway.runtime.destroy(id);
+  assert.throws(() => gateway.fixture.standin.secrets.get(GATEWAY_NAMESPACE, credentialsSecretName(podName)));
 });
