@@ -20,6 +20,8 @@ import { NetworkPolicyClient } from '../network-policy.ts';
 // a sandbox it reads from the API server (sandboxes.ts), so any number run behind one Service.
 
 const TRUST_RETRY_MS = 10_000;
+/** Connections one listener of a replica holds at once, every sandbox's together (each has its own cap besides). */
+const CONNECTIONS_AT_MOST = 20_000;
 
 export interface EgressGatewayConfig {
   kubeConfig: KubeConfig;
@@ -64,6 +66,7 @@ export async function startEgressGateway(config: EgressGatewayConfig): Promise<R
     listening(createServer({ pauseOnConnect: true }), host, config.listen.http),
     listening(createServer({ pauseOnConnect: true }), host, config.listen.https),
   ]);
+  for (const server of [dnsTcp, http, https]) server.maxConnections = CONNECTIONS_AT_MOST;
   const closers = [
     serveGatewayDns(udp, dnsTcp, { sandboxes, upstreams: config.upstreams, via: config.address, refused }),
     servePassThrough(http, 80, { sandboxes, resolver: upstreamResolver(config.upstreams), refused }),
