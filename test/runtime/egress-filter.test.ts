@@ -78,11 +78,11 @@ test('public and documentation addresses are not refused by the floor; the one p
   assert.match(lines[dns]!, /th dport 53 jump dns$/);
   assert.ok(dns < lines.findIndex((line) => line.includes('@blocked4')), 'the DNS exception comes before the refusals');
   // In the output chain nothing is accepted ahead of the refusals but the sandbox's own loopback
-  // (its device, and the resolver's address on it, where a query sent on is still routed by its
-  // first destination); the policy's chain comes after them.
+  // (its device, and the pass-through's and the resolver's addresses on it, where a connection
+  // or query sent on is still routed by its first destination); the policy's chain comes after them.
   const output = lines.slice(lines.indexOf('chain output {'));
   const accepts = output.filter((line) => line.endsWith('accept') && !line.startsWith('type '));
-  assert.deepEqual(accepts, ['oifname "lo" accept', 'ip daddr 127.0.0.53 meta l4proto { tcp, udp } th dport 53 accept']);
+  assert.deepEqual(accepts, ['oifname "lo" accept', 'ip daddr 127.0.0.55 tcp dport { 80, 443 } accept', 'ip daddr 127.0.0.53 meta l4proto { tcp, udp } th dport 53 accept']);
   assert.match(ruleset, /policy accept;/);
   assert.equal(lines.filter((line) => /daddr @blocked[46] .*counter name "refused" reject/.test(line)).length, 4);
   assert.ok(output.indexOf('jump allowed') > output.findLastIndex((line) => line.includes('@blocked6')), 'the policy is asked only after the floor');
@@ -114,7 +114,7 @@ test("each policy's chains: all opens DNS and everything past the floor; none op
   ]);
   // A change empties both chains and fills them in the one script nft applies as one transaction.
   const update = policyUpdate({ policy: { egress: 'none' }, tag: TAG + 1 }, TAG).split('\n');
-  assert.deepEqual(update.slice(5, 8), ['flush chain inet paddock_egress dns', 'flush chain inet paddock_egress allowed', 'flush chain ip paddock_dns to_resolver']);
+  assert.deepEqual(update.slice(10, 14), ['flush chain inet paddock_egress dns', 'flush chain inet paddock_egress allowed', 'flush chain inet paddock_egress pass', 'flush chain ip paddock_dns to_resolver']);
   assert.deepEqual(chain(update.join('\n'), 'allowed'), refusals);
 });
 
@@ -134,9 +134,15 @@ test("domain rules: queries to slirp's forwarder go to the resolver, the named s
   const output = chain(named, 'output');
   // The floor is asked before any of it.
   assert.ok(output.findLastIndex((line) => line.includes('@blocked')) < output.indexOf('jump allowed'));
-  // Without domains: no redirect, no named rule.
+  // HTTP and HTTPS to an address opened for a name go to the pass-through, which checks the name they claim.
+  assert.deepEqual(chain(named, 'pass').slice(1), [
+    'ip daddr @named4_5eed tcp dport { 80, 443 } dnat ip to 127.0.0.55',
+    'ip daddr . tcp dport @named4p_5eed tcp dport { 80, 443 } dnat ip to 127.0.0.55',
+  ]);
+  // Without domains: no redirect, no named rule, nothing sent to the pass-through.
   const plain = egressRuleset({ hostAddresses: HOST, installed: { policy: { egress: { allow: ['198.51.100.0/24'] } }, tag: TAG } });
   assert.deepEqual(chain(plain, 'to_resolver').slice(1), []);
+  assert.deepEqual(chain(plain, 'pass').slice(1), []);
   assert.ok(!chain(plain, 'allowed').some((line) => line.includes('named') || line.includes('ct mark')));
   // A change deletes the old tag's sets and makes the new one's, in the same transaction.
   const update = policyUpdate({ policy: { egress: { allow: ['*.example.com'] } }, tag: TAG + 1 }, TAG);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { realpathSync } from 'node:fs';
-import { test } from 'node:test';
+import { readFileSync, realpathSync } from 'node:fs';
+import { after, test } from 'node:test';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { call } from '../helpers/http.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -9,6 +9,7 @@ import { hostListener, makeTestHost } from '../helpers/test-host.ts';
 import { startTestDns } from '../helpers/test-dns.ts';
 import { hostProcesses } from '../helpers/processes.ts';
 import { PYTHON_DNS } from '../../scripts/test-dns.ts';
+import { makeTestCertificates } from '../../scripts/test-tls.ts';
 import { BLOCKED_V4 } from '../../shared/network/floor.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
 import type { WorkerDeps } from '../../workers/context.ts';
@@ -271,6 +272,47 @@ print('answers', struct.unpack('>H', a[6:8])[0], '.'.join(str(b) for b in a[-4:]
   assert.equal((await setNetwork(opener, id, { egress: { allow: [`${b.address}/32`] } })).status, 200);
   assert.equal((await curl(`http://other.paddock.example:${b.port}/`)).code, 6);
   assert.match((await sh(`exec 3<>/dev/tcp/${b.address}/${b.port} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3`)).stdout, /hello from the test host/);
+});
+
+test('local: HTTP and HTTPS to a name reach where the name they claim resolves: another name at the same open address, by its TLS server name or its Host, is refused; the allowed name passes, its TLS untouched', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {
+  const [allowed, other] = ['ok.sni.paddock.example', 'other.sni.paddock.example'];
+  const certificates = makeTestCertificates([allowed, other]);
+  after(() => certificates.remove());
+  const host = await makeTestHost({ tls: { cert: certificates.cert, key: certificates.key }, firstPort: 80 });
+  // Both names at one address, as on a shared front: the allowed one's answer opens it.
+  dns.set(allowed, [host.address]);
+  dns.set(other, [host.address]);
+  const { opener } = await keys('network-sni');
+  const created = await create(opener, { network: { egress: { allow: [allowed] } } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const id = created.body.id as string;
+  const sh = async (command: string, stdin?: string) => {
+    const res = await call(stack.url, 'POST', `/v1/sandboxes/${id}/exec`, { token: opener, body: { command: ['bash', '-c', command], timeoutSeconds: 20, ...(stdin === undefined ? {} : { stdin }) } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body as { exitCode: number | null; stdout: string; stderr: string };
+  };
+  await sh('cat > /tmp/ca.pem', readFileSync(certificates.caFile, 'utf8'));
+
+  // The sandbox checks the host's own certificate: the pass-through does not end its TLS.
+  const tls = await sh(`curl -sS --max-time 10 --cacert /tmp/ca.pem https://${allowed}/sni-allowed`);
+  assert.equal(tls.stdout, 'hello over tls\n', tls.stderr);
+  const http = await sh(`curl -sS --max-time 10 http://${allowed}/`);
+  assert.equal(http.stdout, 'hello from the test host\n', http.stderr);
+  // The address is open; the other name is not, whether it rides the TLS server name or the Host.
+  const started = Date.now();
+  const sni = await sh(`curl -sS --max-time 10 --cacert /tmp/ca.pem --resolve ${other}:443:${host.address} https://${other}/sni-other`);
+  assert.notEqual(sni.exitCode, 0, sni.stdout);
+  assert.ok(Date.now() - started < 5000, `refused after ${Date.now() - started} ms`);
+  const forged = await sh(`curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -H 'Host: ${other}' http://${allowed}/host-other`);
+  assert.equal(forged.stdout, '403', forged.stderr);
+  const urls = (await host.requests()).map((r) => r.url);
+  assert.ok(urls.includes('/sni-allowed'), JSON.stringify(urls));
+  assert.ok(!urls.includes('/sni-other'), JSON.stringify(urls));
+  // Refusals of the pass-through are counted as the filter's are (its count written within a second).
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await sweptOnce(stack.workers[0]!.deps);
+  const read = await call(stack.url, 'GET', `/v1/sandboxes/${id}`, { token: opener });
+  assert.ok(read.body.networkRefused >= 2, `counted ${read.body.networkRefused}`);
 });
 
 test('local: one resolver serves every sandbox whose policy names domains, outside their memory, each within a budget of queries; killed, the workers\' sweep starts it again', { skip: runtime !== 'local' ? 'the local runtime' : needsRoot }, async () => {

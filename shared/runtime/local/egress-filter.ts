@@ -39,6 +39,15 @@ export const RESOLVER = { address: '127.0.0.53', port: 53 } as const;
  */
 export const BROKER = { address: '127.0.0.54', port: 443 } as const;
 
+/**
+ * Where the sandbox's HTTP and HTTPS to a name its resolver answered go (the egress's
+ * pass-through, ../pass-through.ts, run by the host's resolver): a connection on port 80 or 443
+ * to an address opened for a name is sent here, whose listener reads the name it is for (the
+ * request's Host, the TLS server name), lets it on only for a name the policy allows, and
+ * connects to that name's own address: the name a connection claims is the name it reaches.
+ */
+export const PASS = { address: '127.0.0.55', ports: [80, 443] as const } as const;
+
 /** A policy as installed: with its tag (1 to 2^31 - 1), new at each change. */
 export interface InstalledPolicy {
   policy: NetworkPolicy;
@@ -119,6 +128,9 @@ export function egressRuleset(options: EgressOptions): string {
     '    type filter hook output priority filter; policy accept;',
     // The sandbox's own loopback is its own: only its processes are in this namespace.
     '    oifname "lo" accept',
+    // A connection the pass chain sent to the pass-through: this hook still sees the interface its
+    // first route named, though it now goes to the sandbox's loopback.
+    `    ip daddr ${PASS.address} tcp dport { ${PASS.ports.join(', ')} } accept`,
     // A query sent on to the resolver (DNS_TABLE) still names the interface it was routed to.
     `    ip daddr ${RESOLVER.address} meta l4proto { tcp, udp } th dport ${RESOLVER.port} accept`,
     // slirp's DNS forwarder is the one private address a policy may open (`all` does).
@@ -187,6 +199,17 @@ export function policyChains(installed: InstalledPolicy): string[] {
     '  chain allowed {',
     ...(mode === 'all' ? [] : [...named, ...addresses, ...REFUSE.map((verdict) => `    ${verdict}`)]),
     '  }',
+    // Before the filter: HTTP and HTTPS to an address opened for a name go to the pass-through,
+    // which checks the name they are for (slirp has no IPv6: IPv4 alone).
+    '  chain pass {',
+    '    type nat hook output priority -100; policy accept;',
+    ...(named.length === 0
+      ? []
+      : [
+          `    ip daddr @${sets.v4} tcp dport { ${PASS.ports.join(', ')} } dnat ip to ${PASS.address}`,
+          `    ip daddr . tcp dport @${sets.v4port} tcp dport { ${PASS.ports.join(', ')} } dnat ip to ${PASS.address}`,
+        ]),
+    '  }',
   ];
 }
 
@@ -206,8 +229,15 @@ export function policyUpdate(installed: InstalledPolicy, previousTag: number | u
     '    type nat hook output priority -100; policy accept;',
     '  }',
     '}',
+    // So is the pass chain: a filter installed by an earlier version has none.
+    `table inet ${EGRESS_TABLE} {`,
+    '  chain pass {',
+    '    type nat hook output priority -100; policy accept;',
+    '  }',
+    '}',
     `flush chain inet ${EGRESS_TABLE} dns`,
     `flush chain inet ${EGRESS_TABLE} allowed`,
+    `flush chain inet ${EGRESS_TABLE} pass`,
     `flush chain ip ${DNS_TABLE} to_resolver`,
     ...old,
     `table inet ${EGRESS_TABLE} {`,

@@ -6,8 +6,9 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EgressResolver } from './egress-resolver.ts';
 import { serveDnsOverTcp } from './dns-tcp.ts';
-import { BROKER, namedElement, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
-import { EgressBroker } from './egress-broker.ts';
+import { BROKER, namedElement, PASS, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
+import { EgressBroker, upstreamResolver } from './egress-broker.ts';
+import { servePassThrough, type SandboxesByAddress } from '../pass-through.ts';
 import { tokenBucket } from './budget.ts';
 import type { BrokeredCredential } from '../../network/brokered.ts';
 import { isRunning } from './processes.ts';
@@ -46,6 +47,8 @@ const broker = config.broker
       upstreamCa: config.broker.upstreamCa === undefined ? undefined : readFileSync(config.broker.upstreamCa, 'utf8'),
     })
   : undefined;
+/** The names the pass-through connects to, asked of the upstream servers. */
+const passResolver = upstreamResolver(config.upstreams);
 
 interface Served {
   sandbox: ServedSandbox;
@@ -145,10 +148,11 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
   const netns = openSync(`/proc/${sandbox.pid}/ns/net`, 'r');
   try {
     if (!isRunning(sandbox.pid, sandbox.startTime)) throw new Error(`sandbox ${sandbox.id} is not running`);
-    const { udp, tcp, https } = await socketsIn(netns);
-    // One reader of the installed policy (and one copy of it kept) for the resolver and the broker.
+    const { udp, tcp, passes, https } = await socketsIn(netns);
+    // One reader of the installed policy (and one copy of it kept) for the resolver, the pass-through and the broker.
     const installed = policyReader(sandbox.policyFile);
-    const resolver = resolverFor(sandbox, netns, installed);
+    const refused = refusalCounter(sandbox);
+    const resolver = resolverFor(netns, installed, refused);
     const admit = tokenBucket(QUERY_BURST, QUERIES_PER_SECOND);
     udp.on('message', (message, from) => {
       if (message.byteLength > UDP_MAX || !admit()) return;
@@ -169,10 +173,19 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
       close: () => {
         udp.close();
         tcp.close();
+        for (const close of closePasses) close();
         closeBroker?.();
         closeSync(netns);
       },
     };
+    // Every connection the pass-through takes is this sandbox's: its listeners are in its namespace alone.
+    const passing: SandboxesByAddress = {
+      byAddress: async () => {
+        const now = await installed();
+        return now && { id: sandbox.id, installed: now, credentials: entry.credentials };
+      },
+    };
+    const closePasses = [...passes].map(([port, server]) => servePassThrough(server, port, { sandboxes: passing, resolver: passResolver, refused }));
     const closeBroker = https && broker?.serve(https, { credentials: () => entry.credentials, installed });
     served.set(sandbox.id, entry);
   } catch (err) {
@@ -181,7 +194,12 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
   }
 }
 
-function resolverFor(sandbox: ServedSandbox, netns: number, installed: () => Promise<InstalledPolicy | undefined>): EgressResolver {
+function resolverFor(netns: number, installed: () => Promise<InstalledPolicy | undefined>, refused: () => void): EgressResolver {
+  return new EgressResolver({ installed, upstreams: config.upstreams, open: opener(netns), refused });
+}
+
+/** Counts what the sandbox's resolver and pass-through refused, into its count file (read by the runtime's sweep) at most every COUNT_WRITE_MS. */
+function refusalCounter(sandbox: ServedSandbox): () => void {
   let refused = 0;
   let countWritten = 0;
   let countTimer: NodeJS.Timeout | undefined;
@@ -193,15 +211,10 @@ function resolverFor(sandbox: ServedSandbox, netns: number, installed: () => Pro
       .then(() => rename(temporary, sandbox.countFile))
       .catch(() => undefined);
   };
-  return new EgressResolver({
-    installed,
-    upstreams: config.upstreams,
-    open: opener(netns),
-    refused: () => {
-      refused++;
-      if (refused !== countWritten) countTimer ??= setTimeout(writeCount, COUNT_WRITE_MS);
-    },
-  });
+  return () => {
+    refused++;
+    if (refused !== countWritten) countTimer ??= setTimeout(writeCount, COUNT_WRITE_MS);
+  };
 }
 
 /**
@@ -237,10 +250,10 @@ function opener(netns: number): (tag: number, entries: OpenEntry[]) => Promise<v
     });
 }
 
-/** The UDP socket and TCP listener, and the broker's listener where there is a broker, bound in the sandbox's namespace by the helper run there. */
-async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server; https?: Server }> {
+/** The UDP socket and TCP listener, the pass-through's listeners, and the broker's listener where there is a broker, bound in the sandbox's namespace by the helper run there. */
+async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server; passes: Map<80 | 443, Server>; https?: Server }> {
   const brokerAt = broker ? [BROKER.address, String(BROKER.port)] : [];
-  const helper = spawn(config.nsenter, ['--net=/proc/self/fd/3', '--', process.execPath, SOCKETS_MAIN, RESOLVER.address, String(RESOLVER.port), ...brokerAt], {
+  const helper = spawn(config.nsenter, ['--net=/proc/self/fd/3', '--', process.execPath, SOCKETS_MAIN, RESOLVER.address, String(RESOLVER.port), PASS.address, PASS.ports.join(','), ...brokerAt], {
     cwd: '/',
     env: NETWORK_PROGRAM_ENV,
     stdio: ['ignore', 'ignore', 'inherit', netns, 'ipc'],
@@ -248,6 +261,7 @@ async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server; 
   let udp: UdpSocket | undefined;
   let tcp: Server | undefined;
   let https: Server | undefined;
+  const passes = new Map<80 | 443, Server>();
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the sockets in the sandbox were not made in time')), HELPER_TIMEOUT_MS);
@@ -255,13 +269,14 @@ async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server; 
         if (message.kind === 'udp') udp = handle as UdpSocket;
         if (message.kind === 'tcp') tcp = handle as Server;
         if (message.kind === 'https') https = handle as Server;
-        if (udp && tcp && (https || !broker)) {
+        for (const port of PASS.ports) if (message.kind === `pass${port}`) passes.set(port, handle as Server);
+        if (udp && tcp && passes.size === PASS.ports.length && (https || !broker)) {
           clearTimeout(timer);
           resolve();
         }
       });
       helper.on('error', reject);
-      // Its messages come before its exit; an exit without both is its failure.
+      // Its messages come before its exit; an exit without all of them is its failure.
       helper.on('exit', () => setTimeout(() => reject(new Error('the sockets in the sandbox could not be made')), 100));
     });
   } catch (err) {
@@ -269,9 +284,10 @@ async function socketsIn(netns: number): Promise<{ udp: UdpSocket; tcp: Server; 
     udp?.close();
     tcp?.close();
     https?.close();
+    for (const server of passes.values()) server.close();
     throw err;
   }
-  return { udp: udp!, tcp: tcp!, ...(https ? { https } : {}) };
+  return { udp: udp!, tcp: tcp!, passes, ...(https ? { https } : {}) };
 }
 
 /** The installed policy as the runtime wrote it, read again only when the file changed. */

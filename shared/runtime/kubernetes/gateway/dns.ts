@@ -4,8 +4,7 @@ import type { Upstream } from '../../../network/resolvers.ts';
 import { EgressResolver } from '../../local/egress-resolver.ts';
 import { serveDnsOverTcp } from '../../local/dns-tcp.ts';
 import { tokenBucket } from '../../local/budget.ts';
-import { plainAddress } from './proxy.ts';
-import type { SandboxesByAddress } from './sandboxes.ts';
+import { plainAddress, type SandboxesByAddress } from '../../pass-through.ts';
 
 // The gateway's DNS, every sandbox pod's nameserver: each query is answered for the sandbox whose
 // pod asked (by its address), as the local runtime's resolver answers one sandbox

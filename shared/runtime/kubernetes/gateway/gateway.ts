@@ -7,7 +7,7 @@ import type { Logger } from '../../../logger.ts';
 import type { Upstream } from '../../../network/resolvers.ts';
 import { EgressBroker, upstreamResolver } from '../../local/egress-broker.ts';
 import { serveGatewayDns } from './dns.ts';
-import { servePassThrough } from './proxy.ts';
+import { servePassThrough } from '../../pass-through.ts';
 import { sandboxesFromCluster } from './sandboxes.ts';
 import { publishTrust, trustConfigMap } from './trust.ts';
 import { refusalCounts } from './refusals.ts';

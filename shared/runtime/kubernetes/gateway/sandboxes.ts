@@ -3,6 +3,7 @@ import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node'
 import { NetworkPolicy } from '../../../network/policy.ts';
 import type { BrokeredCredential } from '../../../network/brokered.ts';
 import type { InstalledPolicy } from '../../local/egress-filter.ts';
+import type { PassingSandbox, SandboxesByAddress } from '../../pass-through.ts';
 import { CREDENTIALS_KEY, credentialsSecretName, POLICY_ANNOTATION } from '../egress-gateway.ts';
 import { egressPolicyName, NetworkPolicyClient } from '../network-policy.ts';
 import { SecretClient } from '../secrets.ts';
@@ -20,27 +21,16 @@ const KEPT_MS = 1000;
 /** Addresses remembered at once; past it the memory starts again. */
 const ADDRESSES_KEPT = 4096;
 
-export interface GatewaySandbox {
-  id: string;
-  /** The policy as the resolver and the broker read it, with the brokered hosts; its tag changes with either. */
-  installed: InstalledPolicy;
-  /** Their values: in the gateway's memory and the pod's Secret alone. */
-  credentials: readonly BrokeredCredential[];
-}
 
-export interface SandboxesByAddress {
-  /** The running sandbox whose pod has this address; undefined for any other address. */
-  byAddress(address: string): Promise<GatewaySandbox | undefined>;
-}
-
+/** The running sandbox whose pod has the address; undefined for any other address. */
 export function sandboxesFromCluster(kubeConfig: KubeConfig, namespace: string, options: { keptMs?: number } = {}): SandboxesByAddress {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const policies = new NetworkPolicyClient(kubeConfig, namespace);
   const secrets = new SecretClient(kubeConfig, namespace);
-  const kept = new Map<string, { until: number; found: Promise<GatewaySandbox | undefined> }>();
+  const kept = new Map<string, { until: number; found: Promise<PassingSandbox | undefined> }>();
   const keptMs = options.keptMs ?? KEPT_MS;
 
-  async function read(address: string): Promise<GatewaySandbox | undefined> {
+  async function read(address: string): Promise<PassingSandbox | undefined> {
     const listed = await core.listNamespacedPod({ namespace, labelSelector: MANAGED_SELECTOR, fieldSelector: `status.podIP=${address}` });
     // An address passes from a pod that ended to a new one: only a running pod that is not going counts, and only one.
     const running = listed.items.filter((pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp && pod.status.podIP === address);

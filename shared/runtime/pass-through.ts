@@ -1,24 +1,41 @@
 import type { Resolver } from 'node:dns/promises';
 import { connect, Server, type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
-import { hostsCover, policyReaches } from '../../../network/brokered.ts';
-import { egressMode, nameRuleCovers, nameRules } from '../../../network/rules.ts';
-import type { NetworkPolicy } from '../../../network/policy.ts';
-import { reachableAddresses, type EgressBroker } from '../../local/egress-broker.ts';
+import { hostsCover, policyReaches, type BrokeredCredential } from '../network/brokered.ts';
+import { egressMode, nameRuleCovers, nameRules } from '../network/rules.ts';
+import type { NetworkPolicy } from '../network/policy.ts';
+import { reachableAddresses, type EgressBroker } from './local/egress-broker.ts';
 import { readFirstBytes } from './first-bytes.ts';
-import type { GatewaySandbox, SandboxesByAddress } from './sandboxes.ts';
+import type { InstalledPolicy } from './local/egress-filter.ts';
 
-// The gateway's pass-through: a sandbox pod's connection to a name its DNS answered with the
-// gateway's address. The name is the ClientHello's server name on 443 and the request's Host on
-// 80; the sandbox's policy must allow that name on that port now, the gateway resolves it itself
-// and connects only to an address outside the floor (so a name and the address it leaves for
-// always agree, and a name that resolves inward reaches nothing), then passes the bytes through
-// unread. A brokered host's TLS goes to the broker instead, which adds the credential. A refusal
-// is at once: a TLS connection closed, a request answered 403. Open connections are checked
-// again as policies change, and cut when theirs no longer allows them.
+// The egress's pass-through, for a sandbox's HTTP and HTTPS to a name: on Kubernetes the egress
+// gateway's (kubernetes/gateway/), where a pod's DNS answered the name with the gateway's address;
+// on the local runtime the host's resolver's, in the sandbox's namespace, where its filter sends
+// connections to an address opened for a name (local/egress-filter.ts's PASS). The name is the
+// ClientHello's server name on 443 and the request's Host on 80; the sandbox's policy must allow
+// that name on that port now, the egress resolves it itself and connects only to an address
+// outside the floor (so a name and the address it leaves for always agree, and a name that
+// resolves inward reaches nothing), then passes the bytes through unread. A brokered host's TLS
+// goes to the broker instead, which adds the credential. A refusal is at once: a TLS connection
+// closed, a request answered 403. Open connections are checked again as policies change, and cut
+// when theirs no longer allows them.
 
 const FIRST_BYTES_TIMEOUT_MS = 10_000;
 const CONNECT_TIMEOUT_MS = 10_000;
+
+/** A sandbox as the pass-through reads it, at each connection and again while it is open. */
+export interface PassingSandbox {
+  id: string;
+  /** The policy in force, with the brokered hosts; its tag changes with either. */
+  installed: InstalledPolicy;
+  /** The brokered credentials' values: in the egress's memory alone. */
+  credentials: readonly BrokeredCredential[];
+}
+
+export interface SandboxesByAddress {
+  /** The running sandbox a connection from this address is from; undefined for none. */
+  byAddress(address: string): Promise<PassingSandbox | undefined>;
+}
 /** A connection with nothing moving either way for this long is closed. */
 const IDLE_MS = 120_000;
 /** One sandbox's connections through the gateway at once. */
@@ -51,7 +68,7 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
   const kind = port === 443 ? 'tls' : 'http';
   const open = new Set<Passing>();
   const counts = new Map<string, number>();
-  const brokers = new Map<string, { source: string; latest: GatewaySandbox; listener: Server; close: () => void }>();
+  const brokers = new Map<string, { source: string; latest: PassingSandbox; listener: Server; close: () => void }>();
   const names = new Map<string, { until: number; found: ReturnType<typeof reachableAddresses> }>();
 
   /** The name's addresses outside the floor, as resolved at most NAME_KEPT_MS ago (a failure is not kept). */
@@ -141,7 +158,7 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
   }
 
   /** The broker's serving of one sandbox, kept while it has connections; its credentials as last read. */
-  function brokerFor(source: string, sandbox: GatewaySandbox): { listener: Server } {
+  function brokerFor(source: string, sandbox: PassingSandbox): { listener: Server } {
     const kept = brokers.get(sandbox.id);
     if (kept && kept.source === source) {
       kept.latest = sandbox;
