@@ -86,6 +86,8 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
   }
 
   server.on('connection', (socket: Socket) => {
+    // Each write goes out at once: a handshake's small messages are not held for the last one's acknowledgement.
+    socket.setNoDelay(true);
     socket.on('error', () => undefined);
     socket.setTimeout(IDLE_MS, () => socket.destroy());
     void take(socket).catch(() => socket.destroy());
@@ -259,8 +261,10 @@ const READ_BYTES = 256 * 1024;
 /** A TCP connection to the address, its bytes handed to `take` (copies: false holds the reads until resume()); undefined when none was made in time. */
 function connected(address: string, port: number, take: (chunk: Buffer) => boolean): Promise<Socket | undefined> {
   return new Promise((resolve) => {
+    // One buffer for every read, what each brought copied out: a fresh large buffer a read would
+    // cost the garbage collector more than the copy, most reads being small.
     const buffer = Buffer.allocUnsafe(READ_BYTES);
-    const socket = connect({ host: address, port, onread: { buffer, callback: (n: number, read: Uint8Array) => take(Buffer.from(read.subarray(0, n))) } });
+    const socket = connect({ host: address, port, noDelay: true, onread: { buffer, callback: (n: number, read: Uint8Array) => take(Buffer.from(read.subarray(0, n))) } });
     const timer = setTimeout(() => fail(), CONNECT_TIMEOUT_MS);
     const fail = () => {
       clearTimeout(timer);
