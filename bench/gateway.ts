@@ -47,7 +47,7 @@ export const gatewayBenchmark: Benchmark = {
       const id = newId('sbx');
       await runtime.create({ id, accountId: newId('acct'), capSeconds: 1800, network: { egress: { allow: [NAME, BROKERED] } } });
       await runtime.broker!(id, [{ hosts: [BROKERED], header: 'Authorization', value: 'Bearer bench-token-value' }]);
-      // Past the gateway's second of memory of the pod.
+      // Time for the gateway's watches to hear of the pod, its policy and its credential.
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const python = async (script: string, args: (string | number)[]) => {
         const [program, ...rest] = pod.command(['python3', '-c', script, ...args.map(String)]);

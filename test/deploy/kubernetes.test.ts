@@ -517,7 +517,7 @@ describe('access to the cluster', () => {
       secrets: ['create', 'delete', 'get', 'update'],
     });
     // The gateway reads what it needs to know a pod and its sandbox, and writes only what sandboxes trust.
-    assert.deepEqual(rules('paddock-egress-gateway'), { pods: ['list'], networkpolicies: ['get', 'patch'], secrets: ['get'], configmaps: ['create', 'get', 'update'] });
+    assert.deepEqual(rules('paddock-egress-gateway'), { pods: ['list', 'watch'], networkpolicies: ['list', 'patch', 'watch'], secrets: ['list', 'watch'], configmaps: ['create', 'get', 'update'] });
   });
 
   test("each Role is bound to the service account of the Deployment that needs it, and to nothing else", () => {

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { badRequest, StatusError } from './status.ts';
+import type { StoreEvent, WatchEventType } from './types.ts';
+import type { Watchable } from './watch.ts';
 
 // Namespaced objects the API server keeps as they are given (NetworkPolicies, Secrets,
 // ConfigMaps): created, replaced, read and deleted by name, and removed with the pod that owns
@@ -86,9 +88,14 @@ export const CONFIG_MAP: Kind = {
   check: (body) => (Object.values((body as ConfigMapJson).data ?? {}).every((value) => typeof value === 'string') ? undefined : 'data: values must be strings'),
 };
 
-export class ObjectStore<T extends ObjectJson> {
+/** Watches may resume from a resourceVersion this many events back; older ones get 410 Expired. */
+const EVENT_WINDOW = 1000;
+
+export class ObjectStore<T extends ObjectJson> implements Watchable<T> {
   readonly kind: Kind;
   readonly #items = new Map<string, T>();
+  readonly #events: StoreEvent<T>[] = [];
+  readonly #listeners = new Set<(event: StoreEvent<T>) => void>();
   #version = 0;
 
   constructor(kind: Kind) {
@@ -138,24 +145,53 @@ export class ObjectStore<T extends ObjectJson> {
   delete(namespace: string, name: string): T {
     const found = this.get(namespace, name);
     this.#items.delete(`${namespace}/${name}`);
+    this.#record('DELETED', found);
     return found;
   }
 
-  list(namespace: string): T[] {
-    return [...this.#items.values()].filter((o) => o.metadata.namespace === namespace).map((o) => structuredClone(o));
+  list(namespace: string, matches: (object: T) => boolean = () => true): T[] {
+    return [...this.#items.values()].filter((o) => o.metadata.namespace === namespace && matches(o)).map((o) => structuredClone(o));
+  }
+
+  get currentVersion(): number {
+    return this.#version;
+  }
+
+  /** Events after `since`, or undefined when they have left the window (the watcher relists). */
+  eventsSince(since: number): StoreEvent<T>[] | undefined {
+    const oldest = this.#events[0]?.resourceVersion ?? this.#version + 1;
+    if (since < oldest - 1) return undefined;
+    return this.#events.filter((e) => e.resourceVersion > since);
+  }
+
+  subscribe(listener: (event: StoreEvent<T>) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** The garbage collector's part: what the deleted pod owned goes with it. */
   ownerGone(uid: string): void {
     for (const [key, object] of this.#items) {
-      if (object.metadata.ownerReferences?.some((owner) => owner.uid === uid)) this.#items.delete(key);
+      if (!object.metadata.ownerReferences?.some((owner) => owner.uid === uid)) continue;
+      this.#items.delete(key);
+      this.#record('DELETED', object);
     }
   }
 
   #put(key: string, object: T): T {
-    object.metadata.resourceVersion = String(++this.#version);
+    const type = this.#items.has(key) ? 'MODIFIED' : 'ADDED';
     this.#items.set(key, object);
+    this.#record(type, object);
     return structuredClone(object);
+  }
+
+  #record(type: WatchEventType, object: T): void {
+    this.#version += 1;
+    object.metadata.resourceVersion = String(this.#version);
+    const event: StoreEvent<T> = { type, resourceVersion: this.#version, object: structuredClone(object) };
+    this.#events.push(event);
+    if (this.#events.length > EVENT_WINDOW) this.#events.shift();
+    for (const listener of this.#listeners) listener(event);
   }
 
   #valid(namespace: string, body: unknown): T {

@@ -75,8 +75,9 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
         if (req.method === 'POST') return sendJson(res, 201, objects.create(namespace, await readJson(req)));
         if (req.method === 'GET') {
           const labels = labelSelector(query.get('labelSelector'));
-          const items = objects.list(namespace).filter(labels);
-          return sendJson(res, 200, { kind: `${kind}List`, apiVersion, metadata: {}, items });
+          const watch = query.get('watch');
+          if (watch === 'true' || watch === '1') return serveWatch(req, res, objects, namespace, labels, query, ctx.openWatches);
+          return sendJson(res, 200, { kind: `${kind}List`, apiVersion, metadata: { resourceVersion: String(objects.currentVersion) }, items: objects.list(namespace, labels) });
         }
         throw methodNotAllowed(req.method);
       }

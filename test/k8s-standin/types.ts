@@ -62,8 +62,9 @@ export interface PodJson {
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
-export interface StoreEvent {
+/** A change as a watch replays it; of a pod unless said otherwise. */
+export interface StoreEvent<T = PodJson> {
   type: WatchEventType;
   resourceVersion: number;
-  object: PodJson;
+  object: T;
 }

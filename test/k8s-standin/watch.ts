@@ -1,30 +1,36 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Selector } from './selectors.ts';
-import type { PodStore } from './store.ts';
-import type { PodJson, StoreEvent } from './types.ts';
+import type { StoreEvent } from './types.ts';
+
+/** What a watch reads: pods (store.ts), or the objects kept as given (objects.ts). */
+export interface Watchable<T extends { metadata: { namespace: string } }> {
+  readonly currentVersion: number;
+  list(namespace: string, matches: (object: T) => boolean): T[];
+  eventsSince(since: number): StoreEvent<T>[] | undefined;
+  subscribe(listener: (event: StoreEvent<T>) => void): () => void;
+}
 
 /**
  * `?watch=true`: newline-delimited WatchEvents on one long response. Without a resourceVersion
- * (or with "0") it starts with an ADDED per existing pod, as the API server does; with one, it
+ * (or with "0") it starts with an ADDED per existing object, as the API server does; with one, it
  * replays what happened since, or sends a 410 Expired ERROR event when that is out of the window.
  */
-export function serveWatch(
+export function serveWatch<T extends { metadata: { namespace: string } }>(
   req: IncomingMessage,
   res: ServerResponse,
-  store: PodStore,
+  store: Watchable<T>,
   namespace: string,
-  matches: Selector,
+  matches: (object: T) => boolean,
   query: URLSearchParams,
   openWatches: Set<ServerResponse>,
 ): void {
-  const selected = (pod: PodJson) => pod.metadata.namespace === namespace && matches(pod);
+  const selected = (object: T) => object.metadata.namespace === namespace && matches(object);
   const send = (type: string, object: unknown) => res.write(`${JSON.stringify({ type, object })}\n`);
   res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
   res.flushHeaders();
 
   const since = query.get('resourceVersion');
   if (!since || since === '0') {
-    for (const pod of store.list(namespace, matches)) send('ADDED', pod);
+    for (const object of store.list(namespace, matches)) send('ADDED', object);
   } else {
     const missed = store.eventsSince(Number(since));
     if (missed === undefined) {
@@ -44,7 +50,7 @@ export function serveWatch(
   }
 
   // Subscribing in the same tick as the replay: no event can fall between the two.
-  const unsubscribe = store.subscribe((event: StoreEvent) => {
+  const unsubscribe = store.subscribe((event: StoreEvent<T>) => {
     if (selected(event.object)) send(event.type, event.object);
   });
   openWatches.add(res);

@@ -8,7 +8,7 @@ import type { Upstream } from '../../../network/resolvers.ts';
 import { EgressBroker, upstreamResolver } from '../../local/egress-broker.ts';
 import { serveGatewayDns } from './dns.ts';
 import { servePassThrough } from '../../pass-through.ts';
-import { sandboxesFromCluster } from './sandboxes.ts';
+import { watchSandboxes } from './sandboxes.ts';
 import { publishTrust, trustConfigMap } from './trust.ts';
 import { refusalCounts } from './refusals.ts';
 import { NetworkPolicyClient } from '../network-policy.ts';
@@ -17,7 +17,7 @@ import { NetworkPolicyClient } from '../network-policy.ts';
 // place sandbox pods reach names through. Its DNS answers each pod by its policy (dns.ts), its
 // ports 80 and 443 carry the pod's connections on by name (proxy.ts), its broker adds brokered
 // credentials (local/egress-broker.ts). It keeps nothing another replica needs: what it knows of
-// a sandbox it reads from the API server (sandboxes.ts), so any number run behind one Service.
+// a sandbox it watches on the API server (sandboxes.ts), so any number run behind one Service.
 
 const TRUST_RETRY_MS = 10_000;
 /** Connections one listener of a replica holds at once, every sandbox's together (each has its own cap besides). */
@@ -37,8 +37,6 @@ export interface EgressGatewayConfig {
   openssl: string;
   /** Authorities trusted upstream besides the system's (PEM text). */
   upstreamCa?: string;
-  /** How long what is read of a pod holds (sandboxes.ts). */
-  keptMs?: number;
   /** This replica's name (its pod's), which its refusal counts are written under; how often they are. */
   replica: string;
   refusalsWriteMs?: number;
@@ -52,7 +50,7 @@ export interface RunningGateway {
 }
 
 export async function startEgressGateway(config: EgressGatewayConfig): Promise<RunningGateway> {
-  const sandboxes = sandboxesFromCluster(config.kubeConfig, config.namespace, { keptMs: config.keptMs });
+  const sandboxes = await watchSandboxes(config.kubeConfig, config.namespace);
   const refusals = refusalCounts(new NetworkPolicyClient(config.kubeConfig, config.namespace), config.replica, { writeMs: config.refusalsWriteMs });
   const refused = (id: string) => refusals.add(id);
   const broker = config.ca && new EgressBroker({ ca: config.ca, openssl: config.openssl, upstreams: config.upstreams, upstreamCa: config.upstreamCa });
@@ -97,6 +95,7 @@ export async function startEgressGateway(config: EgressGatewayConfig): Promise<R
       clearTimeout(trustTimer);
       for (const close of closers) close();
       await refusals.flush();
+      await sandboxes.stop();
     },
   };
 }
