@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import type { Benchmark, BenchRow } from './types.ts';
 import { median, percentile, round, unroundedPercentile } from './stack.ts';
 import { rotated, TLS_BULK, TLS_SMALL_GETS } from './egress-shared.ts';
@@ -50,15 +48,9 @@ export const gatewayBenchmark: Benchmark = {
       // Time for the gateway's watches to hear of the pod, its policy and its credential.
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const python = async (script: string, args: (string | number)[]) => {
-        const [program, ...rest] = pod.command(['python3', '-c', script, ...args.map(String)]);
-        const child = spawn(program!, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        let err = '';
-        child.stdout.on('data', (chunk: Buffer) => (out += String(chunk)));
-        child.stderr.on('data', (chunk: Buffer) => (err += String(chunk)));
-        const [code] = (await once(child, 'exit')) as [number | null];
-        if (code !== 0) throw new Error(`python in the pod exited ${code}: ${err}`);
-        return out.trim();
+        const ran = await pod.run(['python3', '-c', script, ...args.map(String)]);
+        if (ran.code !== 0) throw new Error(`python in the pod exited ${ran.code}: ${ran.stderr}`);
+        return ran.stdout.trim();
       };
       const paths = {
         straight: [host.address, NAME, certificates.caFile],

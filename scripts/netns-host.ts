@@ -11,11 +11,11 @@ export interface NetnsHost {
   /** Its network namespace's name. */
   netns: string;
   /**
-   * A command line that runs `argv` in its namespace (through its server's process, which holds
-   * the namespace whatever becomes of its name under /run/netns), with `resolvConf` (a file) as
-   * the program's /etc/resolv.conf where given.
+   * Runs `argv` in its namespace (entered through its server's process, which holds the namespace
+   * whatever becomes of its name under /run/netns), with `resolvConf` (a file) as the program's
+   * /etc/resolv.conf where given: its exit code, its output, and how long it took.
    */
-  command(argv: string[], resolvConf?: string): string[];
+  run(argv: string[], resolvConf?: string): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }>;
   address: string;
   hostEnd: string;
   /** Its first server's port; `ports`, every server's. */
@@ -201,10 +201,21 @@ export async function startNetnsHost(
   const ports = (await nextLine()).split(' ').map(Number);
   return {
     netns,
-    command: (argv, resolvConf) =>
-      resolvConf === undefined
-        ? ['nsenter', '-t', String(child.pid), '-n', ...argv]
-        : ['nsenter', '-t', String(child.pid), '-n', 'unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolvConf, ...argv],
+    async run(argv, resolvConf) {
+      const started = Date.now();
+      const entered = ['-t', String(child.pid), '-n'];
+      const args =
+        resolvConf === undefined
+          ? [...entered, ...argv]
+          : [...entered, 'unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolvConf, ...argv];
+      const program = spawn('nsenter', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      program.stdout!.on('data', (chunk: Buffer) => (stdout += String(chunk)));
+      program.stderr!.on('data', (chunk: Buffer) => (stderr += String(chunk)));
+      const [code] = (await once(program, 'exit')) as [number | null];
+      return { code, stdout, stderr, ms: Date.now() - started };
+    },
     address,
     hostEnd,
     port: ports[0]!,
