@@ -14,7 +14,7 @@ import { BLOCKED_V4 } from '../../shared/network/floor.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
 import type { WorkerDeps } from '../../workers/context.ts';
 
-/** A sweep of the reaper's run here: the stack's own worker may hold the sweep's lock a moment (its own sweep), which is waited out. */
+/** A sweep of the reaper's run here, waiting out the lock should another hold it a moment. */
 const sweptOnce = (deps: WorkerDeps) => eventually('a sweep of our own', 15_000, () => sweepOnce(deps));
 
 // A sandbox's egress policy (docs/api.md, "Egress policy"), through the HTTP API: set at its
@@ -28,8 +28,9 @@ const runtime = testRuntime();
 const needsRoot = runtime === 'local' && process.getuid?.() !== 0 ? 'the local runtime gives sandboxes network as root only' : false;
 // The names of domain rules resolve through a DNS server of the test's own on this host's loopback.
 const dns = await startTestDns();
-// The workers' own sweep stays out of the way: the test runs it when it means to.
-const stack = await startSandboxStack({ overrides: { PADDOCK_REAPER_SWEEP_SECONDS: '3600', PADDOCK_EGRESS_RESOLVERS: dns.address } });
+// The workers run no sweep of their own (their first, a second after they start, could land
+// between a test's refusals and record a count it did not mean): the test sweeps when it means to.
+const stack = await startSandboxStack({ reaper: false, overrides: { PADDOCK_EGRESS_RESOLVERS: dns.address } });
 
 const create = (key: string, body: unknown) => call(stack.url, 'POST', '/v1/sandboxes', { token: key, body });
 const setNetwork = (key: string, id: string, body: unknown) => call(stack.url, 'PATCH', `/v1/sandboxes/${id}/network`, { token: key, body });
