@@ -1,4 +1,4 @@
-import { nameRuleCovers, nameRules, egressMode, parseEgressRule, type NameRule } from './rules.ts';
+import { nameRuleCovers, parseEgressRule, reachesName, type NameRule } from './rules.ts';
 
 // Brokered credentials: a secret with `inject` never reaches the sandbox; the egress adds it as a
 // header to the sandbox's HTTPS requests for the secret's hosts. No schema library here, for the
@@ -78,9 +78,6 @@ export function headersFor(credentials: readonly BrokeredCredential[], name: str
 }
 
 /** Whether a policy lets the sandbox reach `name` over HTTPS: `all`, or a domain rule on 443 or every port. */
-export function policyReaches(policy: Parameters<typeof egressMode>[0], name: string): boolean {
-  const mode = egressMode(policy);
-  if (mode === 'all') return true;
-  if (mode === 'none') return false;
-  return nameRules(policy).some((rule) => (rule.port === undefined || rule.port === 443) && nameRuleCovers(rule, name));
+export function policyReaches(policy: Parameters<typeof reachesName>[0], name: string): boolean {
+  return reachesName(policy, name, 443);
 }

@@ -176,6 +176,14 @@ export function nameRules(policy: PolicyRules): NameRule[] {
   return egressRules(policy).filter((rule): rule is NameRule => 'name' in rule);
 }
 
+/** Whether the policy lets the sandbox reach `name` on `port` by name: `all`, or a domain rule covering it on that port or every port. */
+export function reachesName(policy: PolicyRules, name: string, port: number): boolean {
+  const mode = egressMode(policy);
+  if (mode === 'all') return true;
+  if (mode === 'none') return false;
+  return nameRules(policy).some((rule) => (rule.port === undefined || rule.port === port) && nameRuleCovers(rule, name));
+}
+
 /** Whether range `inner` lies within range `outer` (both `address/prefix`, one family), equal included. */
 export function cidrWithin(inner: string, outer: string): boolean {
   const [innerAddress = '', innerPrefix] = inner.split('/');

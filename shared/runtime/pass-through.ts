@@ -2,8 +2,7 @@ import type { Resolver } from 'node:dns/promises';
 import { connect, Server, type Socket } from 'node:net';
 import { Duplex } from 'node:stream';
 import { hostsCover, policyReaches, type BrokeredCredential } from '../network/brokered.ts';
-import { egressMode, nameRuleCovers, nameRules } from '../network/rules.ts';
-import type { NetworkPolicy } from '../network/policy.ts';
+import { reachesName } from '../network/rules.ts';
 import { reachableAddresses, type EgressBroker } from './local/egress-broker.ts';
 import { readFirstBytes } from './first-bytes.ts';
 import type { InstalledPolicy } from './local/egress-filter.ts';
@@ -23,6 +22,16 @@ import type { InstalledPolicy } from './local/egress-filter.ts';
 const FIRST_BYTES_TIMEOUT_MS = 10_000;
 const CONNECT_TIMEOUT_MS = 10_000;
 
+/** A connection with nothing moving either way for this long is closed. */
+const IDLE_MS = 120_000;
+/** One sandbox's connections through the gateway at once. */
+const CONNECTIONS_PER_SANDBOX = 256;
+/** How often open connections are held against their sandbox's policy. */
+const RECHECK_MS = 1000;
+/** A name's reachable addresses are kept this long (every sandbox's connections ask the same few names); past NAMES_KEPT the memory starts again. */
+const NAME_KEPT_MS = 10_000;
+const NAMES_KEPT = 4096;
+
 /** A sandbox as the pass-through reads it, at each connection and again while it is open. */
 export interface PassingSandbox {
   id: string;
@@ -36,15 +45,6 @@ export interface SandboxesByAddress {
   /** The running sandbox a connection from this address is from; undefined for none. */
   byAddress(address: string): Promise<PassingSandbox | undefined>;
 }
-/** A connection with nothing moving either way for this long is closed. */
-const IDLE_MS = 120_000;
-/** One sandbox's connections through the gateway at once. */
-const CONNECTIONS_PER_SANDBOX = 256;
-/** How often open connections are held against their sandbox's policy. */
-const RECHECK_MS = 1000;
-/** A name's reachable addresses are kept this long (every sandbox's connections ask the same few names); past NAMES_KEPT the memory starts again. */
-const NAME_KEPT_MS = 10_000;
-const NAMES_KEPT = 4096;
 
 export interface ProxyDeps {
   sandboxes: SandboxesByAddress;
@@ -115,7 +115,7 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
     if (kind === 'tls' && deps.broker && hostsCover(now.installed.brokered ?? [], name) && policyReaches(now.installed.policy, name)) {
       return void brokerFor(source, now).listener.emit('connection', replaying(socket, head));
     }
-    if (!allows(now.installed.policy, name, port)) {
+    if (!reachesName(now.installed.policy, name, port)) {
       deps.refused(sandbox.id);
       return refuse(socket, kind, 403, `This sandbox's egress policy does not allow ${name} on port ${port}.`);
     }
@@ -192,7 +192,7 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
   const recheck = setInterval(() => {
     for (const passing of open) {
       void deps.sandboxes.byAddress(passing.source).then((now) => {
-        if (!now || now.id !== passing.sandboxId || !allows(now.installed.policy, passing.name, passing.port)) passing.close();
+        if (!now || now.id !== passing.sandboxId || !reachesName(now.installed.policy, passing.name, passing.port)) passing.close();
       });
     }
     for (const [id, entry] of brokers) {
@@ -213,14 +213,6 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
     for (const entry of brokers.values()) entry.close();
     brokers.clear();
   };
-}
-
-/** Whether the policy lets the sandbox reach `name` on `port`: `all`, or a domain rule for it on that port or every port. */
-export function allows(policy: NetworkPolicy, name: string, port: number): boolean {
-  const mode = egressMode(policy);
-  if (mode === 'all') return true;
-  if (mode === 'none') return false;
-  return nameRules(policy).some((rule) => (rule.port === undefined || rule.port === port) && nameRuleCovers(rule, name));
 }
 
 /**

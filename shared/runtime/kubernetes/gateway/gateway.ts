@@ -53,6 +53,7 @@ export async function startEgressGateway(config: EgressGatewayConfig): Promise<R
   const sandboxes = await watchSandboxes(config.kubeConfig, config.namespace);
   const refusals = refusalCounts(new NetworkPolicyClient(config.kubeConfig, config.namespace), config.replica, { writeMs: config.refusalsWriteMs });
   const refused = (id: string) => refusals.add(id);
+  const resolver = upstreamResolver(config.upstreams);
   const broker = config.ca && new EgressBroker({ ca: config.ca, openssl: config.openssl, upstreams: config.upstreams, upstreamCa: config.upstreamCa });
   const { host } = config.listen;
   const udp = createSocket({ type: 'udp4', reuseAddr: false });
@@ -67,8 +68,8 @@ export async function startEgressGateway(config: EgressGatewayConfig): Promise<R
   for (const server of [dnsTcp, http, https]) server.maxConnections = CONNECTIONS_AT_MOST;
   const closers = [
     serveGatewayDns(udp, dnsTcp, { sandboxes, upstreams: config.upstreams, via: config.address, refused }),
-    servePassThrough(http, 80, { sandboxes, resolver: upstreamResolver(config.upstreams), refused }),
-    servePassThrough(https, 443, { sandboxes, resolver: upstreamResolver(config.upstreams), refused, ...(broker ? { broker } : {}) }),
+    servePassThrough(http, 80, { sandboxes, resolver, refused }),
+    servePassThrough(https, 443, { sandboxes, resolver, refused, ...(broker ? { broker } : {}) }),
     () => refusals.stop(),
   ];
 
