@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { badRequest, StatusError } from './status.ts';
-import type { StoreEvent, WatchEventType } from './types.ts';
+import type { StoreEvent } from './types.ts';
+import { EventLog } from './event-log.ts';
 import type { Watchable } from './watch.ts';
 
 // Namespaced objects the API server keeps as they are given (NetworkPolicies, Secrets,
@@ -94,9 +95,7 @@ const EVENT_WINDOW = 1000;
 export class ObjectStore<T extends ObjectJson> implements Watchable<T> {
   readonly kind: Kind;
   readonly #items = new Map<string, T>();
-  readonly #events: StoreEvent<T>[] = [];
-  readonly #listeners = new Set<(event: StoreEvent<T>) => void>();
-  #version = 0;
+  readonly #log = new EventLog<T>(EVENT_WINDOW);
 
   constructor(kind: Kind) {
     this.kind = kind;
@@ -145,7 +144,7 @@ export class ObjectStore<T extends ObjectJson> implements Watchable<T> {
   delete(namespace: string, name: string): T {
     const found = this.get(namespace, name);
     this.#items.delete(`${namespace}/${name}`);
-    this.#record('DELETED', found);
+    this.#log.record('DELETED', found);
     return found;
   }
 
@@ -154,19 +153,15 @@ export class ObjectStore<T extends ObjectJson> implements Watchable<T> {
   }
 
   get currentVersion(): number {
-    return this.#version;
+    return this.#log.currentVersion;
   }
 
-  /** Events after `since`, or undefined when they have left the window (the watcher relists). */
   eventsSince(since: number): StoreEvent<T>[] | undefined {
-    const oldest = this.#events[0]?.resourceVersion ?? this.#version + 1;
-    if (since < oldest - 1) return undefined;
-    return this.#events.filter((e) => e.resourceVersion > since);
+    return this.#log.eventsSince(since);
   }
 
   subscribe(listener: (event: StoreEvent<T>) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#log.subscribe(listener);
   }
 
   /** The garbage collector's part: what the deleted pod owned goes with it. */
@@ -174,24 +169,15 @@ export class ObjectStore<T extends ObjectJson> implements Watchable<T> {
     for (const [key, object] of this.#items) {
       if (!object.metadata.ownerReferences?.some((owner) => owner.uid === uid)) continue;
       this.#items.delete(key);
-      this.#record('DELETED', object);
+      this.#log.record('DELETED', object);
     }
   }
 
   #put(key: string, object: T): T {
     const type = this.#items.has(key) ? 'MODIFIED' : 'ADDED';
     this.#items.set(key, object);
-    this.#record(type, object);
+    this.#log.record(type, object);
     return structuredClone(object);
-  }
-
-  #record(type: WatchEventType, object: T): void {
-    this.#version += 1;
-    object.metadata.resourceVersion = String(this.#version);
-    const event: StoreEvent<T> = { type, resourceVersion: this.#version, object: structuredClone(object) };
-    this.#events.push(event);
-    if (this.#events.length > EVENT_WINDOW) this.#events.shift();
-    for (const listener of this.#listeners) listener(event);
   }
 
   #valid(namespace: string, body: unknown): T {

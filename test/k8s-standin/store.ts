@@ -4,6 +4,7 @@ import type { SandboxRuntime } from '../../shared/runtime/types.ts';
 import { alreadyExists, notFound, StatusError } from './status.ts';
 import type { ContainerStatusJson, PodJson, StoreEvent, WatchEventType } from './types.ts';
 import { validatePod } from './validate.ts';
+import { EventLog } from './event-log.ts';
 
 // Images whose name contains this never pull, the way a typo or a private image would not.
 export const UNPULLABLE = 'does-not-exist';
@@ -32,19 +33,18 @@ interface Entry {
 
 /** The pods of every namespace, their lifecycle on the backend, and the event log watches read. */
 export class PodStore {
-  private resourceVersion = 0;
   private readonly entries = new Map<string, Entry>();
-  private readonly events: StoreEvent[] = [];
-  private readonly listeners = new Set<(event: StoreEvent) => void>();
+  private readonly log: EventLog<PodJson>;
   private readonly options: StoreOptions;
   private closed = false;
 
   constructor(options: StoreOptions) {
     this.options = options;
+    this.log = new EventLog(options.eventWindow);
   }
 
   get currentVersion(): number {
-    return this.resourceVersion;
+    return this.log.currentVersion;
   }
 
   create(namespace: string, body: unknown): PodJson {
@@ -142,16 +142,12 @@ export class PodStore {
     return { backendId: entry.backendId };
   }
 
-  /** Events after `since`, or undefined when they have left the window (the watcher relists). */
   eventsSince(since: number): StoreEvent[] | undefined {
-    const oldest = this.events[0]?.resourceVersion ?? this.resourceVersion + 1;
-    if (since < oldest - 1) return undefined;
-    return this.events.filter((e) => e.resourceVersion > since);
+    return this.log.eventsSince(since);
   }
 
   subscribe(listener: (event: StoreEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.log.subscribe(listener);
   }
 
   /** Destroys every backend sandbox still held, so a test leaves nothing running. */
@@ -163,7 +159,7 @@ export class PodStore {
       pending.push(entry.removing ?? this.remove(namespace, name, entry));
     }
     await Promise.allSettled(pending);
-    this.listeners.clear();
+    this.log.close();
   }
 
   private start(entry: Entry): void {
@@ -258,12 +254,7 @@ export class PodStore {
   }
 
   private record(type: WatchEventType, pod: PodJson): void {
-    this.resourceVersion += 1;
-    pod.metadata.resourceVersion = String(this.resourceVersion);
-    const event: StoreEvent = { type, resourceVersion: this.resourceVersion, object: clone(pod) };
-    this.events.push(event);
-    if (this.events.length > this.options.eventWindow) this.events.shift();
-    for (const listener of this.listeners) listener(event);
+    this.log.record(type, pod);
   }
 }
 
