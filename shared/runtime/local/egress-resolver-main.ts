@@ -5,11 +5,10 @@ import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { EgressResolver } from './egress-resolver.ts';
-import { serveDnsOverTcp } from './dns-tcp.ts';
+import { queryBudget, serveDnsOverTcp, serveDnsOverUdp } from './dns-serve.ts';
 import { BROKER, namedElement, PASS, RESOLVER, type InstalledPolicy, type OpenEntry } from './egress-filter.ts';
 import { EgressBroker, upstreamResolver } from './egress-broker.ts';
 import { servePassThrough, type SandboxesByAddress } from '../pass-through.ts';
-import { tokenBucket } from './budget.ts';
 import type { BrokeredCredential } from '../../network/brokered.ts';
 import { isRunning } from './processes.ts';
 import { NETWORK_PROGRAM_ENV, nftIn } from './nft.ts';
@@ -23,17 +22,12 @@ import type { ResolverDaemonConfig, ResolverRequest, ServedSandbox } from './egr
 // A sandbox is forgotten once its init has ended; with none left for IDLE_MS, the process exits.
 
 const SOCKETS_MAIN = fileURLToPath(new URL('./egress-sockets-main.ts', import.meta.url));
-/** The largest message taken over UDP (EDNS's usual size). */
-const UDP_MAX = 4096;
 const TCP_CONNECTIONS = 16;
 const ALIVE_CHECK_MS = 2000;
 const HELPER_TIMEOUT_MS = 10_000;
 const IDLE_MS = 60_000;
 /** The refusals' count is written at most this often. */
 const COUNT_WRITE_MS = 1000;
-/** Each sandbox's queries: a burst, then so many a second; past them a query is dropped (it is asked again). */
-const QUERY_BURST = 200;
-const QUERIES_PER_SECOND = 100;
 /** A request's line: a sandbox's brokered credentials ride on it (an account's secrets are at most a few MiB). */
 const CONTROL_LINE_MAX = 4 * 1024 * 1024;
 
@@ -153,14 +147,8 @@ async function serve(sandbox: ServedSandbox): Promise<void> {
     const installed = policyReader(sandbox.policyFile);
     const refused = refusalCounter(sandbox);
     const resolver = resolverFor(netns, installed, refused);
-    const admit = tokenBucket(QUERY_BURST, QUERIES_PER_SECOND);
-    udp.on('message', (message, from) => {
-      if (message.byteLength > UDP_MAX || !admit()) return;
-      void resolver.answer(message, 'udp').then((answer) => {
-        if (answer) udp.send(answer, from.port, from.address);
-      });
-    });
-    udp.on('error', () => undefined);
+    const admit = queryBudget();
+    serveDnsOverUdp(udp, (query) => (admit() ? resolver.answer(query, 'udp') : Promise.resolve(undefined)));
     tcp.maxConnections = TCP_CONNECTIONS;
     tcp.on('connection', (socket: Socket) => serveDnsOverTcp(socket, (query) => resolver.answer(query, 'tcp'), admit));
     tcp.on('error', () => undefined);

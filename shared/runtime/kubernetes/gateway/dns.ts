@@ -2,8 +2,7 @@ import type { Socket as UdpSocket } from 'node:dgram';
 import type { Server, Socket } from 'node:net';
 import type { Upstream } from '../../../network/resolvers.ts';
 import { EgressResolver } from '../../local/egress-resolver.ts';
-import { serveDnsOverTcp } from '../../local/dns-tcp.ts';
-import { tokenBucket } from '../../local/budget.ts';
+import { queryBudget, serveDnsOverTcp, serveDnsOverUdp } from '../../local/dns-serve.ts';
 import { plainAddress, type SandboxesByAddress } from '../../pass-through.ts';
 
 // The gateway's DNS, every sandbox pod's nameserver: each query is answered for the sandbox whose
@@ -13,11 +12,6 @@ import { plainAddress, type SandboxesByAddress } from '../../pass-through.ts';
 // name with its own addresses (the pod's NetworkPolicy opens those); anything else NXDOMAIN at
 // once. A query from an address that is no running sandbox's gets no answer.
 
-/** The largest query taken over UDP (EDNS's usual size). */
-const UDP_MAX = 4096;
-/** Each sandbox's queries: a burst, then so many a second; past them a query is dropped (it is asked again). */
-const QUERY_BURST = 200;
-const QUERIES_PER_SECOND = 100;
 /** Sandboxes with a resolver kept at once; past it the memory starts again. */
 const RESOLVERS_KEPT = 4096;
 
@@ -55,7 +49,7 @@ export function serveGatewayDns(udp: UdpSocket, tcp: Server, deps: GatewayDnsDep
           refused: () => deps.refused(id),
           via: deps.via,
         }),
-        admit: tokenBucket(QUERY_BURST, QUERIES_PER_SECOND),
+        admit: queryBudget(),
       };
       resolvers.set(id, kept);
     }
@@ -63,13 +57,7 @@ export function serveGatewayDns(udp: UdpSocket, tcp: Server, deps: GatewayDnsDep
     return kept.resolver.answer(query, transport);
   }
 
-  udp.on('message', (message, from) => {
-    if (message.byteLength > UDP_MAX) return;
-    void answer(from.address, message, 'udp').then((answered) => {
-      if (answered) udp.send(answered, from.port, from.address);
-    });
-  });
-  udp.on('error', () => undefined);
+  serveDnsOverUdp(udp, (query, from) => answer(from.address, query, 'udp'));
   tcp.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress;
     serveDnsOverTcp(socket, (query) => answer(address, query, 'tcp'), () => true);

@@ -1,7 +1,32 @@
+import type { RemoteInfo, Socket as UdpSocket } from 'node:dgram';
 import type { Socket } from 'node:net';
+import { tokenBucket } from './budget.ts';
 
-// DNS over TCP (RFC 7766's framing) for Paddock's resolvers: the local runtime's, in each
-// sandbox's namespace (egress-resolver-main.ts), and the Kubernetes egress gateway's.
+// DNS served over UDP and over TCP (RFC 7766's framing) for Paddock's resolvers: the local
+// runtime's, in each sandbox's namespace (egress-resolver-main.ts), and the Kubernetes egress
+// gateway's (kubernetes/gateway/dns.ts).
+
+/** The largest query taken over UDP (EDNS's usual size). */
+const UDP_MAX = 4096;
+/** Each sandbox's queries: a burst, then so many a second; past them a query is dropped (it is asked again). */
+const QUERY_BURST = 200;
+const QUERIES_PER_SECOND = 100;
+
+/** One sandbox's budget of queries: whether the next one may be answered. */
+export function queryBudget(): () => boolean {
+  return tokenBucket(QUERY_BURST, QUERIES_PER_SECOND);
+}
+
+/** Queries over UDP, each answered to its sender; one too large, or given no answer, is dropped. */
+export function serveDnsOverUdp(udp: UdpSocket, answer: (query: Buffer, from: RemoteInfo) => Promise<Buffer | undefined>): void {
+  udp.on('message', (message, from) => {
+    if (message.byteLength > UDP_MAX) return;
+    void answer(message, from).then((answered) => {
+      if (answered) udp.send(answered, from.port, from.address);
+    });
+  });
+  udp.on('error', () => undefined);
+}
 
 /** The largest message TCP's framing carries. */
 const TCP_MAX = 65_535;
