@@ -47,6 +47,10 @@ export const BROKER = { address: '127.0.0.54', port: 443 } as const;
  * connects to that name's own address: the name a connection claims is the name it reaches.
  */
 export const PASS = { address: '127.0.0.55', ports: [80, 443] as const } as const;
+/** The pass-through's ports as nft writes a set of them. */
+const PASS_PORTS = `{ ${PASS.ports.join(', ')} }`;
+/** The hook of the namespace's nat chains (the DNS redirect, the pass chain): before the filter. */
+const NAT_OUTPUT = '    type nat hook output priority -100; policy accept;';
 
 /** A policy as installed: with its tag (1 to 2^31 - 1), new at each change. */
 export interface InstalledPolicy {
@@ -130,7 +134,7 @@ export function egressRuleset(options: EgressOptions): string {
     '    oifname "lo" accept',
     // A connection the pass chain sent to the pass-through: this hook still sees the interface its
     // first route named, though it now goes to the sandbox's loopback.
-    `    ip daddr ${PASS.address} tcp dport { ${PASS.ports.join(', ')} } accept`,
+    `    ip daddr ${PASS.address} tcp dport ${PASS_PORTS} accept`,
     // A query sent on to the resolver (DNS_TABLE) still names the interface it was routed to.
     `    ip daddr ${RESOLVER.address} meta l4proto { tcp, udp } th dport ${RESOLVER.port} accept`,
     // slirp's DNS forwarder is the one private address a policy may open (`all` does).
@@ -143,7 +147,7 @@ export function egressRuleset(options: EgressOptions): string {
     '}',
     `table ip ${DNS_TABLE} {`,
     '  chain to_resolver {',
-    '    type nat hook output priority -100; policy accept;',
+    NAT_OUTPUT,
     ...redirectRules(installed),
     '  }',
     '}',
@@ -202,12 +206,12 @@ export function policyChains(installed: InstalledPolicy): string[] {
     // Before the filter: HTTP and HTTPS to an address opened for a name go to the pass-through,
     // which checks the name they are for (slirp has no IPv6: IPv4 alone).
     '  chain pass {',
-    '    type nat hook output priority -100; policy accept;',
+    NAT_OUTPUT,
     ...(named.length === 0
       ? []
       : [
-          `    ip daddr @${sets.v4} tcp dport { ${PASS.ports.join(', ')} } dnat ip to ${PASS.address}`,
-          `    ip daddr . tcp dport @${sets.v4port} tcp dport { ${PASS.ports.join(', ')} } dnat ip to ${PASS.address}`,
+          `    ip daddr @${sets.v4} tcp dport ${PASS_PORTS} dnat ip to ${PASS.address}`,
+          `    ip daddr . tcp dport @${sets.v4port} tcp dport ${PASS_PORTS} dnat ip to ${PASS.address}`,
         ]),
     '  }',
   ];
@@ -226,13 +230,13 @@ export function policyUpdate(installed: InstalledPolicy, previousTag: number | u
     // Declared first, as at an install: a filter installed before the table was is given it.
     `table ip ${DNS_TABLE} {`,
     '  chain to_resolver {',
-    '    type nat hook output priority -100; policy accept;',
+    NAT_OUTPUT,
     '  }',
     '}',
     // So is the pass chain: a filter installed by an earlier version has none.
     `table inet ${EGRESS_TABLE} {`,
     '  chain pass {',
-    '    type nat hook output priority -100; policy accept;',
+    NAT_OUTPUT,
     '  }',
     '}',
     `flush chain inet ${EGRESS_TABLE} dns`,
