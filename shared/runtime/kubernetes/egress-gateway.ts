@@ -3,22 +3,20 @@ import { isIPv4 } from 'node:net';
 import type { V1EnvVar, V1PodDNSConfig, V1Secret, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { BrokeredCredential } from '../../network/brokered.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
-import { MANAGED_BY, MANAGED_BY_LABEL, SANDBOX_ID_LABEL } from './names.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, ownedByPod, SANDBOX_ID_LABEL } from './names.ts';
 
 // What the Kubernetes runtime and Paddock's egress gateway (gateway/) agree on. A sandbox pod's DNS
-// is the gateway's, its NetworkPolicy admits the gateway (egress-policy.ts), and it trusts the
+// is the gateway's, its NetworkPolicy admits the gateway (network-policy.ts), and it trusts the
 // gateway's certificate authority from a ConfigMap the gateway publishes. The gateway knows a pod
 // by its address, and reads what the runtime wrote of its sandbox: the policy as an annotation of
 // the pod's NetworkPolicy, the brokered credentials in a Secret of the pod's, both owned by the
 // pod. The sandbox has no service-account token: neither is anything it can read.
 
-/** The gateway's pods' labels (deploy/kubernetes/base/egress-gateway.yaml), which sandbox pods' NetworkPolicies admit. */
+/** The gateway's pods' labels (deploy/kubernetes/components/egress-gateway/egress-gateway.yaml), which sandbox pods' NetworkPolicies admit. */
 export const GATEWAY_POD_LABELS: Readonly<Record<string, string>> = { 'app.kubernetes.io/name': 'paddock', 'app.kubernetes.io/component': 'egress-gateway' };
 
 /** The gateway's container ports (unprivileged); its Service maps 53, 80 and 443 onto them. */
 export const GATEWAY_PORTS = { dns: 8053, http: 8080, https: 8443 } as const;
-/** The ports a sandbox's programs reach names on through the gateway. */
-export const GATEWAY_SERVES = { http: 80, https: 443 } as const;
 
 /** The annotation of a pod's NetworkPolicy that holds its sandbox's egress policy (JSON). */
 export const POLICY_ANNOTATION = 'paddock.dev/egress-policy';
@@ -87,7 +85,7 @@ export function credentialsSecret(pod: { name: string; uid?: string }, sandboxId
     metadata: {
       name: credentialsSecretName(pod.name),
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [SANDBOX_ID_LABEL]: sandboxId },
-      ...(pod.uid ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod.name, uid: pod.uid }] } : {}),
+      ...ownedByPod(pod.name, pod.uid),
     },
     data: { [CREDENTIALS_KEY]: Buffer.from(JSON.stringify(credentials)).toString('base64') },
   };

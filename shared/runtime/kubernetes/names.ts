@@ -22,3 +22,11 @@ export function sandboxIdFor(podName: string): string | undefined {
   const m = POD_NAME.exec(podName);
   return m ? `${m[1]}_${m[2]}` : undefined;
 }
+
+/**
+ * The metadata that makes an object the pod's (its NetworkPolicy, its credentials Secret): the
+ * cluster removes it with the pod. Nothing without the pod's uid.
+ */
+export function ownedByPod(name: string, uid: string | undefined): { ownerReferences?: { apiVersion: 'v1'; kind: 'Pod'; name: string; uid: string }[] } {
+  return uid ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name, uid }] } : {};
+}

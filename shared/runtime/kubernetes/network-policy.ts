@@ -1,6 +1,6 @@
 import { NetworkingV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1NetworkPolicy, type V1NetworkPolicyEgressRule, type V1NetworkPolicyPort, type V1Pod } from '@kubernetes/client-node';
 import { describeApiError, httpStatusOf } from './api-errors.ts';
-import { MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, SANDBOX_ID_LABEL } from './names.ts';
+import { MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, ownedByPod, SANDBOX_ID_LABEL } from './names.ts';
 import { BLOCKED_V4, BLOCKED_V6, withinFloor } from '../../network/floor.ts';
 import type { NetworkPolicy } from '../../network/policy.ts';
 import { addressRules, cidrWithin, egressMode } from '../../network/rules.ts';
@@ -57,7 +57,7 @@ export function egressPolicyManifest(pod: Pick<V1Pod, 'metadata'>, sandboxId: st
       name: egressPolicyName(podName),
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [SANDBOX_ID_LABEL]: sandboxId },
       ...(gateway ? { annotations: policyAnnotation(policy) } : {}),
-      ...(pod.metadata?.uid ? { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: podName, uid: pod.metadata.uid }] } : {}),
+      ...ownedByPod(podName, pod.metadata?.uid),
     },
     spec: {
       podSelector: { matchLabels: { [SANDBOX_ID_LABEL]: sandboxId } },

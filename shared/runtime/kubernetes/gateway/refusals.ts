@@ -45,9 +45,9 @@ export function refusalCounts(writer: RefusalWriter, replica: string, options: {
     }
   }
 
-  const timer = setInterval(() => {
-    flushing ??= flush().finally(() => (flushing = undefined));
-  }, options.writeMs ?? WRITE_MS);
+  /** One write at a time: a turn of the timer during a slow one joins it. */
+  const flushOnce = () => (flushing ??= flush().finally(() => (flushing = undefined)));
+  const timer = setInterval(() => void flushOnce(), options.writeMs ?? WRITE_MS);
   timer.unref();
 
   return {
@@ -57,7 +57,7 @@ export function refusalCounts(writer: RefusalWriter, replica: string, options: {
       if (counts.size >= COUNTED_AT_MOST) counts.delete(counts.keys().next().value!);
       counts.set(id, { count: 1, written: 0 });
     },
-    flush: () => (flushing ??= flush().finally(() => (flushing = undefined))),
+    flush: flushOnce,
     stop: () => clearInterval(timer),
   };
 }
