@@ -13,9 +13,9 @@ import { publishTrust, trustConfigMap } from './trust.ts';
 import { refusalCounts } from './refusals.ts';
 import { NetworkPolicyClient } from '../network-policy.ts';
 
-// Paddock's egress gateway on Kubernetes (deploy/kubernetes/base/egress-gateway.yaml): the one
+// Paddock's egress gateway on Kubernetes (deploy/kubernetes/components/egress-gateway): the one
 // place sandbox pods reach names through. Its DNS answers each pod by its policy (dns.ts), its
-// ports 80 and 443 carry the pod's connections on by name (proxy.ts), its broker adds brokered
+// ports 80 and 443 carry the pod's connections on by name (../../pass-through.ts), its broker adds brokered
 // credentials (local/egress-broker.ts). It keeps nothing another replica needs: what it knows of
 // a sandbox it watches on the API server (sandboxes.ts), so any number run behind one Service.
 
@@ -37,9 +37,8 @@ export interface EgressGatewayConfig {
   openssl: string;
   /** Authorities trusted upstream besides the system's (PEM text). */
   upstreamCa?: string;
-  /** This replica's name (its pod's), which its refusal counts are written under; how often they are. */
+  /** This replica's name (its pod's), which its refusal counts are written under. */
   replica: string;
-  refusalsWriteMs?: number;
   log?: Logger;
 }
 
@@ -51,7 +50,7 @@ export interface RunningGateway {
 
 export async function startEgressGateway(config: EgressGatewayConfig): Promise<RunningGateway> {
   const sandboxes = await watchSandboxes(config.kubeConfig, config.namespace);
-  const refusals = refusalCounts(new NetworkPolicyClient(config.kubeConfig, config.namespace), config.replica, { writeMs: config.refusalsWriteMs });
+  const refusals = refusalCounts(new NetworkPolicyClient(config.kubeConfig, config.namespace), config.replica);
   const refused = (id: string) => refusals.add(id);
   const resolver = upstreamResolver(config.upstreams);
   const broker = config.ca && new EgressBroker({ ca: config.ca, openssl: config.openssl, upstreams: config.upstreams, upstreamCa: config.upstreamCa });

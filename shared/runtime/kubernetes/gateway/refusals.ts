@@ -24,7 +24,7 @@ export interface RefusalCounts {
 }
 
 /** Counts for this replica (`replica`: its pod's name), written through `writer`. */
-export function refusalCounts(writer: RefusalWriter, replica: string, options: { writeMs?: number } = {}): RefusalCounts {
+export function refusalCounts(writer: RefusalWriter, replica: string): RefusalCounts {
   const key = `${REFUSED_ANNOTATION_PREFIX}${replica}`;
   const counts = new Map<string, { count: number; written: number }>();
   let flushing: Promise<void> | undefined;
@@ -47,7 +47,7 @@ export function refusalCounts(writer: RefusalWriter, replica: string, options: {
 
   /** One write at a time: a turn of the timer during a slow one joins it. */
   const flushOnce = () => (flushing ??= flush().finally(() => (flushing = undefined)));
-  const timer = setInterval(() => void flushOnce(), options.writeMs ?? WRITE_MS);
+  const timer = setInterval(() => void flushOnce(), WRITE_MS);
   timer.unref();
 
   return {
