@@ -10,7 +10,8 @@ const TLS_HANDSHAKE = 0x16;
 const CLIENT_HELLO = 0x01;
 const SERVER_NAME = 0x0000;
 const HOST_NAME = 0x00;
-const NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)+$/;
+/** A name as the egress takes one (a server name, a Host): lowercase letters, digits, hyphens and underscores in dotted labels, at least two. */
+export const DOMAIN_NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)+$/;
 
 export interface FirstBytes {
   /** The name asked for, lowercase, without a final dot; undefined when there is none (or it is not a domain). */
@@ -116,5 +117,5 @@ export function hostOf(bytes: Buffer): { name: string; port?: number } | undefin
 
 function asName(text: string): { name: string } | undefined {
   const name = text.toLowerCase().replace(/\.$/, '');
-  return NAME.test(name) ? { name } : undefined;
+  return DOMAIN_NAME.test(name) ? { name } : undefined;
 }

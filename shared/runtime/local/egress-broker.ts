@@ -8,6 +8,7 @@ import { headersFor, hostsCover, policyReaches, type BrokeredCredential } from '
 import { addressInFloor } from '../../network/floor.ts';
 import type { Upstream } from '../../network/resolvers.ts';
 import { openssl, SYSTEM_BUNDLE } from './egress-ca.ts';
+import { DOMAIN_NAME } from '../first-bytes.ts';
 import { tokenBucket } from './budget.ts';
 import { hostAddresses, type InstalledPolicy } from './egress-filter.ts';
 
@@ -35,7 +36,6 @@ const IDLE_MS = 120_000;
 const KEEP_ALIVE_MS = 5_000;
 /** Hop-by-hop headers (RFC 9110, 7.6.1), never passed on either way. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'proxy-authenticate']);
-const NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)+$/;
 
 export interface BrokerOptions {
   /** The authority's certificate and key, and the key of the certificates it signs (PEM files). */
@@ -140,7 +140,7 @@ export class EgressBroker {
 
   /** Whether the name is one the sandbox's credentials cover and its policy lets it reach. */
   async #admits(sandbox: BrokeredSandbox, name: string): Promise<boolean> {
-    if (!NAME.test(name)) return false;
+    if (!DOMAIN_NAME.test(name)) return false;
     const installed = await sandbox.installed();
     return installed !== undefined && sandbox.credentials().some((c) => hostsCover(c.hosts, name)) && policyReaches(installed.policy, name);
   }
@@ -151,7 +151,7 @@ export class EgressBroker {
     if (kept) return kept;
     if (this.#leaves.size >= LEAVES_KEPT) this.#leaves.clear();
     const { cert, key } = this.#options.ca;
-    // The name passed NAME: letters, digits, hyphens, underscores and dots, nothing openssl reads otherwise.
+    // The name passed DOMAIN_NAME: letters, digits, hyphens, underscores and dots, nothing openssl reads otherwise.
     const made = openssl(
       this.#options.openssl,
       ['req', '-new', '-x509', '-key', this.#options.ca.leafKey, '-CA', cert, '-CAkey', key, '-days', String(LEAF_DAYS), '-subj', `/CN=${name}`,
