@@ -17,6 +17,12 @@ export function rotated<T>(items: readonly T[], round: number): T[] {
   return items.map((_, i) => items[(i + round) % items.length]!);
 }
 
+/** The resident memory (MB, to 0.1) of a process; undefined when it cannot be read. */
+export function rssMb(pid: number): number | undefined {
+  const bytes = rssOf(pid);
+  return bytes === undefined ? undefined : Math.round(bytes / 104_857.6) / 10;
+}
+
 /** The resident memory (MB) of the host's egress process (resolver and broker) for the stack's data directory, found in /proc. */
 export function egressProcessRss(dataDir: string): number {
   for (const pid of readdirSync('/proc').filter((entry) => /^[0-9]+$/.test(entry))) {
@@ -27,8 +33,8 @@ export function egressProcessRss(dataDir: string): number {
       continue;
     }
     if (!cmdline.includes(dataDir) || !cmdline.includes('egress-resolver-main')) continue;
-    const bytes = rssOf(Number(pid));
-    if (bytes !== undefined) return Math.round(bytes / 104_857.6) / 10;
+    const mb = rssMb(Number(pid));
+    if (mb !== undefined) return mb;
   }
   return 0;
 }
