@@ -6,7 +6,6 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freePort } from '../../scripts/services.ts';
 import { exited } from '../helpers/processes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { newAccount } from '../helpers/accounts.ts';
@@ -35,7 +34,7 @@ function startDevStack(extra: NodeJS.ProcessEnv) {
 }
 
 test('two stacks on one host both run, each worker on a port of its own', { timeout: 120_000 }, async () => {
-  const stacks = [startDevStack({ PORT: String(await freePort()) }), startDevStack({ PORT: String(await freePort()) })];
+  const stacks = [startDevStack({ PORT: '0' }), startDevStack({ PORT: '0' })];
   try {
     for (const s of stacks) {
       await eventually('the stack says it runs', 60_000, async () => (/Paddock is running at (\S+)/.exec(s.stdout()) ? true : undefined));
@@ -52,7 +51,7 @@ test('two stacks on one host both run, each worker on a port of its own', { time
 
 test('Ctrl-C destroys the sandboxes the stack runs, records them destroyed, and leaves nothing running', { timeout: 180_000 }, async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'paddock-devstack-'));
-  const s = startDevStack({ PORT: String(await freePort()), PADDOCK_DATA_DIR: dataDir });
+  const s = startDevStack({ PORT: '0', PADDOCK_DATA_DIR: dataDir });
   let url: string;
   try {
     await eventually('the stack says it runs', 60_000, async () => (/Paddock is running at (\S+)/.exec(s.stdout()) ? true : undefined));
@@ -89,7 +88,7 @@ test('Ctrl-C destroys the sandboxes the stack runs, records them destroyed, and 
 
 test('a Ctrl-C that also ends the reader of its output (npm start | tee) still stops everything', { timeout: 180_000 }, async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'paddock-devstack-'));
-  const s = startDevStack({ PORT: String(await freePort()), PADDOCK_DATA_DIR: dataDir });
+  const s = startDevStack({ PORT: '0', PADDOCK_DATA_DIR: dataDir });
   await eventually('the stack says it runs', 60_000, async () => (/Paddock is running at (\S+)/.exec(s.stdout()) ? true : undefined));
   const url = /Paddock is running at (\S+)/.exec(s.stdout())![1]!;
   const account = await newAccount(url, 'devstack-tee');
@@ -114,7 +113,7 @@ test('a worker whose metrics port is taken stops the stack, which never says it 
   await new Promise<void>((ok) => holder.listen(0, ok));
   const taken = (holder.address() as { port: number }).port;
   try {
-    const s = startDevStack({ PORT: String(await freePort()), PADDOCK_WORKER_METRICS_PORT: String(taken) });
+    const s = startDevStack({ PORT: '0', PADDOCK_WORKER_METRICS_PORT: String(taken) });
     const { code } = await exited(s.child);
     assert.equal(code, 1, s.stderr());
     assert.doesNotMatch(s.stdout(), /Paddock is running/);

@@ -10,7 +10,6 @@ import type { Config } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { createRuntime } from '../../shared/runtime/index.ts';
 import type { SandboxRuntime } from '../../shared/runtime/types.ts';
-import { freePort } from '../../scripts/services.ts';
 import { envOf, exited, startRole } from './processes.ts';
 import { runtimeTestConfig, startStandinCluster } from './sandbox-stack.ts';
 
@@ -67,6 +66,15 @@ export interface ReplicaOptions {
 
 const DEFAULT_READY_TIMEOUT_MS = 90_000;
 
+function parseLogLine(line: string): Record<string, unknown> | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startReplicas(options: ReplicaOptions = {}): Promise<Replicas> {
   const { dir, config } = runtimeTestConfig('paddock-replicas-', {
     PADDOCK_SHUTDOWN_TIMEOUT_SECONDS: '20',
@@ -91,11 +99,12 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
   };
   const webs: RoleProcess[] = [];
   const workers: RoleProcess[] = [];
-  const ports: Record<Role, number[]> = { web: [], worker: [] };
   const unrouted = new Set<RoleProcess>();
 
-  const spawnRole = (role: Role, index: number): RoleProcess => {
-    const port = ports[role][index]!;
+  // A process binds the port its slot holds, or any free one (0) on its first start and reports
+  // it in its log: a port picked here and bound there could be taken in between by another stack's
+  // process, whose answers the probes below would then take for this one's.
+  const spawnRole = (role: Role, index: number, port = 0): RoleProcess => {
     const env = { ...baseEnv, [role === 'web' ? 'PORT' : 'PADDOCK_WORKER_METRICS_PORT']: String(port) };
     const child = startRole(role === 'web' ? 'api/main.ts' : 'workers/main.ts', env);
     const proc: RoleProcess = {
@@ -111,11 +120,29 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
     return proc;
   };
 
+  /** The port the process says it bound, once its log says so. */
+  const boundPort = (proc: RoleProcess): number | undefined => {
+    for (const line of proc.output().split('\n')) {
+      const entry = parseLogLine(line);
+      if (proc.role === 'web' && entry?.msg === 'listening' && typeof entry.url === 'string') return Number(new URL(entry.url).port);
+      if (proc.role === 'worker' && entry?.msg === 'worker started' && typeof entry.metricsPort === 'number') return entry.metricsPort;
+    }
+    return undefined;
+  };
+
   const waitReady = async (proc: RoleProcess): Promise<void> => {
     const deadline = Date.now() + readyTimeoutMs;
     let lastAnswer = 'none';
     while (Date.now() < deadline) {
       if (!proc.alive()) throw new Error(`${proc.role} ${proc.index} exited (${proc.child.exitCode}) while starting: ${proc.output().slice(-4000)}`);
+      const port = boundPort(proc);
+      if (port === undefined) {
+        await sleep(50);
+        continue;
+      }
+      if (proc.port !== 0 && port !== proc.port) throw new Error(`${proc.role} ${proc.index} bound ${port}, not its slot's ${proc.port}`);
+      proc.port = port;
+      proc.url = `http://127.0.0.1:${port}`;
       // A web is ready when /readyz says so; a worker when its health server answers (it starts
       // once the job processors run).
       const probe = `${proc.url}/${proc.role === 'web' ? 'readyz' : 'healthz'}`;
@@ -202,10 +229,8 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
     })());
   after(close);
 
-  for (let i = 0; i < (options.webs ?? 2); i++) ports.web.push(await freePort());
-  for (let i = 0; i < (options.workers ?? 2); i++) ports.worker.push(await freePort());
-  for (let i = 0; i < ports.worker.length; i++) workers.push(spawnRole('worker', i));
-  for (let i = 0; i < ports.web.length; i++) webs.push(spawnRole('web', i));
+  for (let i = 0; i < (options.workers ?? 2); i++) workers.push(spawnRole('worker', i));
+  for (let i = 0; i < (options.webs ?? 2); i++) webs.push(spawnRole('web', i));
   await Promise.all([...workers, ...webs].map(waitReady));
 
   const slot = (role: Role) => (role === 'web' ? webs : workers);
@@ -231,7 +256,7 @@ export async function startReplicas(options: ReplicaOptions = {}): Promise<Repli
         old.child.kill('SIGKILL');
         await old.exited;
       }
-      const proc = spawnRole(role, index);
+      const proc = spawnRole(role, index, old?.port);
       unrouted.add(proc);
       slot(role)[index] = proc;
       await waitReady(proc);
