@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Benchmark, BenchRow } from './types.ts';
 import { median, percentile, round, unroundedPercentile } from './stack.ts';
 import { rotated, rssMb, TLS_BULK, TLS_SMALL_GETS } from './egress-shared.ts';
@@ -38,7 +39,13 @@ export const gatewayBenchmark: Benchmark = {
     const link = linkNetnsHosts(pod, host);
     const dns = await startTestDns();
     for (const name of [NAME, BROKERED]) dns.set(name, [host.address], 300);
-    const world = await startGatewayFixture({ podAddress: pod.address, address: pod.hostEnd, resolvers: dns.address, upstreamCa: certificates.caFile });
+    const world = await startGatewayFixture({
+      podAddress: pod.address,
+      address: pod.hostEnd,
+      resolvers: dns.address,
+      upstreamCa: certificates.caFile,
+      nodeFlags: ctx.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(ctx.dir, 'profiles', 'gateway')}`] : [],
+    });
     const runtime = world.runtime;
     try {
       const id = newId('sbx');

@@ -5,6 +5,7 @@ import { hostsCover, policyReaches, type BrokeredCredential } from '../network/b
 import { reachesName } from '../network/rules.ts';
 import { reachableAddresses, type EgressBroker } from './local/egress-broker.ts';
 import { readFirstBytes } from './first-bytes.ts';
+import { ReadBuffers } from '../read-buffers.ts';
 import type { InstalledPolicy } from './local/egress-filter.ts';
 
 // The egress's pass-through, for a sandbox's HTTP and HTTPS to a name: on Kubernetes the egress
@@ -70,6 +71,7 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
   const counts = new Map<string, number>();
   const brokers = new Map<string, { source: string; latest: PassingSandbox; listener: Server; close: () => void }>();
   const names = new Map<string, { until: number; found: ReturnType<typeof reachableAddresses> }>();
+  const buffers = new ReadBuffers({ bytes: READ_BYTES, kept: BUFFERS_KEPT });
 
   /** The name's addresses outside the floor, as resolved at most NAME_KEPT_MS ago (a failure is not kept). */
   function addressesOf(name: string): ReturnType<typeof reachableAddresses> {
@@ -128,11 +130,12 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
     // each read is a callback of this process's (returning false holds the host until the pod drains).
     let upstream: Socket | undefined;
     const toPod = (chunk: Buffer): boolean => {
-      if (socket.write(chunk)) return true;
+      socket.write(chunk, () => buffers.release(chunk));
+      if (socket.writableLength < WRITE_AHEAD_BYTES) return true;
       socket.once('drain', () => upstream?.resume());
       return false;
     };
-    upstream = await connected(addresses[0]!.address, port, toPod);
+    upstream = await connected(addresses[0]!.address, port, buffers, toPod);
     if (!upstream) return refuse(socket, kind, 502, `Paddock's egress could not connect to ${name}.`);
     if (socket.destroyed) return void upstream.destroy();
     const passing: Passing = {
@@ -153,7 +156,11 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
       upstream?.destroy();
     });
     upstream.on('end', () => socket.end());
-    upstream.on('close', () => socket.destroy());
+    // After the host's end, what waits to be written to the pod still goes (end() flushes it);
+    // a host gone without one takes the pod's connection with it.
+    upstream.on('close', () => {
+      if (!socket.writableEnded) socket.destroy();
+    });
     upstream.write(head);
     socket.pipe(upstream);
     socket.resume();
@@ -249,14 +256,35 @@ function replaying(socket: Socket, head: Buffer): Socket {
 
 /** Bytes a read of the host's may bring at once. */
 const READ_BYTES = 256 * 1024;
+const HANDED_ON_BYTES = READ_BYTES / 4;
+/** Read buffers a listener keeps for later reads (4 MiB). */
+const BUFFERS_KEPT = 16;
+/**
+ * What may wait to be written to the pod before the host's reads pause. A socket's own mark
+ * (16 KiB) is below one read: holding to it would stop and start the reads at every chunk.
+ */
+const WRITE_AHEAD_BYTES = 1024 * 1024;
 
 /** A TCP connection to the address, its bytes handed to `take` (copies: false holds the reads until resume()); undefined when none was made in time. */
-function connected(address: string, port: number, take: (chunk: Buffer) => boolean): Promise<Socket | undefined> {
+function connected(address: string, port: number, buffers: ReadBuffers, take: (chunk: Buffer) => boolean): Promise<Socket | undefined> {
   return new Promise((resolve) => {
-    // One buffer for every read, what each brought copied out: a fresh large buffer a read would
-    // cost the garbage collector more than the copy, most reads being small.
-    const buffer = Buffer.allocUnsafe(READ_BYTES);
-    const socket = connect({ host: address, port, noDelay: true, onread: { buffer, callback: (n: number, read: Uint8Array) => take(Buffer.from(read.subarray(0, n))) } });
+    // A read that fills a good part of its buffer is handed on as it is, and the next read gets
+    // another buffer; a smaller one is copied out and its buffer read into again. A download's
+    // large reads cost no copy, and a chunk held for the pod never ties up more than 4 times its
+    // size. A buffer handed on serves reads again once its write is done (`written`).
+    let reading: Buffer | undefined;
+    const next = () => (reading ??= buffers.next());
+    const callback = (n: number, read: Uint8Array): boolean => {
+      if (n < HANDED_ON_BYTES) return take(Buffer.from(read.subarray(0, n)));
+      reading = undefined;
+      return take(Buffer.from(read.buffer, read.byteOffset, n));
+    };
+    const socket = connect({ host: address, port, noDelay: true, onread: { buffer: next, callback } });
+    // The buffer it would have read into next serves another connection's reads.
+    socket.once('close', () => {
+      if (reading) buffers.release(reading);
+      reading = undefined;
+    });
     const timer = setTimeout(() => fail(), CONNECT_TIMEOUT_MS);
     const fail = () => {
       clearTimeout(timer);

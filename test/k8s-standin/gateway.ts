@@ -38,6 +38,8 @@ export async function startGatewayFixture(options: {
   /** Its upstream DNS server (PADDOCK_EGRESS_RESOLVERS), and an authority it trusts upstream. */
   resolvers: string;
   upstreamCa: string;
+  /** Node's flags for the gateway (a benchmark's `--cpu-prof`). */
+  nodeFlags?: string[];
 }): Promise<GatewayFixture> {
   const work = mkdtempSync(join(tmpdir(), 'paddock-gateway-'));
   const fixture = await startStandinFixture({ podIp: () => options.podAddress });
@@ -53,7 +55,7 @@ export async function startGatewayFixture(options: {
   const ca = await ensureEgressCa({ root: work, openssl: 'openssl', lockPrefix: work, deadline: Date.now() + 30_000 });
   const kubeconfig = join(work, 'kubeconfig.json');
   writeFileSync(kubeconfig, fixture.standin.kubeConfig.exportConfig(), { mode: 0o600 });
-  const gateway = spawn(process.execPath, ['--import', join(ROOT, 'test/helpers/die-with-parent.ts'), join(ROOT, 'workers/egress-gateway.ts')], {
+  const gateway = spawn(process.execPath, [...(options.nodeFlags ?? []), '--import', join(ROOT, 'test/helpers/die-with-parent.ts'), join(ROOT, 'workers/egress-gateway.ts')], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

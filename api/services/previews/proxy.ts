@@ -19,7 +19,7 @@ import { OpenPreviewConnections } from './open-connections.ts';
 import { IdleConnections } from './idle-connections.ts';
 import { answerFieldsForClient, requestHead, requestHeadersForProgram, TOKEN_COOKIE, TOKEN_HEADER, tokenCookie } from './forward-headers.ts';
 import { carriedReason, readProgramAnswer } from './program-answer.ts';
-import { ReadBuffers } from './read-buffers.ts';
+import { ReadBuffers } from '../../../shared/read-buffers.ts';
 import type { PortReads } from '../../../shared/runtime/types.ts';
 
 // The preview proxy (docs/api.md, "Preview URLs"): a request whose Host is a preview's goes to

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ReadBuffers } from '../../api/services/previews/read-buffers.ts';
+import { ReadBuffers } from '../shared/read-buffers.ts';
 
-// test-plan: once (memory bookkeeping; the proxy that uses it is driven through HTTP on both
-// runtimes by test/previews/)
+// test-plan: once (memory bookkeeping; the proxies that use it are driven through their traffic by
+// test/previews/ on both runtimes and by the egress tests)
 
 test('a buffer serves another read only once every hold on it is released: the read, and each write of a piece of it', () => {
   const buffers = new ReadBuffers();

@@ -1,9 +1,10 @@
-// Memory for reading programs' answers (runtime.openPort's PortReads), used again and again. A
-// fresh buffer for every read is external memory that V8 reclaims with a full mark-compact every
-// few tens of megabytes: at hundreds of MB/s through a web whose heap holds the whole API, those
-// collections were most of the web's CPU, and half of a download's speed.
+// Memory for the reads of a proxy's bulk traffic (the previews' answers, the egress's
+// pass-through), used again and again. A fresh buffer for every read is external memory that V8
+// reclaims with a full mark-compact every few tens of megabytes: at hundreds of MB/s through a
+// process whose heap holds the whole API, those collections were most of its CPU, and half of a
+// download's speed.
 
-/** One read: the agent's relay moves 64 KiB at a time. */
+/** One read: the local agent's relay moves 64 KiB at a time. */
 const BUFFER_BYTES = 64 * 1024;
 
 /** Buffers kept for later reads; past these, a buffer given back is left to the collector. */
@@ -17,12 +18,19 @@ const KEPT = 64;
 export class ReadBuffers {
   readonly #free: ArrayBuffer[] = [];
   readonly #holds = new WeakMap<ArrayBufferLike, number>();
+  readonly #bytes: number;
+  readonly #kept: number;
+
+  constructor(options: { bytes?: number; kept?: number } = {}) {
+    this.#bytes = options.bytes ?? BUFFER_BYTES;
+    this.#kept = options.kept ?? KEPT;
+  }
 
   /** A buffer for the next read, held once (the read's, released once its chunk is handled). */
   next(): Buffer {
-    const memory = this.#free.pop() ?? new ArrayBuffer(BUFFER_BYTES);
+    const memory = this.#free.pop() ?? new ArrayBuffer(this.#bytes);
     this.#holds.set(memory, 1);
-    return Buffer.from(memory, 0, BUFFER_BYTES);
+    return Buffer.from(memory, 0, this.#bytes);
   }
 
   /** One more hold on the buffer `chunk` is part of: a write of it under way. */
@@ -38,6 +46,6 @@ export class ReadBuffers {
     if (holds === undefined) return;
     if (holds > 1) return void this.#holds.set(memory, holds - 1);
     this.#holds.delete(memory);
-    if (this.#free.length < KEPT) this.#free.push(memory as ArrayBuffer);
+    if (this.#free.length < this.#kept) this.#free.push(memory as ArrayBuffer);
   }
 }
