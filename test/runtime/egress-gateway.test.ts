@@ -85,6 +85,11 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   const tls = await curl('--cacert', testCa, `https://${OK}/tls`);
   assert.equal(tls.code, 0, tls.stderr);
   assert.equal(tls.stdout, 'hello over tls\n');
+  // A download the pod reads slower than the host sends, the host closing once it has sent it
+  // all: what the gateway holds for the pod when the host closes still reaches it, whole.
+  const slow = await curl('--cacert', testCa, '--limit-rate', '16M', '-H', 'Connection: close', '-o', '/dev/null', '-w', '%{size_download}', `https://${OK}/bulk/32`);
+  assert.equal(slow.code, 0, slow.stderr);
+  assert.equal(slow.stdout, String(32 * 1024 * 1024));
   // Plain HTTP on the rule's port, by its Host.
   const plain = await curl(`http://${PLAIN}/`);
   assert.equal(plain.code, 0, plain.stderr);
