@@ -1,6 +1,5 @@
 import type { Resolver } from 'node:dns/promises';
 import { connect, Server, type Socket } from 'node:net';
-import { Duplex } from 'node:stream';
 import { hostsCover, policyReaches, type BrokeredCredential } from '../network/brokered.ts';
 import { reachesName } from '../network/rules.ts';
 import { reachableAddresses, type EgressBroker } from './local/egress-broker.ts';
@@ -115,7 +114,9 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
     const now = await deps.sandboxes.byAddress(source);
     if (!now || now.id !== sandbox.id) return void socket.destroy();
     if (kind === 'tls' && deps.broker && hostsCover(now.installed.brokered ?? [], name) && policyReaches(now.installed.policy, name)) {
-      return void brokerFor(source, now).listener.emit('connection', replaying(socket, head));
+      // Put back for TLS to read first: a TLS socket made over a socket takes what it holds read.
+      socket.unshift(head);
+      return void brokerFor(source, now).listener.emit('connection', socket);
     }
     if (!reachesName(now.installed.policy, name, port)) {
       deps.refused(sandbox.id);
@@ -220,38 +221,6 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
     for (const entry of brokers.values()) entry.close();
     brokers.clear();
   };
-}
-
-/**
- * The connection with its first bytes to be read again, for the broker's TLS: a socket's own
- * handle would be read by TLS from the kernel on, past bytes put back in its JavaScript buffer.
- * As a stream of JavaScript's, it is read from those bytes first; it has the few socket
- * methods the broker calls.
- */
-function replaying(socket: Socket, head: Buffer): Socket {
-  const stream = new Duplex({
-    read: () => void socket.resume(),
-    write: (chunk: Buffer, _encoding, done) => void socket.write(chunk, (err) => done(err ?? null)),
-    final: (done) => {
-      socket.end();
-      done();
-    },
-    destroy: (err, done) => {
-      socket.destroy();
-      done(err);
-    },
-  });
-  stream.push(head);
-  socket.on('data', (chunk: Buffer) => {
-    if (!stream.push(chunk)) socket.pause();
-  });
-  socket.on('end', () => stream.push(null));
-  socket.on('close', () => stream.destroy());
-  const setTimeout = (ms: number, onTimeout?: () => void) => {
-    socket.setTimeout(ms, onTimeout);
-    return stream;
-  };
-  return Object.assign(stream, { setTimeout }) as unknown as Socket;
 }
 
 /** Bytes a read of the host's may bring at once. */

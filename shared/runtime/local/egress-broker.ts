@@ -126,8 +126,9 @@ export class EgressBroker {
       socket.on('close', () => open.delete(socket));
       socket.on('error', () => undefined);
       socket.setTimeout(IDLE_MS, () => socket.destroy());
+      // TLS reads the socket from here on, what it holds read already first: resumed, those
+      // bytes would be emitted to no one.
       tls.emit('connection', socket);
-      socket.resume();
     });
     listener.on('error', () => undefined);
     return () => {
