@@ -39,6 +39,13 @@ export interface LeaseRequest {
 
 export type LeaseResult = { granted: true; release: () => Promise<void> } | { granted: false; subjectIndex: number; retryAfterSeconds: number };
 
+/**
+ * A lease's member: this process's random tag and a count, unique over every replica and worker
+ * without drawing random bytes for each lease, on the path of every exec.
+ */
+const PROCESS_TAG = randomBytes(9).toString('base64url');
+let leasesTaken = 0;
+
 type WithAcquire = Redis & {
   paddockAcquireLease(...args: (string | number)[]): Promise<[number, number, number]>;
   paddockLeasesInUse(key: string): Promise<number>;
@@ -62,7 +69,7 @@ export class InFlightLeases {
 
   async acquire(request: LeaseRequest): Promise<LeaseResult> {
     const keys = request.subjects.map((s) => `${this.prefix}:inflight:${s.key}`);
-    const lease = randomBytes(9).toString('base64url');
+    const lease = `${PROCESS_TAG}.${(leasesTaken++).toString(36)}`;
     const [granted, index] = await this.redis.paddockAcquireLease(
       keys.length,
       ...keys,

@@ -149,11 +149,13 @@ test(`fuzz: ${REQUESTS} generated requests over every route, no 5xx, proper prob
     // A read, a PUT or a DELETE (idempotent) answered 503 or 504 (a dependency or a sandbox too slow
     // on a loaded host: a loaded CI run timed out a Redis command, a background process's signal, a
     // file's write on Kubernetes)
-    // is sent again once, as the problem's Retry-After asks: only a second 5xx is the route's
-    // fault. How often that happened is bounded below.
-    if (['GET', 'PUT', 'DELETE'].includes(req.method) && (answer.status === 503 || answer.status === 504)) {
+    // is sent again, as the problem's Retry-After asks, twice at most (a host loaded enough to time
+    // one out can do it again a second later): only a third 5xx is the route's fault. How often
+    // that happened is bounded below.
+    for (const wait of [1000, 3000]) {
+      if (!(['GET', 'PUT', 'DELETE'].includes(req.method) && (answer.status === 503 || answer.status === 504))) break;
       transient.push(`${plan.route} ${answer.status}: ${answer.text.slice(0, 200)}\n    ${logOf(answer.headers.get('x-request-id'))}`);
-      await sleep(1000);
+      await sleep(wait);
       answer = await send(w, req);
     }
     sent++;
@@ -186,7 +188,7 @@ test(`fuzz: ${REQUESTS} generated requests over every route, no 5xx, proper prob
   for (const [route, counts] of [...byRoute].sort()) {
     console.log(`  ${route.padEnd(40)} ${[...counts].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}:${n}`).join(' ')}`);
   }
-  if (transient.length) console.log(`requests answered 5xx once and sent again (${transient.length}):\n  ${transient.join('\n  ')}`);
+  if (transient.length) console.log(`requests answered 5xx and sent again (${transient.length}):\n  ${transient.join('\n  ')}`);
   assert.deepEqual(failures, [], `\n${failures.join('\n\n')}\n\n(replay with PADDOCK_FUZZ_SEED=${SEED})`);
   assert.ok(transient.length <= 8, `${transient.length} requests answered 5xx before a retry:\n${transient.join('\n')}`);
   assert.ok(sent >= REQUESTS, `only ${sent} requests were sent`);
