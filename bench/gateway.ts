@@ -71,14 +71,14 @@ export const gatewayBenchmark: Benchmark = {
       for (let round = 0; round < ROUNDS; round++) {
         for (const path of rotated(order, round)) small[path].push(...(JSON.parse(await gets(path, Math.ceil(COUNT / ROUNDS))) as number[]));
       }
-      const idleRssMb = (rssMb(world.pid) ?? 0);
+      const idleRssMb = rssMb(world.pid) ?? 0;
       const bulk: Record<Path, number[]> = { straight: [], passed: [], brokered: [] };
       for (let round = 0; round < 3; round++) {
         for (const path of rotated(order, round)) bulk[path].push(Number(await python(TLS_BULK, [paths[path][0], paths[path][1], BULK_MIB, paths[path][2]])));
       }
       const injected = (await host.requests()).filter((r) => r.headers.some((h, i) => i % 2 === 1 && h === 'Bearer bench-token-value')).length;
       if (injected < small.brokered.length) throw new Error(`only ${injected} of ${small.brokered.length} brokered requests carried the header`);
-      const gatewayRssMb = (rssMb(world.pid) ?? 0);
+      const gatewayRssMb = rssMb(world.pid) ?? 0;
       const latency = (path: Path) => unroundedPercentile(small[path], 50) / unroundedPercentile(small.straight, 50);
       const throughput = (path: Path) => median(bulk[path]) / median(bulk.straight);
       for (const path of order) {

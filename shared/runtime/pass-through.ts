@@ -225,6 +225,7 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
 
 /** Bytes a read of the host's may bring at once. */
 const READ_BYTES = 256 * 1024;
+/** A read at least this large goes to the pod in its own buffer; a smaller one is copied out. */
 const HANDED_ON_BYTES = READ_BYTES / 4;
 /** Read buffers a listener keeps for later reads (4 MiB). */
 const BUFFERS_KEPT = 16;
@@ -240,7 +241,7 @@ function connected(address: string, port: number, buffers: ReadBuffers, take: (c
     // A read that fills a good part of its buffer is handed on as it is, and the next read gets
     // another buffer; a smaller one is copied out and its buffer read into again. A download's
     // large reads cost no copy, and a chunk held for the pod never ties up more than 4 times its
-    // size. A buffer handed on serves reads again once its write is done (`written`).
+    // size. A buffer handed on serves reads again once its write to the pod is done (toPod).
     let reading: Buffer | undefined;
     const next = () => (reading ??= buffers.next());
     const callback = (n: number, read: Uint8Array): boolean => {
