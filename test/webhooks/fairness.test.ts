@@ -44,6 +44,13 @@ async function addWebhook(acct: TestAccount, hookUrl: string): Promise<string> {
   return res.body.id as string;
 }
 
+/** Deliveries the worker parked on meeting an account's bound, from its metrics. */
+async function accountDeferrals(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${stack.workers[0]!.metricsPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('paddock_webhook_deferrals_total{bound="account"}'));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
 async function sendTest(acct: TestAccount, id: string): Promise<string> {
   const res = await call(url, 'POST', `/v1/webhooks/${id}/test`, { token: acct.key });
   assert.equal(res.status, 202, JSON.stringify(res.body));
@@ -65,6 +72,10 @@ test('accounts whose receivers never answer hold a bounded share of the workers:
     }),
   );
   await eventually('every hogging account at its bound', 10_000, async () => (hang.inFlight() >= HOG_ACCOUNTS * 2 ? true : undefined), 20);
+  // And every delivery over the bounds parked: on a loaded host, parking them all takes the free
+  // slots for seconds, which would be counted against the other account's delivery.
+  const parked = HOG_ACCOUNTS * (HOG_ENDPOINTS * 3 - 2);
+  await eventually('every other hogging delivery parked', 20_000, async () => ((await accountDeferrals()) >= parked ? true : undefined), 50);
   const sentAt = Date.now();
   const eventId = await sendTest(other!, otherHook);
   await eventually('the other account’s delivery', TIMEOUT_SECONDS * 1000 + 5000, async () => (prompt.received.length > 0 ? true : undefined), 10);
