@@ -4,6 +4,7 @@ import { startSandboxStack } from '../helpers/sandbox-stack.ts';
 import { call, type JsonResponse } from '../helpers/http.ts';
 import { assertProblem, newAccount } from '../helpers/accounts.ts';
 import { waitForSandbox } from '../helpers/sandboxes.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jobCatalogue } from '../../shared/jobs/catalogue.ts';
 import { sweepOnce } from '../../workers/reaper.ts';
@@ -61,7 +62,13 @@ test('a create is measured: job latency and duration per job type, queue depth, 
   assert.equal(created.body.status, 'running');
   sandbox = created.body;
 
-  const m = await workerMetrics();
+  // The answer comes once the sandbox runs; the job that made it ends, is measured and leaves the
+  // active list just after.
+  const m = await eventually('the create job measured', 10_000, async () => {
+    const scraped = await workerMetrics();
+    const measured = (metricValue(scraped, 'paddock_job_duration_seconds_count', { job: 'create', outcome: 'ok' }) ?? 0) >= 1;
+    return measured && metricValue(scraped, 'paddock_queue_jobs', { state: 'active' }) === 0 ? scraped : undefined;
+  });
   assert.ok((metricValue(m, 'paddock_job_latency_seconds_count', { job: 'create' }) ?? 0) >= 1, 'create job latency');
   assert.ok((metricValue(m, 'paddock_job_duration_seconds_count', { job: 'create', outcome: 'ok' }) ?? 0) >= 1, 'create job duration');
   // This stack's queue holds one job now: the delayed expiry of the sandbox.
