@@ -358,6 +358,8 @@ test("a client that stops reading a large download holds the program's writes, a
 
 test(`the cap of ${MAX_CONNECTIONS} connections a sandbox holds under a burst`, async () => {
   const s = await served();
+  const opens = async () => (await programFile(s, 'connections.log')).split('\n').filter((l) => l === 'open').length;
+  const before = await opens();
   const BURST = 5 * MAX_CONNECTIONS;
   const answers = await Promise.all(
     Array.from({ length: BURST }, (_, i) => raw(`GET /silent?n=${i} HTTP/1.1\r\nHost: ${s.host}\r\nX-Paddock-Preview-Token: ${s.token}\r\nConnection: close\r\n\r\n`)),
@@ -366,4 +368,6 @@ test(`the cap of ${MAX_CONNECTIONS} connections a sandbox holds under a burst`, 
   assert.equal(statuses.filter((x) => x === 503).length, BURST - MAX_CONNECTIONS, statuses.join(','));
   assert.equal(statuses.filter((x) => x === 504).length, MAX_CONNECTIONS, statuses.join(','));
   assert.equal((await seen(s)).filter((l) => l.startsWith('GET /silent')).length, MAX_CONNECTIONS);
+  // The requests over the cap never reached the program's port: refused before a connection was opened.
+  assert.equal((await opens()) - before, MAX_CONNECTIONS, `connections opened for a burst of ${BURST}`);
 });
