@@ -22,7 +22,7 @@ import type { ApiMetrics } from './metrics.ts';
 import type { SecretCipher } from '../shared/secrets/cipher.ts';
 import type { SandboxRuntime } from '../shared/runtime/types.ts';
 import type { EventAnnouncer } from '../shared/events/announce.ts';
-import type { ReadViews } from '../shared/cache/read-views.ts';
+import type { ReadViews, ViewRead } from '../shared/cache/read-views.ts';
 import type { EventHub } from './services/events/hub.ts';
 import type { SandboxEngine } from '../shared/sandboxes/engine.ts';
 
@@ -90,6 +90,8 @@ export interface AppState {
   rawBody?: unknown;
   /** A streamed body (an archive), set by the streamed-body middleware on routes that declare one. */
   streamedBody?: StreamedBody;
+  /** The route's `leasedView`, read with its in-flight lease; undefined when views are off. */
+  leasedView?: ViewRead;
 }
 
 /** A request's context: Koa's, with its route's parameters (set by api/routes/shaped-router.ts). */

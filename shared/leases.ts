@@ -5,23 +5,31 @@ import type { Redis } from 'ioredis';
 // account, a sandbox, a webhook endpoint) holding one member per piece of work in progress, scored
 // by when its lease runs out. One round trip takes a lease in every set or in none; a process that
 // dies mid-work leaves leases that simply expire. Redis's own clock, so replicas with skewed clocks agree.
+// KEYS: the subjects' sets, then keys to read once the lease is granted. ARGV: the lease, its
+// milliseconds, the number of subjects, then each subject's limit.
 const ACQUIRE = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local lease = ARGV[1]
 local expires = now + tonumber(ARGV[2])
-for i, key in ipairs(KEYS) do
+local subjects = tonumber(ARGV[3])
+for i = 1, subjects do
+  local key = KEYS[i]
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  if redis.call('ZCARD', key) >= tonumber(ARGV[2 + i]) then
+  if redis.call('ZCARD', key) >= tonumber(ARGV[3 + i]) then
     local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
     return {0, i, tonumber(first[2]) - now}
   end
 end
-for i, key in ipairs(KEYS) do
-  redis.call('ZADD', key, expires, lease)
-  redis.call('PEXPIREAT', key, expires + 1000)
+local out = {1, 0, 0}
+for i = 1, subjects do
+  redis.call('ZADD', KEYS[i], expires, lease)
+  redis.call('PEXPIREAT', KEYS[i], expires + 1000)
 end
-return {1, 0, 0}
+for j = subjects + 1, #KEYS do
+  out[#out + 1] = redis.call('GET', KEYS[j])
+end
+return out
 `;
 
 const IN_USE = `
@@ -35,9 +43,13 @@ export interface LeaseRequest {
   subjects: { key: string; limit: number }[];
   /** The longest the work can take; the lease expires then even if never released. */
   ttlMs: number;
+  /** Keys (under no prefix) read in the same round trip once the lease is granted: what the work reads first. */
+  read?: string[];
 }
 
-export type LeaseResult = { granted: true; release: () => Promise<void> } | { granted: false; subjectIndex: number; retryAfterSeconds: number };
+export type LeaseResult =
+  | { granted: true; release: () => Promise<void>; /** The values of `read`, in order, null for none. */ read: (string | null)[] }
+  | { granted: false; subjectIndex: number; retryAfterSeconds: number };
 
 /**
  * A lease's member: this process's random tag and a count, unique over every replica and worker
@@ -47,7 +59,7 @@ const PROCESS_TAG = randomBytes(9).toString('base64url');
 let leasesTaken = 0;
 
 type WithAcquire = Redis & {
-  paddockAcquireLease(...args: (string | number)[]): Promise<[number, number, number]>;
+  paddockAcquireLease(...args: (string | number)[]): Promise<[number, number, number, ...(string | null)[]]>;
   paddockLeasesInUse(key: string): Promise<number>;
 };
 
@@ -70,11 +82,14 @@ export class InFlightLeases {
   async acquire(request: LeaseRequest): Promise<LeaseResult> {
     const keys = request.subjects.map((s) => `${this.prefix}:inflight:${s.key}`);
     const lease = `${PROCESS_TAG}.${(leasesTaken++).toString(36)}`;
-    const [granted, index] = await this.redis.paddockAcquireLease(
-      keys.length,
+    const read = request.read ?? [];
+    const [granted, index, , ...values] = await this.redis.paddockAcquireLease(
+      keys.length + read.length,
       ...keys,
+      ...read,
       lease,
       request.ttlMs,
+      keys.length,
       ...request.subjects.map((s) => s.limit),
     );
     // The earliest lease's expiry is only a ceiling: most work ends far sooner, so a second.
@@ -82,6 +97,7 @@ export class InFlightLeases {
     let released = false;
     return {
       granted: true,
+      read: read.map((_, i) => values[i] ?? null),
       release: async () => {
         if (released) return;
         released = true;

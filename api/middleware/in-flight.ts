@@ -50,15 +50,18 @@ function limitsOf(kind: InFlightKind, deps: AppDeps): { sandbox?: number; accoun
  * on every replica together. The token buckets bound how often work starts; this bounds how much
  * of it runs at once (a long command holds its lease until its answer is sent or its client goes).
  */
-export function admitInFlight(kind: InFlightKind, deps: AppDeps) {
+export function admitInFlight(kind: InFlightKind, deps: AppDeps, leasedView?: (sandboxId: string) => string) {
   const limits = limitsOf(kind, deps);
   return async function admit(ctx: AppContext, next: Next): Promise<void> {
     const accountId = ctx.state.auth?.accountId ?? 'none';
     const sandboxId = String(ctx.params?.id ?? 'none').slice(0, 100);
     const account = { key: `${kind}:acct:${accountId}`, limit: limits.account };
+    // The view the handler reads first comes in the same round trip: one less before the work starts.
+    const view = leasedView && ctx.state.auth && deps.views.enabled ? deps.views.keysOf(accountId, leasedView(sandboxId)) : undefined;
     const lease = await deps.inFlight.acquire({
       subjects: limits.sandbox === undefined ? [account] : [{ key: `${kind}:sbx:${accountId}:${sandboxId}`, limit: limits.sandbox }, account],
       ttlMs: limits.ttlMs,
+      ...(view ? { read: [view.generation, view.view] } : {}),
     });
     if (!lease.granted) {
       const scope = limits.sandbox !== undefined && lease.subjectIndex === 0 ? 'sandbox' : 'account';
@@ -68,6 +71,7 @@ export function admitInFlight(kind: InFlightKind, deps: AppDeps) {
         extra: { kind, scope, limit },
       });
     }
+    if (view) ctx.state.leasedView = deps.views.readOf(lease.read[0] ?? null, lease.read[1] ?? null);
     // Released once the whole answer is written, or its client has gone; a client that left
     // before this request was admitted has closed its socket already, and its lease goes as soon
     // as the handler returns.

@@ -30,6 +30,11 @@ export interface RouteSpec<
   scope?: Scope;
   bucket?: BucketName;
   inFlight?: InFlightKind;
+  /**
+   * With inFlight: the name of the account's read view (shared/cache/read-views.ts) of the
+   * sandbox `:id` that the handler reads first, fetched in the lease's round trip (ctx.state.leasedView).
+   */
+  leasedView?: (sandboxId: string) => string;
   body?: B;
   query?: Q;
   params?: P;

@@ -6,7 +6,7 @@ import { presentSandbox, type PresentedSandbox } from '../../shared/sandboxes/pr
 import type { Allowlist } from '../../shared/repositories/policy.ts';
 import * as sandboxes from '../../shared/repositories/sandboxes.ts';
 import type { SandboxPage } from '../../shared/repositories/sandboxes.ts';
-import type { ReadViews } from '../../shared/cache/read-views.ts';
+import type { ReadViews, ViewRead } from '../../shared/cache/read-views.ts';
 import type { OpenedSecrets } from '../../shared/secrets/opened.ts';
 import { openedSecretsFor, openSecrets, type SecretOpening } from '../../shared/secrets/opening.ts';
 
@@ -42,15 +42,39 @@ export interface ExecContext {
   rereadSecrets(): Promise<OpenedSecrets>;
 }
 
+/** The account's read view of a sandbox's exec context, read with an exec's in-flight lease (the exec route's `leasedView`). */
+export const execContextView = (sandboxId: string) => `exec:${sandboxId}`;
+
 /**
- * The caller's sandbox with the policy an exec in it obeys (one round trip), or 404. The read
- * brings the secrets' ciphertexts only if they changed since this process last opened them.
+ * The caller's sandbox with the policy an exec in it obeys, or 404: from `leased`, the read view
+ * fetched with the request's lease, while its secrets are the version this process holds opened;
+ * else one round trip to PostgreSQL, which brings the secrets' ciphertexts only if they changed
+ * since this process last opened them, and is kept as that view. Every change of what it holds
+ * (the sandbox's transitions, the allowlist, the secrets) replaces the account's generation
+ * before it is answered, as for every view.
  */
-export async function findOwnSandboxWithPolicy(deps: SecretOpening & { pg: Pool }, accountId: string, id: string): Promise<ExecContext> {
+export async function findOwnSandboxWithPolicy(
+  deps: SecretOpening & { pg: Pool; views?: Pick<ReadViews, 'store'> },
+  accountId: string,
+  id: string,
+  leased?: ViewRead,
+): Promise<ExecContext> {
   const held = isId('sbx', id) ? deps.openedSecrets.get(accountId, id) : undefined;
+  const kept = leased && 'hit' in leased ? sandboxes.keptSandboxWithPolicy(leased.hit) : undefined;
+  if (kept && kept.sandbox.accountId === accountId && kept.sandbox.id === id && (kept.secrets.stored !== undefined || held?.version === kept.secrets.version)) {
+    return contextOf(deps, accountId, id, kept, held);
+  }
   const found = isId('sbx', id) ? await sandboxes.readOwnSandboxWithPolicy(deps.pg, accountId, id, held?.version ?? undefined) : undefined;
   if (!found) throw new ApiError('sandbox_not_found', `No sandbox ${id}.`);
-  const { sandbox, allowlist, secrets } = found;
+  // Only an active one is kept: what an account can make Redis hold stays bounded by its cap.
+  if (leased && 'seen' in leased && deps.views && found.sandbox.state === 'active') {
+    void deps.views.store(accountId, execContextView(id), leased.seen, found.kept()).catch(() => undefined);
+  }
+  return contextOf(deps, accountId, id, found, held);
+}
+
+function contextOf(deps: SecretOpening & { pg: Pool }, accountId: string, id: string, read: sandboxes.SandboxWithPolicy, held: OpenedSecrets | undefined): ExecContext {
+  const { sandbox, allowlist, secrets } = read;
   return { sandbox, allowlist, openSecrets: () => openSecrets(deps, accountId, id, secrets, held), rereadSecrets: () => openedSecretsFor(deps, accountId, id) };
 }
 

@@ -37,7 +37,7 @@ type WithStore = Redis & {
 };
 
 /** A view's text, or the generation to store one under once read from the database. */
-type ViewRead = { hit: string } | { seen: string };
+export type ViewRead = { hit: string } | { seen: string };
 
 const token = () => randomBytes(12).toString('base64url');
 
@@ -104,13 +104,18 @@ export class ReadViews {
   private async read(accountId: string, view: string): Promise<ViewRead | undefined> {
     if (this.seconds === 0) return undefined;
     const [generation, stored] = await this.redis.mget(this.generationKey(accountId), this.viewKey(accountId, view));
-    const seen = generation ?? '';
+    return this.readOf(generation ?? null, stored ?? null);
+  }
+
+  /** What the values of keysOf's two keys, read together by a script of the caller's, say: the view, or the generation seen. */
+  readOf(generation: string | null, stored: string | null): ViewRead | undefined {
+    if (this.seconds === 0) return undefined;
     if (generation && stored?.startsWith(`${generation}\n`)) return { hit: stored.slice(generation.length + 1) };
-    return { seen };
+    return { seen: generation ?? '' };
   }
 
   /** Stores a view read from the database after `read` answered `seen`; dropped when a change came between. */
-  private async store(accountId: string, view: string, seen: string, text: string): Promise<void> {
+  async store(accountId: string, view: string, seen: string, text: string): Promise<void> {
     await this.redis.paddockStoreView(this.generationKey(accountId), this.viewKey(accountId, view), seen, token(), text, this.seconds);
   }
 

@@ -98,14 +98,35 @@ export interface SandboxWithPolicy {
  * version of the account's secrets the caller holds opened, if any; their ciphertexts then come
  * only if they changed since.
  */
-export async function readOwnSandboxWithPolicy(pool: Pool, accountId: string, id: string, heldVersion?: string): Promise<SandboxWithPolicy | undefined> {
-  type Row = SandboxRow & {
-    allowlist: { commands: string[]; updated_at: string } | null;
-    secrets_version: string | null;
-    secrets: (Omit<StoredSecretRow, 'ciphertext'> & { ciphertext: string })[] | null;
-  };
-  const row = (await pool.query<Row>({ ...OWN_SANDBOX_WITH_POLICY, values: [id, accountId, heldVersion ?? null] })).rows[0];
+export async function readOwnSandboxWithPolicy(
+  pool: Pool,
+  accountId: string,
+  id: string,
+  heldVersion?: string,
+): Promise<(SandboxWithPolicy & { /** The read as a read view keeps it (keptSandboxWithPolicy). */ kept(): string }) | undefined> {
+  const row = (await pool.query<PolicyRow>({ ...OWN_SANDBOX_WITH_POLICY, values: [id, accountId, heldVersion ?? null] })).rows[0];
   if (!row) return undefined;
+  // Kept without the secrets' ciphertexts: their version only, or the empty list there is.
+  return { ...sandboxWithPolicyOf(row), kept: () => JSON.stringify({ ...row, secrets: row.secrets?.length === 0 ? [] : null }) };
+}
+
+/** A read kept by readOwnSandboxWithPolicy's `kept`, its secrets' ciphertexts left out; undefined when the text is not one. */
+export function keptSandboxWithPolicy(text: string): SandboxWithPolicy | undefined {
+  try {
+    const row = JSON.parse(text) as PolicyRow;
+    return typeof row?.id === 'string' && typeof row.account_id === 'string' ? sandboxWithPolicyOf(row) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type PolicyRow = SandboxRow & {
+  allowlist: { commands: string[]; updated_at: string } | null;
+  secrets_version: string | null;
+  secrets: (Omit<StoredSecretRow, 'ciphertext'> & { ciphertext: string })[] | null;
+};
+
+function sandboxWithPolicyOf(row: PolicyRow): SandboxWithPolicy {
   return {
     sandbox: sandboxOf(row),
     allowlist: allowlistOf(row.allowlist ?? undefined),

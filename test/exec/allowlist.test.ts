@@ -59,6 +59,19 @@ test('a refused command answers 403 naming the program, and nothing runs; every 
   assert.equal((await exec({ command: 'test -e /tmp/ran && echo ran || echo clean' })).body.stdout, 'clean\n');
 });
 
+test("a change of the allowlist applies to the next exec on every replica, after execs that kept the sandbox's policy", async () => {
+  const { a, exec, put } = await setup();
+  const touch = { command: 'touch /tmp/ran && echo touched' };
+  for (const url of [apiA, apiB, apiA, apiB]) assert.equal((await exec(touch, url)).body.stdout, 'touched\n');
+  assert.equal((await put({ commands: ['echo'] }, apiB)).status, 200);
+  for (const url of [apiA, apiB]) {
+    assertProblem(await exec(touch, url), 403, 'command_not_allowed');
+    assert.equal((await exec({ command: 'echo hi' }, url)).body.stdout, 'hi\n');
+  }
+  assert.equal((await call(apiA, 'DELETE', '/v1/allowlist', { token: a.key })).status, 204);
+  for (const url of [apiB, apiA]) assert.equal((await exec(touch, url)).body.stdout, 'touched\n');
+});
+
 test('with an allowlist, the exec env may not steer programs (PATH, LD_PRELOAD)', async () => {
   const { exec, put } = await setup();
   await put({ commands: ['echo'] });

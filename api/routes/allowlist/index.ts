@@ -40,7 +40,10 @@ export const putAllowlistRoute = route(
     errors: [],
   },
   async (ctx, { body }, deps) => {
-    ctx.body = present(await putAllowlist(deps.pg, accountIdOf(ctx), body.commands));
+    const allowlist = await putAllowlist(deps.pg, accountIdOf(ctx), body.commands);
+    // Execs read the policy from a view of the account's (api/services/sandboxes.ts): stale once this is answered.
+    await deps.events.changed([accountIdOf(ctx)]);
+    ctx.body = present(allowlist);
   },
 );
 
@@ -59,6 +62,8 @@ export const clearAllowlistRoute = route(
   },
   async (ctx, _input, deps) => {
     await clearAllowlist(deps.pg, accountIdOf(ctx));
+    // Execs read the policy from a view of the account's (api/services/sandboxes.ts): stale once this is answered.
+    await deps.events.changed([accountIdOf(ctx)]);
     ctx.status = 204;
   },
 );

@@ -1,5 +1,5 @@
 import { ApiError } from '../../../shared/errors.ts';
-import { findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
+import { execContextView, findOwnSandboxWithPolicy } from '../../services/sandboxes.ts';
 import { outputLines, startNdjsonAnswer } from '../../services/exec/ndjson.ts';
 import { sendJsonAnswer } from '../../services/exec/json-answer.ts';
 import { abortOnDisconnect } from '../../services/streaming.ts';
@@ -25,6 +25,7 @@ export const execRoute = route(
     scope: 'exec',
     bucket: 'sandbox_ops',
     inFlight: 'exec',
+    leasedView: execContextView,
     params: ExecParams,
     body: ExecBody,
     bodyLimitBytes: (config) => config.PADDOCK_FILE_MAX_BYTES + 256 * 1024,
@@ -44,7 +45,7 @@ export const execRoute = route(
     errors: ['sandbox_not_found', 'sandbox_not_running', 'command_not_allowed', 'process_limit_reached', 'operation_timed_out'],
   },
   async (ctx, { params, body }, deps) => {
-    const context = await findOwnSandboxWithPolicy(deps, accountIdOf(ctx), params.id);
+    const context = await findOwnSandboxWithPolicy(deps, accountIdOf(ctx), params.id, ctx.state.leasedView);
     const { sandbox } = context;
     if (body.background) {
       const { background: _background, ...input } = body;

@@ -33,6 +33,8 @@ export const createSecret = route(
     await checkScope(deps.sandboxes, accountId, body.sandboxId, true);
     const { row, replaced, replacedInject } = await putSecret({ pg: deps.pg, secretCipher: deps.secretCipher, limits: deps.config }, accountId, body);
     if (body.inject || replacedInject) await rebroker(deps, accountId, row.sandbox_id);
+    // Execs read the policy from a view of the account's (api/services/sandboxes.ts): stale once this is answered.
+    await deps.events.changed([accountId]);
     ctx.status = replaced ? 200 : 201;
     ctx.body = presentSecret(row);
   },
@@ -83,6 +85,8 @@ export const deleteSecretRoute = route(
       throw new ApiError('secret_not_found', `No secret ${params.name}${query.sandboxId ? ` for sandbox ${query.sandboxId}` : ''}.`);
     }
     if (deleted.inject) await rebroker(deps, accountId, query.sandboxId ?? null);
+    // Execs read the policy from a view of the account's (api/services/sandboxes.ts): stale once this is answered.
+    await deps.events.changed([accountId]);
     ctx.status = 204;
   },
 );
