@@ -90,8 +90,16 @@ export interface AppState {
   rawBody?: unknown;
   /** A streamed body (an archive), set by the streamed-body middleware on routes that declare one. */
   streamedBody?: StreamedBody;
+  /** The route's in-flight lease, once held (api/middleware/in-flight.ts). */
+  lease?: HeldLease;
   /** The route's `leasedView`, read with its in-flight lease; undefined when views are off. */
   leasedView?: ViewRead;
+}
+
+/** A request's in-flight lease held, from the API key's lookup or the in-flight step: its release, and what it read. */
+export interface HeldLease {
+  release: () => void;
+  read: (string | null)[];
 }
 
 /** A request's context: Koa's, with its route's parameters (set by api/routes/shaped-router.ts). */

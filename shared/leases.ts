@@ -5,29 +5,46 @@ import type { Redis } from 'ioredis';
 // account, a sandbox, a webhook endpoint) holding one member per piece of work in progress, scored
 // by when its lease runs out. One round trip takes a lease in every set or in none; a process that
 // dies mid-work leaves leases that simply expire. Redis's own clock, so replicas with skewed clocks agree.
+/**
+ * Lua: acquire_lease(keys, lease, ttl_ms, limits): a lease in every set of `keys` (each holding
+ * fewer than its limit) or in none: {1, 0, 0}, or {0, the index of the first full set, ms until
+ * its earliest lease runs out}. Also run by the API-key lookup's script, which takes an exec's
+ * lease in its own round trip (api/auth/api-key-store.ts).
+ */
+export const ACQUIRE_LUA = `
+local function acquire_lease(keys, lease, ttl_ms, limits)
+  local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local expires = now + ttl_ms
+  for i, key in ipairs(keys) do
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    if redis.call('ZCARD', key) >= limits[i] then
+      local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      return {0, i, tonumber(first[2]) - now}
+    end
+  end
+  for _, key in ipairs(keys) do
+    redis.call('ZADD', key, expires, lease)
+    redis.call('PEXPIREAT', key, expires + 1000)
+  end
+  return {1, 0, 0}
+end
+`;
+
 // KEYS: the subjects' sets, then keys to read once the lease is granted. ARGV: the lease, its
 // milliseconds, the number of subjects, then each subject's limit.
-const ACQUIRE = `
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local lease = ARGV[1]
-local expires = now + tonumber(ARGV[2])
+const ACQUIRE = `${ACQUIRE_LUA}
 local subjects = tonumber(ARGV[3])
+local keys, limits = {}, {}
 for i = 1, subjects do
-  local key = KEYS[i]
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  if redis.call('ZCARD', key) >= tonumber(ARGV[3 + i]) then
-    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    return {0, i, tonumber(first[2]) - now}
+  keys[i] = KEYS[i]
+  limits[i] = tonumber(ARGV[3 + i])
+end
+local out = acquire_lease(keys, ARGV[1], tonumber(ARGV[2]), limits)
+if out[1] == 1 then
+  for j = subjects + 1, #KEYS do
+    out[#out + 1] = redis.call('GET', KEYS[j])
   end
-end
-local out = {1, 0, 0}
-for i = 1, subjects do
-  redis.call('ZADD', KEYS[i], expires, lease)
-  redis.call('PEXPIREAT', KEYS[i], expires + 1000)
-end
-for j = subjects + 1, #KEYS do
-  out[#out + 1] = redis.call('GET', KEYS[j])
 end
 return out
 `;
@@ -76,12 +93,32 @@ export class InFlightLeases {
 
   /** Leases of the subject held now (not expired). */
   async inUse(subjectKey: string): Promise<number> {
-    return this.redis.paddockLeasesInUse(`${this.prefix}:inflight:${subjectKey}`);
+    return this.redis.paddockLeasesInUse(this.subjectKey(subjectKey));
+  }
+
+  /** Where a subject's leases are. */
+  subjectKey(subject: string): string {
+    return `${this.prefix}:inflight:${subject}`;
+  }
+
+  /** A new lease's member. */
+  member(): string {
+    return `${PROCESS_TAG}.${(leasesTaken++).toString(36)}`;
+  }
+
+  /** The release of `lease`, taken in the sets `keys` (by this class or a script running ACQUIRE_LUA). */
+  held(keys: string[], lease: string): () => Promise<void> {
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      await Promise.all(keys.map((key) => this.redis.zrem(key, lease)));
+    };
   }
 
   async acquire(request: LeaseRequest): Promise<LeaseResult> {
-    const keys = request.subjects.map((s) => `${this.prefix}:inflight:${s.key}`);
-    const lease = `${PROCESS_TAG}.${(leasesTaken++).toString(36)}`;
+    const keys = request.subjects.map((s) => this.subjectKey(s.key));
+    const lease = this.member();
     const read = request.read ?? [];
     const [granted, index, , ...values] = await this.redis.paddockAcquireLease(
       keys.length + read.length,
@@ -94,15 +131,6 @@ export class InFlightLeases {
     );
     // The earliest lease's expiry is only a ceiling: most work ends far sooner, so a second.
     if (granted !== 1) return { granted: false, subjectIndex: index - 1, retryAfterSeconds: 1 };
-    let released = false;
-    return {
-      granted: true,
-      read: read.map((_, i) => values[i] ?? null),
-      release: async () => {
-        if (released) return;
-        released = true;
-        await Promise.all(keys.map((key) => this.redis.zrem(key, lease)));
-      },
-    };
+    return { granted: true, read: read.map((_, i) => values[i] ?? null), release: this.held(keys, lease) };
   }
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { effectiveScopes, type Scope } from '../../shared/scopes.ts';
 import { bucketResult, TAKE_TOKEN_LUA, type BucketResult } from '../ratelimit/token-bucket.ts';
 import { EmptyBuckets } from '../ratelimit/empty-buckets.ts';
+import { ACQUIRE_LUA } from '../../shared/leases.ts';
 
 export interface KeyIdentity {
   keyId: string;
@@ -39,11 +40,15 @@ end
 // KEYS: the key's cache entry, its "lastUsedAt recorded this minute" slot, its holders. ARGV: the
 // slot's seconds, the holder to mark ('' for none) and its mark's milliseconds, then (for a route
 // with an account bucket) the bucket's key prefix, capacity, refill per ms and the scope the route
-// needs. For a cached valid key only: mark the holder, claim the slot, and take the route's token
+// needs, then (for a route with an in-flight cap) the lease's member ('' for none), its
+// milliseconds, the number of its subjects, each subject's key around the account's id (before,
+// after) and limit, the number of keys to read once it is granted, and each around the account's id.
+// For a cached valid key only: mark the holder, claim the slot, and take the route's token
 // from the account's bucket when the key has the scope (a key without it is refused before any
-// token is spent). The bucket's key is built from the entry (its account), so it is not among
-// KEYS: fine on one Redis, as Paddock runs it; a Redis Cluster would need a hash tag.
-const READ_KEY_SCRIPT = `${TAKE_TOKEN_LUA}${HOLD_LUA}
+// token is spent), then, with the token, the lease and the reads. The bucket's and the lease's keys
+// are built from the entry (its account), so they are not among KEYS: fine on one Redis, as
+// Paddock runs it; a Redis Cluster would need a hash tag.
+const READ_KEY_SCRIPT = `${TAKE_TOKEN_LUA}${HOLD_LUA}${ACQUIRE_LUA}
 local v = redis.call('GET', KEYS[1])
 if not v or v == 'revoked' then
   return {v or '', 0}
@@ -67,7 +72,25 @@ if not scoped then
   return {v, claimed}
 end
 local token = take_token(ARGV[4] .. entry.accountId, tonumber(ARGV[5]), tonumber(ARGV[6]))
-return {v, claimed, token[1], token[2], token[3]}
+local out = {v, claimed, token[1], token[2], token[3]}
+if token[1] ~= 1 or not ARGV[8] or ARGV[8] == '' then
+  return out
+end
+local at = 10
+local keys, limits = {}, {}
+for i = 1, tonumber(ARGV[at]) do
+  keys[i] = ARGV[at + 3 * i - 2] .. entry.accountId .. ARGV[at + 3 * i - 1]
+  limits[i] = tonumber(ARGV[at + 3 * i])
+end
+at = at + 3 * #keys + 1
+local lease = acquire_lease(keys, ARGV[8], tonumber(ARGV[9]), limits)
+out[6] = lease[1]
+if lease[1] == 1 then
+  for j = 1, tonumber(ARGV[at]) do
+    out[6 + j] = redis.call('GET', ARGV[at + 2 * j - 1] .. entry.accountId .. ARGV[at + 2 * j])
+  end
+end
+return out
 `;
 
 // KEYS: the holders set of a key. ARGV: the holder, its mark's milliseconds.
@@ -118,8 +141,22 @@ export interface BucketToTake {
   scope?: Scope;
 }
 
+/** A key around the account's id: `before` + the id + `after`. */
+export type AroundAccount = [before: string, after: string];
+
+/** An in-flight lease for the lookup to take with the token (shared/leases.ts), and keys to read once it is. */
+export interface LeaseToTake {
+  member: string;
+  ttlMs: number;
+  subjects: { key: AroundAccount; limit: number }[];
+  read: AroundAccount[];
+}
+
+/** What the lookup's lease came to: granted, with what it read; or refused (the in-flight step asks again, and says why). */
+export type LeaseTaken = { granted: true; read: (string | null)[] } | { granted: false };
+
 type WithReadKey = Redis & {
-  paddockReadKey(cacheKey: string, touchKey: string, holdersKey: string, ...args: (string | number)[]): Promise<[string, number, ...number[]]>;
+  paddockReadKey(cacheKey: string, touchKey: string, holdersKey: string, ...args: (string | number)[]): Promise<[string, number, ...(number | string | null)[]]>;
   paddockHoldKey(holdersKey: string, holder: string, ttlMs: number): Promise<unknown>;
   paddockCheckKeys(keyCount: number, ...args: (string | number)[]): Promise<number[]>;
   paddockCountHolders(holdersKey: string): Promise<number>;
@@ -177,7 +214,8 @@ export class ApiKeyStore {
     keyHash: string,
     bucket?: BucketToTake,
     holder?: KeyHolder,
-  ): Promise<(KeyIdentity & { token?: BucketResult; checked?: boolean }) | undefined> {
+    lease?: LeaseToTake,
+  ): Promise<(KeyIdentity & { token?: BucketResult; checked?: boolean; lease?: LeaseTaken }) | undefined> {
     const emptyKey = bucket && `${keyHash}\n${bucket.keyPrefix}`;
     const known = emptyKey ? this.empty.get(emptyKey) : undefined;
     if (bucket && known) return { ...known.value, token: bucketResult(bucket.perMinute, [0, 0, known.retryMs]) };
@@ -186,6 +224,10 @@ export class ApiKeyStore {
     // this minute's "record lastUsedAt" slot and takes the route's token: an unknown key leaves
     // nothing behind.
     const bucketArgs = bucket ? [bucket.keyPrefix, bucket.perMinute, bucket.perMinute / 60_000, bucket.scope ?? ''] : [];
+    const leaseArgs =
+      bucket && lease
+        ? [lease.member, lease.ttlMs, lease.subjects.length, ...lease.subjects.flatMap((s) => [...s.key, s.limit]), lease.read.length, ...lease.read.flat()]
+        : [];
     const askedAt = performance.now();
     const [cached, claimed, ...taken] = await this.redis.paddockReadKey(
       this.cacheKey(keyHash),
@@ -195,16 +237,19 @@ export class ApiKeyStore {
       holder?.id ?? '',
       holder?.ttlMs ?? 0,
       ...bucketArgs,
+      ...leaseArgs,
     );
     if (cached === REVOKED) return undefined;
-    let identity: KeyIdentity & { token?: BucketResult; checked?: boolean };
+    let identity: KeyIdentity & { token?: BucketResult; checked?: boolean; lease?: LeaseTaken };
     let touch = claimed === 1;
     if (cached) {
       const entry = JSON.parse(cached) as Omit<KeyIdentity, 'scopes'> & { scopes?: string[] | null };
       identity = { ...entry, scopes: effectiveScopes(entry.scopes), checked: true };
-      if (bucket && taken.length === 3) {
-        identity.token = bucketResult(bucket.perMinute, taken);
-        if (!identity.token.allowed && emptyKey) this.empty.remember(emptyKey, identity, askedAt, taken[2]!);
+      if (bucket && taken.length >= 3) {
+        const [allowed, remaining, retryMs, granted, ...read] = taken as [number, number, number, number?, ...(string | null)[]];
+        identity.token = bucketResult(bucket.perMinute, [allowed, remaining, retryMs]);
+        if (!identity.token.allowed && emptyKey) this.empty.remember(emptyKey, identity, askedAt, retryMs);
+        if (lease && granted !== undefined) identity.lease = granted === 1 ? { granted: true, read: lease.read.map((_, i) => read[i] ?? null) } : { granted: false };
       }
     } else {
       const row = await findApiKeyByHash(unitOfWork(), keyHash);

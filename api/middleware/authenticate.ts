@@ -7,6 +7,7 @@ import { insufficientScope, type Scope } from '../../shared/scopes.ts';
 import type { BucketToTake } from '../auth/api-key-store.ts';
 import type { BucketName } from '../ratelimit/buckets.ts';
 import { bucketLimit } from './rate-limit.ts';
+import { keepLookupLease, leaseForLookup, type InFlightSpec } from './in-flight.ts';
 import { proveConnection } from '../connection-allowance.ts';
 import { finishKeySession, holdKeySession, startKeySession } from './key-session.ts';
 import type { OpenedSession } from '../auth/key-sessions.ts';
@@ -24,7 +25,7 @@ export const SCOPE_ERRORS: readonly ErrorCode[] = ['insufficient_scope'];
  * The two credentials are never interchangeable: each route takes exactly one kind, and a valid
  * credential of the other kind answers wrong_credential_type so the client knows what to send.
  */
-export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route: { bucket?: BucketName; scope?: Scope } = {}) {
+export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route: { bucket?: BucketName; scope?: Scope; lease?: InFlightSpec } = {}) {
   // An API key's lookup takes the route's account-bucket token in the same Redis round trip;
   // rateLimit then only reads what it took. A key without the route's scope spends none.
   const take: BucketToTake | undefined =
@@ -48,13 +49,16 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
         const opened = deps.keySessions.open(keyHash);
         const holder = opened.holder(deps.keySessions.holder);
         const sentAt = performance.now();
+        // With the token, the route's in-flight lease (middleware/in-flight.ts).
+        const lease = take && route.lease ? leaseForLookup(route.lease, deps, ctx) : undefined;
         let identity;
         try {
-          identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash, take, holder);
+          identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash, take, holder, lease);
         } catch (err) {
           opened.release();
           throw err;
         }
+        if (identity && lease) keepLookupLease(ctx, deps, lease, identity.lease, identity.accountId);
         if (!identity) throw refused(opened);
         const session = admitted(opened, identity, sentAt, holder !== undefined);
         ctx.state.auth = { kind: 'apiKey', accountId: identity.accountId, keyId: identity.keyId, scopes: identity.scopes, keyHash };

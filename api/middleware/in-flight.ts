@@ -3,6 +3,7 @@ import { whenAnswerEnds } from './answer-end.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import type { InFlightKind } from '../ratelimit/in-flight.ts';
+import type { LeaseTaken, LeaseToTake } from '../auth/api-key-store.ts';
 import { PROCESS_OUTPUT_WAIT_MAX_SECONDS } from '../../shared/mcp/tools.ts';
 
 // How long past its own limit a piece of work may hold its lease: answering a buffered result to
@@ -45,42 +46,95 @@ function limitsOf(kind: InFlightKind, deps: AppDeps): { sandbox?: number; accoun
   return { sandbox: config.PADDOCK_INFLIGHT_FILES_PER_SANDBOX, account: config.PADDOCK_INFLIGHT_FILES_PER_ACCOUNT, ttlMs: LEASE_SLACK_MS };
 }
 
+/** A route's in-flight cap, as its spec gives it. */
+export interface InFlightSpec {
+  kind: InFlightKind;
+  leasedView?: (sandboxId: string) => string;
+}
+
+const sandboxIdOf = (ctx: AppContext) => String(ctx.params?.id ?? 'none').slice(0, 100);
+
+/** The subjects of a lease of `kind` for the request, each key around the account's id. */
+function subjectsOf(kind: InFlightKind, limits: ReturnType<typeof limitsOf>, sandboxId: string): { key: [string, string]; limit: number }[] {
+  const account = { key: [`${kind}:acct:`, ''] as [string, string], limit: limits.account };
+  return limits.sandbox === undefined ? [account] : [{ key: [`${kind}:sbx:`, `:${sandboxId}`], limit: limits.sandbox }, account];
+}
+
+/**
+ * The lease the API key's lookup takes with the route's token, in its round trip
+ * (api/auth/api-key-store.ts), with the view the handler reads first; and what to do with its
+ * outcome once the account is known (keepLookupLease).
+ */
+export function leaseForLookup(spec: InFlightSpec, deps: AppDeps, ctx: AppContext): LeaseToTake {
+  const limits = limitsOf(spec.kind, deps);
+  const sandboxId = sandboxIdOf(ctx);
+  const inflight = deps.inFlight.subjectKey('');
+  const view = spec.leasedView && deps.views.enabled ? deps.views.keysAround(spec.leasedView(sandboxId)) : undefined;
+  return {
+    member: deps.inFlight.member(),
+    ttlMs: limits.ttlMs,
+    subjects: subjectsOf(spec.kind, limits, sandboxId).map((s) => ({ key: [inflight + s.key[0], s.key[1]], limit: s.limit })),
+    read: view ? [view.generation, view.view] : [],
+  };
+}
+
+/**
+ * A lease the lookup took: kept for the in-flight step when the request's body has all come
+ * already (as it does with its head, for any client that is not trickling it), else given back at
+ * once, the step taking it again once the body is whole: a trickled body holds no lease.
+ */
+export function keepLookupLease(ctx: AppContext, deps: AppDeps, lease: LeaseToTake, taken: LeaseTaken | undefined, accountId: string): void {
+  if (!taken?.granted) return;
+  const release = deps.inFlight.held(
+    lease.subjects.map((s) => s.key[0] + accountId + s.key[1]),
+    lease.member,
+  );
+  const drop = () => void release().catch(() => undefined);
+  // A client gone while the lookup was asked: no close is left to come and give the lease back.
+  if (!ctx.req.complete || ctx.req.socket.destroyed) return drop();
+  ctx.state.lease = { release: whenAnswerEnds(ctx, drop), read: taken.read };
+}
+
 /**
  * Admission control: a cap on the requests of one kind in progress, per sandbox and per account,
  * on every replica together. The token buckets bound how often work starts; this bounds how much
  * of it runs at once (a long command holds its lease until its answer is sent or its client goes).
+ * Taken here, or already by the API key's lookup (keepLookupLease).
  */
-export function admitInFlight(kind: InFlightKind, deps: AppDeps, leasedView?: (sandboxId: string) => string) {
+export function admitInFlight(spec: InFlightSpec, deps: AppDeps) {
+  const { kind, leasedView } = spec;
   const limits = limitsOf(kind, deps);
   return async function admit(ctx: AppContext, next: Next): Promise<void> {
     const accountId = ctx.state.auth?.accountId ?? 'none';
-    const sandboxId = String(ctx.params?.id ?? 'none').slice(0, 100);
-    const account = { key: `${kind}:acct:${accountId}`, limit: limits.account };
+    const sandboxId = sandboxIdOf(ctx);
     // The view the handler reads first comes in the same round trip: one less before the work starts.
     const view = leasedView && ctx.state.auth && deps.views.enabled ? deps.views.keysOf(accountId, leasedView(sandboxId)) : undefined;
-    const lease = await deps.inFlight.acquire({
-      subjects: limits.sandbox === undefined ? [account] : [{ key: `${kind}:sbx:${accountId}:${sandboxId}`, limit: limits.sandbox }, account],
-      ttlMs: limits.ttlMs,
-      ...(view ? { read: [view.generation, view.view] } : {}),
-    });
-    if (!lease.granted) {
-      const scope = limits.sandbox !== undefined && lease.subjectIndex === 0 ? 'sandbox' : 'account';
-      const limit = scope === 'sandbox' ? limits.sandbox : limits.account;
-      throw new ApiError('too_many_in_flight', `At most ${limit} ${kind} requests may be in progress per ${scope} at once; retry when one has finished.`, {
-        headers: { 'Retry-After': String(lease.retryAfterSeconds) },
-        extra: { kind, scope, limit },
+    let held = ctx.state.lease;
+    if (!held) {
+      const lease = await deps.inFlight.acquire({
+        subjects: subjectsOf(kind, limits, sandboxId).map((s) => ({ key: s.key[0] + accountId + s.key[1], limit: s.limit })),
+        ttlMs: limits.ttlMs,
+        ...(view ? { read: [view.generation, view.view] } : {}),
       });
+      if (!lease.granted) {
+        const scope = limits.sandbox !== undefined && lease.subjectIndex === 0 ? 'sandbox' : 'account';
+        const limit = scope === 'sandbox' ? limits.sandbox : limits.account;
+        throw new ApiError('too_many_in_flight', `At most ${limit} ${kind} requests may be in progress per ${scope} at once; retry when one has finished.`, {
+          headers: { 'Retry-After': String(lease.retryAfterSeconds) },
+          extra: { kind, scope, limit },
+        });
+      }
+      // Released once the whole answer is written, or its client has gone.
+      held = { release: whenAnswerEnds(ctx, () => void lease.release().catch(() => undefined)), read: lease.read };
     }
-    if (view) ctx.state.leasedView = deps.views.readOf(lease.read[0] ?? null, lease.read[1] ?? null);
-    // Released once the whole answer is written, or its client has gone; a client that left
-    // before this request was admitted has closed its socket already, and its lease goes as soon
-    // as the handler returns.
+    if (view) ctx.state.leasedView = deps.views.readOf(held.read[0] ?? null, held.read[1] ?? null);
+    // A client that left before this request was admitted has closed its socket already, and its
+    // lease goes as soon as the handler returns.
     const socket = ctx.req.socket;
-    const release = whenAnswerEnds(ctx, () => void lease.release().catch(() => undefined));
     try {
       await next();
     } finally {
-      if (socket.destroyed) release();
+      if (socket.destroyed) held.release();
     }
   };
 }

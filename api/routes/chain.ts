@@ -28,12 +28,14 @@ export function chainOf(spec: RouteSpec): ChainStep[] {
   if (spec.websocket) steps.push({ errors: AUTHENTICATION_ERRORS, build: (deps) => authenticateWebSocket(deps) });
   else if (spec.auth !== 'none') {
     const kind = spec.auth;
-    steps.push({ errors: AUTHENTICATION_ERRORS, build: (deps) => authenticate(kind, deps, { bucket: spec.bucket, scope: spec.scope }) });
+    // A route with an in-flight cap whose body is JSON (or none) has its lease taken by the key's lookup.
+    const lease = spec.inFlight && !spec.streamedBody ? { kind: spec.inFlight, leasedView: spec.leasedView } : undefined;
+    steps.push({ errors: AUTHENTICATION_ERRORS, build: (deps) => authenticate(kind, deps, { bucket: spec.bucket, scope: spec.scope, lease }) });
   } else steps.push({ errors: PROBATION_ERRORS, build: () => refuseOnProbation });
   const { scope, bucket, inFlight, leasedView, streamedBody: streamed } = spec;
   if (scope) steps.push({ errors: SCOPE_ERRORS, build: () => requireScope(scope) });
   if (bucket) steps.push({ errors: RATE_LIMIT_ERRORS, build: (deps) => rateLimit(bucket, deps) });
-  const admit: ChainStep | undefined = inFlight ? { errors: IN_FLIGHT_ERRORS, build: (deps) => admitInFlight(inFlight, deps, leasedView) } : undefined;
+  const admit: ChainStep | undefined = inFlight ? { errors: IN_FLIGHT_ERRORS, build: (deps) => admitInFlight({ kind: inFlight, leasedView }, deps) } : undefined;
   // A place in flight is taken once the request is whole: a client trickling its JSON body must
   // not hold one (16 such requests would lock an account out of exec until they time out). A
   // streamed body is the work itself, and is admitted before it is read.

@@ -77,6 +77,11 @@ export class ReadViews {
     return { generation: this.generationKey(accountId), view: this.viewKey(accountId, view) };
   }
 
+  /** keysOf's keys, each as the text before the account's id and the text after it: for a script that learns the account itself. */
+  keysAround(view: string): { generation: [string, string]; view: [string, string] } {
+    return { generation: [`${this.prefix}:views:`, ':gen'], view: [`${this.prefix}:views:`, `:${view}`] };
+  }
+
   private generationKey(accountId: string): string {
     return `${this.prefix}:views:${accountId}:gen`;
   }
