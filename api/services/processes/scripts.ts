@@ -205,27 +205,33 @@ emit() {
   printf '%s %s %s %s\\n' "$id" "$s" "$x" "\${c:--}"
 }
 # One head for every file of every process, each cut at its bound, its headers naming the file
-# each first line is of: a head (a fork and an exec) per file was most of a listing's time.
-head -v -c 8192 -- "$@" 2>/dev/null | {
-  id= d= f= s= x= r= c=
-  while IFS= read -r l || [ -n "$l" ]; do
-    case $l in
-      '==> '*' <==')
-        f=\${l#'==> '} && f=\${f%' <=='}
-        if [ "\${f%/*}" != "$d" ]; then emit; d=\${f%/*}; id=\${d##*/} s= x= r= c=; fi
-        f=\${f##*/}
-        continue ;;
-    esac
-    case $f in
-      started) s=$l ;;
-      exit) x=$l ;;
-      runner) r=$l ;;
-      command) c=$l ;;
-    esac
-    f=
-  done
-  emit
-}`;
+# each first line is of: a head (a fork and an exec) per file was most of a listing's time. Its
+# output is taken whole and cut into lines in the shell's memory: dash's read takes a byte a
+# system call, which was most of what was left.
+all=$(head -v -c 8192 -- "$@" 2>/dev/null)
+set -f
+IFS='
+'
+set -- $all
+unset IFS
+id= d= f= s= x= r= c=
+for l do
+  case $l in
+    '==> '*' <==')
+      f=\${l#'==> '} && f=\${f%' <=='}
+      if [ "\${f%/*}" != "$d" ]; then emit; d=\${f%/*}; id=\${d##*/} s= x= r= c=; fi
+      f=\${f##*/}
+      continue ;;
+  esac
+  case $f in
+    started) s=$l ;;
+    exit) x=$l ;;
+    runner) r=$l ;;
+    command) c=$l ;;
+  esac
+  f=
+done
+emit`;
 
 /**
  * The kept output: $1 id, $2 keep bytes, $3 1 to follow. Stdout's bytes on stdout, stderr's on
