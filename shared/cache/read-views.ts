@@ -83,11 +83,13 @@ export class ReadViews {
   }
 
   private generationKey(accountId: string): string {
-    return `${this.prefix}:views:${accountId}:gen`;
+    const [before, after] = this.keysAround('').generation;
+    return before + accountId + after;
   }
 
   private viewKey(accountId: string, view: string): string {
-    return `${this.prefix}:views:${accountId}:${view}`;
+    const [before, after] = this.keysAround(view).view;
+    return before + accountId + after;
   }
 
   /**

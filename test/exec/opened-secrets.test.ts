@@ -94,6 +94,34 @@ test('a secret changed in the database by a writer that does not announce it (a 
   assert.equal((await first!.deps.pg.query(versions, [gone.id])).rows[0].n, 0);
 });
 
+test("an exec reads the sandbox with its policy from the account's view, its secrets from this process's cache: no PostgreSQL read while neither changes", async () => {
+  const { exec, secret } = await setup();
+  assert.equal((await secret({ name: 'VIEWED', value: 'viewed-value' })).status, 201);
+  let reads = 0;
+  const pg = first!.deps.pg;
+  const query = pg.query.bind(pg) as (...args: unknown[]) => unknown;
+  (pg as { query: unknown }).query = (...args: unknown[]) => {
+    if ((args[0] as { name?: string })?.name === 'paddock-own-sandbox-with-policy') reads++;
+    return query(...args);
+  };
+  try {
+    assert.equal((await exec('echo "$VIEWED"')).body.stdout, '***\n');
+    assert.equal(reads, 1, 'the first exec reads the database');
+    // Kept once stored (after the first answer, without waiting on it).
+    await eventually('the second exec served from the view', 5000, async () => {
+      const before = reads;
+      assert.equal((await exec('test "$VIEWED" = viewed-value && echo same')).body.stdout, 'same\n');
+      return reads === before ? true : undefined;
+    });
+    assert.equal((await secret({ name: 'VIEWED', value: 'changed-value' })).status, 200);
+    const before = reads;
+    assert.equal((await exec('test "$VIEWED" = changed-value && echo yes')).body.stdout, 'yes\n');
+    assert.equal(reads, before + 1, 'a change announced: read again');
+  } finally {
+    (pg as { query: unknown }).query = query;
+  }
+});
+
 test('execs that read the same version at once open it once', async () => {
   const { a, s, secret } = await setup();
   for (const name of ['AT_ONCE_1', 'AT_ONCE_2', 'AT_ONCE_3']) assert.equal((await secret({ name, value: `value-of-${name}` })).status, 201);
