@@ -135,6 +135,9 @@ export async function startNetnsHost(
         res.on('close', () => clearInterval(tick));
       });
       server.on('connection', () => served++);
+      // A client that half-closes once its request is sent gets the whole answer, as from most
+      // servers (node:http would end the answer at the client's end).
+      server.httpAllowHalfOpen = true;
       server.listen(i === 0 ? ${options.firstPort ?? 0} : 0, ${JSON.stringify(address)}, () => {
         ports.push(server.address().port);
         if (ports.length === ${options.servers ?? 1}) console.log(ports.join(' '));

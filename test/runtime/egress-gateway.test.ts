@@ -55,6 +55,21 @@ async function world(): Promise<void> {
   after(() => gateway.close());
 }
 
+/** A GET of argv[2] from argv[1] on port 80 whose client half-closes after the request: the body's bytes it read, printed. */
+const HALF_CLOSED_GET = `
+import socket, sys
+s = socket.create_connection((sys.argv[1], 80))
+s.sendall(("GET %s HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % (sys.argv[2], sys.argv[1])).encode())
+s.shutdown(socket.SHUT_WR)
+got = b''
+while True:
+    chunk = s.recv(1 << 20)
+    if not chunk:
+        break
+    got += chunk
+print(len(got.split(b'\\r\\n\\r\\n', 1)[1]) if b'\\r\\n\\r\\n' in got else -1)
+`;
+
 /** A command in the pod's namespace, its DNS the gateway's. */
 const inPod = (args: string[]) => pod.run(args, resolvConf);
 const curl = (...args: string[]) => inPod(['curl', '-sS', '--max-time', '15', ...args]);
@@ -94,6 +109,11 @@ test('the gateway carries a sandbox pod to the names its policy allows, by name,
   const plain = await curl(`http://${PLAIN}/`);
   assert.equal(plain.code, 0, plain.stderr);
   assert.equal(plain.stdout, 'hello from the test host\n');
+
+  // A client that half-closes once its request is sent (as `nc -N` does) still reads the whole answer.
+  const halfClosed = await inPod(['python3', '-c', HALF_CLOSED_GET, PLAIN, '/bulk/8']);
+  assert.equal(halfClosed.code, 0, halfClosed.stderr);
+  assert.equal(Number(halfClosed.stdout), 8 * 1024 * 1024);
 
   // A name outside the policy has no answer, at once; sent to the gateway anyway (its address
   // forced), it is closed at once and never reaches the host, whatever the address it resolves to.
