@@ -7,7 +7,7 @@ import { insufficientScope, type Scope } from '../../shared/scopes.ts';
 import type { BucketToTake } from '../auth/api-key-store.ts';
 import type { BucketName } from '../ratelimit/buckets.ts';
 import { bucketLimit } from './rate-limit.ts';
-import { keepLookupLease, leaseForLookup, type InFlightSpec } from './in-flight.ts';
+import { keepLookupLease, lookupLeases, type InFlightSpec } from './in-flight.ts';
 import { proveConnection } from '../connection-allowance.ts';
 import { finishKeySession, holdKeySession, startKeySession } from './key-session.ts';
 import type { OpenedSession } from '../auth/key-sessions.ts';
@@ -32,6 +32,7 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
     kind === 'apiKey' && route.bucket && route.bucket !== 'auth'
       ? { keyPrefix: deps.buckets.accountKeyPrefix(route.bucket), perMinute: bucketLimit(route.bucket, deps), scope: route.scope }
       : undefined;
+  const leaseFor = take && route.lease ? lookupLeases(route.lease, deps) : undefined;
   return async function authenticateRequest(ctx: AppContext, next: Next): Promise<void> {
     const header = ctx.get('authorization');
     if (!header) throw new ApiError('missing_credential', 'Send the credential as "Authorization: Bearer <credential>".');
@@ -50,7 +51,7 @@ export function authenticate(kind: 'dashboard' | 'apiKey', deps: AppDeps, route:
         const holder = opened.holder(deps.keySessions.holder);
         const sentAt = performance.now();
         // With the token, the route's in-flight lease (middleware/in-flight.ts).
-        const lease = take && route.lease ? leaseForLookup(route.lease, deps, ctx) : undefined;
+        const lease = leaseFor?.(ctx);
         let identity;
         try {
           identity = await deps.apiKeys.authenticate(() => ctx.state.em, keyHash, take, holder, lease);

@@ -61,20 +61,22 @@ function subjectsOf(kind: InFlightKind, limits: ReturnType<typeof limitsOf>, san
 }
 
 /**
- * The lease the API key's lookup takes with the route's token, in its round trip
- * (api/auth/api-key-store.ts), with the view the handler reads first; and what to do with its
- * outcome once the account is known (keepLookupLease).
+ * For a route: the lease the API key's lookup takes for a request with the route's token, in its
+ * round trip (api/auth/api-key-store.ts), with the view the handler reads first; what becomes of
+ * it once the account is known is keepLookupLease's.
  */
-export function leaseForLookup(spec: InFlightSpec, deps: AppDeps, ctx: AppContext): LeaseToTake {
+export function lookupLeases(spec: InFlightSpec, deps: AppDeps): (ctx: AppContext) => LeaseToTake {
   const limits = limitsOf(spec.kind, deps);
-  const sandboxId = sandboxIdOf(ctx);
   const inflight = deps.inFlight.subjectKey('');
-  const view = spec.leasedView && deps.views.enabled ? deps.views.keysAround(spec.leasedView(sandboxId)) : undefined;
-  return {
-    member: deps.inFlight.member(),
-    ttlMs: limits.ttlMs,
-    subjects: subjectsOf(spec.kind, limits, sandboxId).map((s) => ({ key: [inflight + s.key[0], s.key[1]], limit: s.limit })),
-    read: view ? [view.generation, view.view] : [],
+  return (ctx) => {
+    const sandboxId = sandboxIdOf(ctx);
+    const view = spec.leasedView && deps.views.enabled ? deps.views.keysAround(spec.leasedView(sandboxId)) : undefined;
+    return {
+      member: deps.inFlight.member(),
+      ttlMs: limits.ttlMs,
+      subjects: subjectsOf(spec.kind, limits, sandboxId).map((s) => ({ key: [inflight + s.key[0], s.key[1]], limit: s.limit })),
+      read: view ? [view.generation, view.view] : [],
+    };
   };
 }
 
@@ -105,12 +107,13 @@ export function admitInFlight(spec: InFlightSpec, deps: AppDeps) {
   const { kind, leasedView } = spec;
   const limits = limitsOf(kind, deps);
   return async function admit(ctx: AppContext, next: Next): Promise<void> {
-    const accountId = ctx.state.auth?.accountId ?? 'none';
-    const sandboxId = sandboxIdOf(ctx);
     // The view the handler reads first comes in the same round trip: one less before the work starts.
-    const view = leasedView && ctx.state.auth && deps.views.enabled ? deps.views.keysOf(accountId, leasedView(sandboxId)) : undefined;
+    const withView = leasedView !== undefined && ctx.state.auth !== undefined && deps.views.enabled;
     let held = ctx.state.lease;
     if (!held) {
+      const accountId = ctx.state.auth?.accountId ?? 'none';
+      const sandboxId = sandboxIdOf(ctx);
+      const view = withView ? deps.views.keysOf(accountId, leasedView(sandboxId)) : undefined;
       const lease = await deps.inFlight.acquire({
         subjects: subjectsOf(kind, limits, sandboxId).map((s) => ({ key: s.key[0] + accountId + s.key[1], limit: s.limit })),
         ttlMs: limits.ttlMs,
@@ -127,7 +130,7 @@ export function admitInFlight(spec: InFlightSpec, deps: AppDeps) {
       // Released once the whole answer is written, or its client has gone.
       held = { release: whenAnswerEnds(ctx, () => void lease.release().catch(() => undefined)), read: lease.read };
     }
-    if (view) ctx.state.leasedView = deps.views.readOf(held.read[0] ?? null, held.read[1] ?? null);
+    if (withView) ctx.state.leasedView = deps.views.readOf(held.read[0] ?? null, held.read[1] ?? null);
     // A client that left before this request was admitted has closed its socket already, and its
     // lease goes as soon as the handler returns.
     const socket = ctx.req.socket;

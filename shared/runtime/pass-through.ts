@@ -73,7 +73,8 @@ export function servePassThrough(server: Server, port: 80 | 443, deps: ProxyDeps
   const buffers = new ReadBuffers({ bytes: READ_BYTES, kept: BUFFERS_KEPT });
   // A pod that half-closes once its request is sent still reads the whole answer: its end goes on
   // to the host (the pipe below), and its connection closes once the host's end has reached it.
-  // Read by the server at each connection, and settable on a listener handed over made (local/egress-sockets-main.ts).
+  // Set here rather than at creation: the local runtime's listeners are made in another process and
+  // handed over (local/egress-sockets-main.ts); a server reads it at each connection.
   (server as Server & { allowHalfOpen: boolean }).allowHalfOpen = true;
 
   /** The name's addresses outside the floor, as resolved at most NAME_KEPT_MS ago (a failure is not kept). */
